@@ -1,0 +1,1 @@
+//! privacy (in progress).
