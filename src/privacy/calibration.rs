@@ -1,0 +1,213 @@
+//! Privacy budgets and their split over boosting rounds.
+//!
+//! LazyBB calls a pure-DP weak learner once per round, `tau` times.
+//!
+//! - **Pure DP** (`delta = 0`): basic composition, each round gets
+//!   `epsilon / tau` (LazyBB Thm 4.2; PAPERS.md §1.6).
+//! - **Approximate DP** (`delta > 0`): advanced composition in the
+//!   Dwork–Rothblum–Vadhan form (LazyBB Thm 2.8 / 3.1) with `delta' = delta`
+//!   and `delta_b = 0` per round:
+//!   `epsilon = sqrt(2 tau ln(1/delta)) eps_b + tau eps_b (e^eps_b - 1)`.
+//!   We solve it for the largest `eps_b` by bisection and keep whichever of
+//!   that and `epsilon / tau` is larger (both are valid bounds, so the larger
+//!   per-round budget is still `(epsilon, delta)`-DP overall; SPEC §4.4).
+
+use serde::{Deserialize, Serialize};
+
+use super::PrivacyError;
+
+/// A total privacy budget `(epsilon, delta)`, checked on construction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    epsilon: f64,
+    delta: f64,
+}
+
+impl Budget {
+    /// `epsilon` must be finite and > 0; `delta` in `[0, 1)`.
+    pub fn new(epsilon: f64, delta: f64) -> Result<Budget, PrivacyError> {
+        if !(epsilon.is_finite() && epsilon > 0.0) {
+            return Err(PrivacyError::InvalidParameter(format!(
+                "epsilon must be a finite number > 0, got {epsilon}"
+            )));
+        }
+        if !(delta.is_finite() && (0.0..1.0).contains(&delta)) {
+            return Err(PrivacyError::InvalidParameter(format!(
+                "delta must be in [0, 1), got {delta}"
+            )));
+        }
+        Ok(Budget { epsilon, delta })
+    }
+
+    /// The total epsilon.
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// The total delta (0 for pure DP).
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+}
+
+/// Which composition theorem gave the per-round budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Composition {
+    /// `epsilon / tau` per round (sequential composition).
+    Basic,
+    /// Dwork–Rothblum–Vadhan advanced composition with `delta' = delta`.
+    Advanced,
+}
+
+/// The per-round pure-DP budget and how it was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoundBudget {
+    /// Pure epsilon spent by each of the `tau` weak-learner calls.
+    pub epsilon_round: f64,
+    /// The composition theorem that gave `epsilon_round`.
+    pub composition: Composition,
+}
+
+/// Right-hand side of advanced composition (LazyBB Thm 2.8):
+/// the total epsilon of `tau` pure `eps_b`-DP steps at slack `delta`.
+pub fn advanced_composition_epsilon(eps_b: f64, tau: u32, delta: f64) -> f64 {
+    let tau = f64::from(tau);
+    (2.0 * tau * (1.0 / delta).ln()).sqrt() * eps_b + tau * eps_b * eps_b.exp_m1()
+}
+
+/// Split `budget` over `tau >= 1` rounds (module docs give the rule).
+pub fn split_over_rounds(budget: Budget, tau: u32) -> Result<RoundBudget, PrivacyError> {
+    if tau == 0 {
+        return Err(PrivacyError::InvalidParameter(
+            "the number of rounds tau must be at least 1".into(),
+        ));
+    }
+    let basic = budget.epsilon / f64::from(tau);
+    if budget.delta == 0.0 {
+        return Ok(RoundBudget {
+            epsilon_round: basic,
+            composition: Composition::Basic,
+        });
+    }
+    // The right-hand side is increasing in eps_b and is 0 at 0 and at least
+    // `budget.epsilon` at eps_b = epsilon (its first term alone is
+    // sqrt(2 tau ln(1/delta)) * epsilon, and 2 ln(1/delta) > 1 for delta < 0.6;
+    // for larger delta we widen the bracket until it holds).
+    let mut hi = budget.epsilon;
+    while advanced_composition_epsilon(hi, tau, budget.delta) < budget.epsilon {
+        hi *= 2.0;
+    }
+    let mut lo = 0.0;
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if advanced_composition_epsilon(mid, tau, budget.delta) <= budget.epsilon {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    // `lo` always satisfies the constraint, so rounding never overspends.
+    Ok(if lo > basic {
+        RoundBudget {
+            epsilon_round: lo,
+            composition: Composition::Advanced,
+        }
+    } else {
+        RoundBudget {
+            epsilon_round: basic,
+            composition: Composition::Basic,
+        }
+    })
+}
+
+/// Noise rate of the DP 1-Rule weak learner for a per-round budget.
+///
+/// DP-1R is `4 eta zeta`-DP with `zeta = 1 / (kappa n)` (LazyBB Thm 4.1/8.2;
+/// the argument is in `learn::weak::one_rule` and `docs/privacy.md`), so
+/// `eta = eps_round * kappa * n / 4` (Thm 4.2).
+pub fn one_rule_eta(epsilon_round: f64, kappa: f64, n: usize) -> f64 {
+    epsilon_round * kappa * n as f64 / 4.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ADULT_N: usize = 32_561;
+
+    fn eta(epsilon: f64, delta: f64, kappa: f64, tau: u32) -> f64 {
+        let round = split_over_rounds(Budget::new(epsilon, delta).unwrap(), tau).unwrap();
+        one_rule_eta(round.epsilon_round, kappa, ADULT_N)
+    }
+
+    /// PAPERS.md appendix, "worked numbers": eta = eps kappa n / (4 tau).
+    #[test]
+    fn pure_dp_eta_matches_hand_computed_values() {
+        for (epsilon, kappa, tau, expected) in [
+            (0.4, 0.35, 9, 126.626),
+            (1.0, 0.35, 39, 73.054),
+            (0.05, 0.5, 5, 40.701),
+            (3.0, 0.35, 99, 86.336),
+            (5.0, 0.35, 75, 189.939),
+        ] {
+            let got = eta(epsilon, 0.0, kappa, tau);
+            assert!((got - expected).abs() < 1e-3, "{epsilon}/{tau}: {got}");
+        }
+        let zeta = 1.0 / (0.35 * ADULT_N as f64);
+        assert!((zeta - 8.7747e-5).abs() < 1e-8);
+    }
+
+    /// PAPERS.md appendix: delta = 1e-5 gives a larger eta when tau is large.
+    #[test]
+    fn approximate_dp_eta_matches_hand_computed_values() {
+        for (epsilon, tau, expected) in [(1.0, 39, 91.21), (3.0, 99, 159.88), (5.0, 75, 287.65)] {
+            let got = eta(epsilon, 1e-5, 0.35, tau);
+            assert!((got - expected).abs() < 0.01, "{epsilon}/{tau}: {got}");
+        }
+        // Basic composition wins at small tau.
+        let round = split_over_rounds(Budget::new(0.4, 1e-5).unwrap(), 9).unwrap();
+        assert_eq!(round.composition, Composition::Basic);
+        assert!((eta(0.4, 1e-5, 0.35, 9) - 126.626).abs() < 1e-3);
+    }
+
+    /// PAPERS.md §1.6 table: per-round epsilon at tau = 99, delta' = 1e-5.
+    #[test]
+    fn advanced_solution_matches_table_and_is_feasible() {
+        for (epsilon, expected) in [
+            (0.1, 0.00209),
+            (0.5, 0.01025),
+            (1.0, 0.02010),
+            (2.0, 0.03872),
+            (4.0, 0.07248),
+        ] {
+            let round = split_over_rounds(Budget::new(epsilon, 1e-5).unwrap(), 99).unwrap();
+            assert_eq!(round.composition, Composition::Advanced);
+            assert!((round.epsilon_round - expected).abs() < 1e-5, "{epsilon}");
+            let total = advanced_composition_epsilon(round.epsilon_round, 99, 1e-5);
+            assert!(total <= epsilon && total > epsilon * (1.0 - 1e-9));
+        }
+    }
+
+    #[test]
+    fn invalid_budgets_are_rejected() {
+        for (e, d) in [
+            (0.0, 0.0),
+            (-1.0, 0.0),
+            (f64::NAN, 0.0),
+            (f64::INFINITY, 0.0),
+            (1.0, -0.1),
+            (1.0, 1.0),
+            (1.0, f64::NAN),
+        ] {
+            assert!(Budget::new(e, d).is_err(), "{e} {d}");
+        }
+        assert!(split_over_rounds(Budget::new(1.0, 0.0).unwrap(), 0).is_err());
+    }
+
+    #[test]
+    fn large_delta_still_brackets() {
+        let round = split_over_rounds(Budget::new(0.01, 0.9).unwrap(), 3).unwrap();
+        assert!(advanced_composition_epsilon(round.epsilon_round, 3, 0.9) <= 0.01 + 1e-12);
+    }
+}

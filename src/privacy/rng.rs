@@ -1,0 +1,53 @@
+//! The noise source: a CSPRNG keyed from the operating system.
+//!
+//! A known seed lets anyone strip the noise from a release (SPEC §2), so the
+//! only public constructor reads fresh key material from the OS
+//! (`getrandom`). ChaCha20 expands that key; it is a cryptographically secure
+//! generator, so its output is as unpredictable as the OS source for our
+//! purposes, and it is much faster than one syscall per draw.
+
+use rand::rngs::{ChaCha20Rng, SysRng};
+use rand::{Rng, SeedableRng};
+
+use super::PrivacyError;
+
+/// Source of all noise used by the mechanisms in [`crate::privacy`].
+///
+/// Deliberately not `Clone`: two copies would replay the same noise.
+#[derive(Debug)]
+pub struct NoiseRng {
+    inner: ChaCha20Rng,
+}
+
+impl NoiseRng {
+    /// A generator keyed with 256 bits from the operating system's CSPRNG.
+    pub fn from_os() -> Result<NoiseRng, PrivacyError> {
+        let inner = ChaCha20Rng::try_from_rng(&mut SysRng)
+            .map_err(|e| PrivacyError::Entropy(e.to_string()))?;
+        Ok(NoiseRng { inner })
+    }
+
+    /// A reproducible generator, for this crate's unit tests only.
+    #[cfg(test)]
+    pub(crate) fn seeded(seed: u64) -> NoiseRng {
+        NoiseRng {
+            inner: ChaCha20Rng::seed_from_u64(seed),
+        }
+    }
+
+    /// A uniform draw from the open interval (0, 1) on the grid k / 2^53,
+    /// k = 1 .. 2^53 - 1 (never 0, never 1, so `ln` of it is finite).
+    pub(crate) fn uniform_open01(&mut self) -> f64 {
+        loop {
+            let k = self.inner.next_u64() >> 11; // 53 random bits
+            if k != 0 {
+                return k as f64 * (1.0 / (1u64 << 53) as f64);
+            }
+        }
+    }
+
+    /// A fair coin.
+    pub(crate) fn coin(&mut self) -> bool {
+        self.inner.next_u64() >> 63 == 1
+    }
+}

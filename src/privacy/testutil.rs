@@ -1,0 +1,118 @@
+//! Shared helpers for the statistical tests of the mechanisms.
+//!
+//! Every test using these draws from a seeded [`super::NoiseRng`], so a
+//! failure reproduces exactly. The thresholds the tests use (p > 1e-4 for
+//! "matches", p < 1e-10 for "detects a wrong scale") give a false-failure rate
+//! of at most 1e-4 per test for a correct sampler at a fresh seed.
+
+/// p-value of Pearson's chi-square goodness-of-fit test of `counts` against
+/// the probabilities `expected` (which must sum to 1).
+///
+/// Cells with an expected count below 5 should be merged by the caller; the
+/// tests here choose bins so that they are not.
+pub(crate) fn chi_square_p_value(counts: &[u64], expected: &[f64]) -> f64 {
+    assert_eq!(counts.len(), expected.len());
+    let total: u64 = counts.iter().sum();
+    let statistic: f64 = counts
+        .iter()
+        .zip(expected)
+        .map(|(&observed, &p)| {
+            let e = p * total as f64;
+            assert!(e >= 5.0, "expected count {e} too small for chi-square");
+            (observed as f64 - e).powi(2) / e
+        })
+        .sum();
+    chi_square_survival(statistic, (counts.len() - 1) as f64)
+}
+
+/// P(X >= x) for a chi-square variable with `k` degrees of freedom:
+/// the regularised upper incomplete gamma function Q(k/2, x/2).
+fn chi_square_survival(x: f64, k: f64) -> f64 {
+    upper_regularised_gamma(k / 2.0, x / 2.0)
+}
+
+/// Q(a, x) by the series (x < a + 1) or the continued fraction (Numerical
+/// Recipes §6.2, Lentz's method).
+fn upper_regularised_gamma(a: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 1.0;
+    }
+    let log_prefactor = a * x.ln() - x - ln_gamma(a);
+    if x < a + 1.0 {
+        let (mut term, mut sum, mut ap) = (1.0 / a, 1.0 / a, a);
+        for _ in 0..10_000 {
+            ap += 1.0;
+            term *= x / ap;
+            sum += term;
+            if term.abs() < sum.abs() * 1e-15 {
+                break;
+            }
+        }
+        1.0 - sum * log_prefactor.exp()
+    } else {
+        let tiny = 1e-300;
+        let mut b = x + 1.0 - a;
+        let mut c = 1.0 / tiny;
+        let mut d = 1.0 / b;
+        let mut h = d;
+        for i in 1..10_000 {
+            let an = -(i as f64) * (i as f64 - a);
+            b += 2.0;
+            d = an * d + b;
+            if d.abs() < tiny {
+                d = tiny;
+            }
+            c = b + an / c;
+            if c.abs() < tiny {
+                c = tiny;
+            }
+            d = 1.0 / d;
+            let delta = d * c;
+            h *= delta;
+            if (delta - 1.0).abs() < 1e-15 {
+                break;
+            }
+        }
+        log_prefactor.exp() * h
+    }
+}
+
+/// ln Γ(x) for x > 0 (Lanczos approximation, g = 7, n = 9).
+fn ln_gamma(x: f64) -> f64 {
+    const COEFFICIENTS: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut sum = COEFFICIENTS[0];
+    for (i, &c) in COEFFICIENTS.iter().enumerate().skip(1) {
+        sum += c / (x + i as f64);
+    }
+    let t = x + 7.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn survival_function_matches_tables() {
+        // Critical values from standard chi-square tables.
+        assert!((chi_square_survival(3.841_459, 1.0) - 0.05).abs() < 1e-5);
+        assert!((chi_square_survival(9.487_729, 4.0) - 0.05).abs() < 1e-5);
+        assert!((chi_square_survival(23.209_25, 10.0) - 0.01).abs() < 1e-5);
+        assert!((chi_square_survival(0.0, 3.0) - 1.0).abs() < 1e-12);
+    }
+}
