@@ -1,1 +1,66 @@
-//! learn (in progress).
+//! Learning: LazyBB with DP weak learners, the model, prediction, inspection.
+//!
+//! On the data path this sits after [`crate::data`] (it trains on the
+//! encoded bit matrix) and draws all its noise from [`crate::privacy`]. It
+//! does no I/O, reads no clock except the model's creation time, and logs
+//! nothing.
+//!
+//! - [`params`]: parameters, checked once into `ValidLazyBbParams`; the
+//!   calibration of the noise to the budget; the default rule.
+//! - [`projection`]: the KL projection onto kappa-dense measures.
+//! - [`lazybb`]: the boosting loop.
+//! - `one_rule`: the DP 1-Rule weak learner and its privacy argument.
+//! - [`hypothesis`]: the weak hypotheses.
+//! - [`model`]: the versioned model file, its privacy statement, prediction.
+//! - [`inspect`]: vote table, sparsity and additive shape.
+//! - [`baselines`], [`metrics`]: for the evaluation tool.
+
+pub mod baselines;
+pub mod hypothesis;
+pub mod inspect;
+pub mod lazybb;
+pub mod metrics;
+pub mod model;
+mod one_rule;
+pub mod params;
+pub mod projection;
+#[cfg(test)]
+mod tests;
+
+pub use hypothesis::Hypothesis;
+pub use inspect::{Inspection, inspect};
+pub use lazybb::{Ensemble, train};
+pub use model::{Model, Prediction, Predictor};
+pub use params::{LazyBbParams, PrivacyMode, ValidLazyBbParams, WeakLearnerKind};
+
+use crate::data::DataError;
+use crate::privacy::PrivacyError;
+
+/// Errors from training, model loading and prediction.
+#[derive(Debug, thiserror::Error)]
+pub enum LearnError {
+    /// A parameter is out of range.
+    #[error("{0}")]
+    InvalidParameter(String),
+    /// Training data without a label column.
+    #[error("the training data has no labels")]
+    NoLabels,
+    /// Training data without rows.
+    #[error("the training data has no rows")]
+    NoRows,
+    /// A private run was started without a noise source.
+    #[error("a private training run needs a noise source")]
+    NoNoiseSource,
+    /// The progress callback asked to stop.
+    #[error("training was cancelled")]
+    Cancelled,
+    /// The model file is malformed or of another version.
+    #[error("invalid model file: {0}")]
+    ModelFormat(String),
+    /// From the privacy layer.
+    #[error(transparent)]
+    Privacy(#[from] PrivacyError),
+    /// From the data layer (e.g. the model's schema).
+    #[error(transparent)]
+    Data(#[from] DataError),
+}

@@ -1,0 +1,88 @@
+//! Accuracy and ROC AUC for evaluation (on test data the owner holds).
+
+/// Fraction of rows where `sum >= 0` (positive, ties included) matches the label.
+pub fn accuracy(vote_sums: &[i32], labels: &[bool]) -> f64 {
+    assert_eq!(vote_sums.len(), labels.len());
+    if labels.is_empty() {
+        return f64::NAN;
+    }
+    let correct = vote_sums
+        .iter()
+        .zip(labels)
+        .filter(|(s, y)| (**s >= 0) == **y)
+        .count();
+    correct as f64 / labels.len() as f64
+}
+
+/// Area under the ROC curve of `scores` (higher = more positive), by the
+/// Mann–Whitney statistic with tied scores counted as one half. `NaN` when a
+/// class is absent.
+pub fn roc_auc(scores: &[i32], labels: &[bool]) -> f64 {
+    assert_eq!(scores.len(), labels.len());
+    let mut pairs: Vec<(i32, bool)> = scores.iter().copied().zip(labels.iter().copied()).collect();
+    pairs.sort_unstable_by_key(|p| p.0);
+    let positives = labels.iter().filter(|y| **y).count() as f64;
+    let negatives = labels.len() as f64 - positives;
+    if positives == 0.0 || negatives == 0.0 {
+        return f64::NAN;
+    }
+    // Sum of the (mid-)ranks of the positives.
+    let mut rank_sum = 0.0;
+    let mut start = 0;
+    while start < pairs.len() {
+        let mut end = start;
+        while end < pairs.len() && pairs[end].0 == pairs[start].0 {
+            end += 1;
+        }
+        let mid_rank = (start + 1 + end) as f64 / 2.0; // ranks start..end are 1-based start+1..=end
+        let tied_positives = pairs[start..end].iter().filter(|p| p.1).count() as f64;
+        rank_sum += mid_rank * tied_positives;
+        start = end;
+    }
+    (rank_sum - positives * (positives + 1.0) / 2.0) / (positives * negatives)
+}
+
+/// Mean and sample standard deviation (n - 1 in the denominator; 0 for one value).
+pub fn mean_std(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    if values.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() == 1 {
+        return (mean, 0.0);
+    }
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accuracy_counts_ties_as_positive() {
+        assert_eq!(accuracy(&[1, 0, -1, -3], &[true, true, false, true]), 0.75);
+    }
+
+    #[test]
+    fn auc_hand_computed() {
+        // Perfect ranking, reversed, and all tied.
+        assert_eq!(roc_auc(&[3, 2, -1, -2], &[true, true, false, false]), 1.0);
+        assert_eq!(roc_auc(&[-3, -2, 1, 2], &[true, true, false, false]), 0.0);
+        assert_eq!(roc_auc(&[0, 0, 0, 0], &[true, false, true, false]), 0.5);
+        // Positives {3, 1}, negatives {2, 0}: pairs (3>2, 3>0, 1<2, 1>0) = 3/4.
+        assert_eq!(roc_auc(&[3, 1, 2, 0], &[true, true, false, false]), 0.75);
+        // A tie between a positive and a negative counts 1/2: {2,1} vs {1,0} -> (1 + 1 + 0.5 + 1)/4.
+        assert_eq!(roc_auc(&[2, 1, 1, 0], &[true, true, false, false]), 0.875);
+        assert!(roc_auc(&[1, 2], &[true, true]).is_nan());
+    }
+
+    #[test]
+    fn mean_std_sample() {
+        let (m, s) = mean_std(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(m, 2.5);
+        assert!((s - 1.290_994_448_735_805_6).abs() < 1e-12);
+        assert_eq!(mean_std(&[5.0]), (5.0, 0.0));
+    }
+}

@@ -1,0 +1,332 @@
+//! The trained model: versioned JSON with its schema, parameters, privacy
+//! statement and ensemble (SPEC §5), and prediction from it.
+//!
+//! Everything in a model is either public (schema, parameters) or the output
+//! of the DP training run (the hypotheses), so reading, inspecting and
+//! predicting with it is post-processing and costs no budget.
+
+use serde::{Deserialize, Serialize};
+
+use super::LearnError;
+use super::hypothesis::Hypothesis;
+use super::lazybb::Ensemble;
+use super::params::{ValidLazyBbParams, WeakLearnerKind};
+use crate::data::{Dataset, Encoder, Schema};
+use crate::privacy::Composition;
+
+/// Value of the `format` field of every model file.
+pub const MODEL_FORMAT: &str = "privboost-model";
+/// The model file version this build reads and writes.
+pub const MODEL_VERSION: u32 = 1;
+/// The software version recorded in models and privacy statements.
+pub const SOFTWARE_VERSION: &str = concat!("privboost ", env!("CARGO_PKG_VERSION"));
+
+/// A trained LazyBB model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Always [`MODEL_FORMAT`].
+    pub format: String,
+    /// Always [`MODEL_VERSION`] for models this build reads.
+    pub version: u32,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+    /// The service job that trained it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// The parameters of the run.
+    pub params: ModelParams,
+    /// What was spent and how (SPEC §6 "privacy statement").
+    pub privacy: PrivacyStatement,
+    /// The owner's schema, so that predictions take raw values.
+    pub schema: Schema,
+    /// Literal names in index order (a check that the schema still encodes
+    /// to the literals the hypotheses refer to).
+    pub literals: Vec<String>,
+    /// `h_1 .. h_tau`.
+    pub ensemble: Vec<Hypothesis>,
+}
+
+/// The training parameters as recorded in the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelParams {
+    /// Always `"lazybb"` for now.
+    pub algorithm: String,
+    /// The weak learner.
+    pub weak_learner: WeakLearnerKind,
+    /// Rounds.
+    pub tau: u32,
+    /// Learning rate.
+    pub lambda: f64,
+    /// Density.
+    pub kappa: f64,
+    /// Whether `tau`, `lambda`, `kappa` came from the data-independent default rule.
+    pub defaults_used: bool,
+}
+
+/// The privacy statement carried by every model (SPEC §6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivacyStatement {
+    /// Total epsilon spent.
+    pub epsilon: f64,
+    /// Total delta spent (0 for pure DP).
+    pub delta: f64,
+    /// The neighbouring relation.
+    pub neighbouring: String,
+    /// Training rows (public under substitution).
+    pub n_rows: usize,
+    /// How the per-round budgets compose to the total.
+    pub composition: Composition,
+    /// A sentence on the accounting.
+    pub accounting: String,
+    /// Budget split between phases.
+    pub budget_split: String,
+    /// Epsilon of each round (pure DP).
+    pub epsilon_per_round: f64,
+    /// The mechanism used each round.
+    pub mechanism: String,
+    /// Noise rate: `P(h) ∝ exp(-eta err(h))`.
+    pub eta: f64,
+    /// `1/(kappa n)`.
+    pub zeta: f64,
+    /// The sensitivity argument in one line.
+    pub sensitivity: String,
+    /// How the noise is sampled.
+    pub sampler: String,
+    /// The software that trained the model.
+    pub software_version: String,
+}
+
+impl PrivacyStatement {
+    fn new(ensemble: &Ensemble, tau: u32) -> Result<PrivacyStatement, LearnError> {
+        let c = ensemble
+            .calibration
+            .ok_or_else(|| LearnError::InvalidParameter("a non-private run has no privacy statement".into()))?;
+        let accounting = match c.round.composition {
+            Composition::Basic => format!(
+                "basic (sequential) composition of {tau} rounds, each {:.6}-DP",
+                c.round.epsilon_round
+            ),
+            Composition::Advanced => format!(
+                "advanced composition (Dwork-Rothblum-Vadhan, delta' = delta) of {tau} pure {:.6}-DP rounds; it gave a larger per-round epsilon than basic composition",
+                c.round.epsilon_round
+            ),
+        };
+        Ok(PrivacyStatement {
+            epsilon: c.budget.epsilon(),
+            delta: c.budget.delta(),
+            neighbouring: "substitution of one row; the row count n is public".into(),
+            n_rows: c.n,
+            composition: c.round.composition,
+            accounting,
+            budget_split: format!("equal over the {tau} boosting rounds; nothing else reads the rows"),
+            epsilon_per_round: c.round.epsilon_round,
+            mechanism: "weighted exponential mechanism over the 2d+2 one-rules (literals, negations, constants) with kappa-smooth weights (LazyBB Alg 3)".into(),
+            eta: c.eta,
+            zeta: c.zeta,
+            sensitivity: "robust sensitivity of the weighted error is 2 zeta, so each round is (4 eta zeta)-DP with eta = eps_round kappa n / 4".into(),
+            sampler: "floating-point inverse-CDF sampling over log-sum-exp normalised weights, from a ChaCha20 CSPRNG keyed by the operating system".into(),
+            software_version: SOFTWARE_VERSION.into(),
+        })
+    }
+}
+
+impl Model {
+    /// Assemble a model from a private training run.
+    ///
+    /// Errors for a non-private ensemble: a model file always carries a
+    /// privacy statement.
+    pub fn new(
+        schema: &Schema,
+        encoder: &Encoder,
+        params: &ValidLazyBbParams,
+        defaults_used: bool,
+        ensemble: &Ensemble,
+    ) -> Result<Model, LearnError> {
+        let p = params.get();
+        let created_at = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .map_err(|e| LearnError::InvalidParameter(format!("clock: {e}")))?;
+        Ok(Model {
+            format: MODEL_FORMAT.into(),
+            version: MODEL_VERSION,
+            created_at,
+            job_id: None,
+            params: ModelParams {
+                algorithm: "lazybb".into(),
+                weak_learner: p.weak_learner,
+                tau: p.tau,
+                lambda: p.lambda,
+                kappa: p.kappa,
+                defaults_used,
+            },
+            privacy: PrivacyStatement::new(ensemble, p.tau)?,
+            schema: schema.clone(),
+            literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
+            ensemble: ensemble.hypotheses.clone(),
+        })
+    }
+
+    /// Parse and check a model file: format and version first (so an old or
+    /// foreign file gets a clear message), then the schema and the ensemble.
+    pub fn from_json(text: &str) -> Result<Model, LearnError> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| LearnError::ModelFormat(format!("not valid JSON: {e}")))?;
+        if value.get("format").and_then(|f| f.as_str()) != Some(MODEL_FORMAT) {
+            return Err(LearnError::ModelFormat(format!(
+                "not a privboost model (the \"format\" field is not \"{MODEL_FORMAT}\")"
+            )));
+        }
+        match value.get("version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(MODEL_VERSION) => {}
+            Some(v) => {
+                return Err(LearnError::ModelFormat(format!(
+                    "model file version {v} is not supported; this build reads version {MODEL_VERSION}"
+                )));
+            }
+            None => return Err(LearnError::ModelFormat("the model has no \"version\" field".into())),
+        }
+        let model: Model = serde_json::from_value(value)
+            .map_err(|e| LearnError::ModelFormat(e.to_string()))?;
+        model.check()?;
+        Ok(model)
+    }
+
+    /// Consistency checks on a deserialised model.
+    fn check(&self) -> Result<(), LearnError> {
+        let encoder = self.encoder()?;
+        let names: Vec<&str> = encoder.literals().iter().map(|l| l.name.as_str()).collect();
+        if names != self.literals.iter().map(String::as_str).collect::<Vec<_>>() {
+            return Err(LearnError::ModelFormat(
+                "the model's literal list does not match its schema".into(),
+            ));
+        }
+        if self.ensemble.len() != self.params.tau as usize {
+            return Err(LearnError::ModelFormat(format!(
+                "the model has {} hypotheses but tau = {}",
+                self.ensemble.len(),
+                self.params.tau
+            )));
+        }
+        for h in &self.ensemble {
+            if let Hypothesis::Literal { literal, .. } = h
+                && *literal as usize >= names.len()
+            {
+                return Err(LearnError::ModelFormat(format!(
+                    "hypothesis refers to literal {literal}, but the schema has {}",
+                    names.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Serialise as pretty JSON.
+    pub fn to_json(&self) -> String {
+        // Invariant: every field is a plain value, string, vec or derived
+        // struct; serde_json cannot fail on them (non-finite floats become null).
+        serde_json::to_string_pretty(self).expect("model serialises")
+    }
+
+    /// The encoder for raw rows, built from the model's schema.
+    pub fn encoder(&self) -> Result<Encoder, LearnError> {
+        Ok(Encoder::new(&self.schema)?)
+    }
+
+    /// A fast predictor (the ensemble folded into one vote per literal).
+    pub fn predictor(&self) -> Predictor {
+        Predictor::new(&self.ensemble, self.literals.len())
+    }
+}
+
+/// The ensemble folded into an integer-weighted linear rule (PAPERS.md §4
+/// item 1): `sum_j h_j(x) = base + sum_{active literals l} 2 v_l`, where
+/// `v_l = #(l chosen) - #(not l chosen)` and `base = c_0 - sum_l v_l`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predictor {
+    tau: u32,
+    base: i32,
+    /// `(literal, 2 v_l)` for every literal with a non-zero net vote.
+    doubled_votes: Vec<(u32, i32)>,
+    /// `2 v_l` for every literal (dense, for single-row prediction).
+    dense: Vec<i32>,
+}
+
+/// One prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Prediction {
+    /// `true` for the positive class. A tie (vote sum 0, possible with an
+    /// even `tau`) predicts the positive class, as the authors' code does.
+    pub positive: bool,
+    /// `sum_j h_j(x) / tau`, in [-1, 1].
+    pub score: f64,
+    /// `(score + 1) / 2`: a probability-like value in [0, 1] (not calibrated).
+    pub probability: f64,
+}
+
+impl Predictor {
+    pub(crate) fn new(ensemble: &[Hypothesis], d: usize) -> Predictor {
+        let mut votes = vec![0i32; d];
+        let mut constant = 0i32;
+        for h in ensemble {
+            match *h {
+                Hypothesis::Literal { literal, negated } => {
+                    votes[literal as usize] += if negated { -1 } else { 1 }
+                }
+                Hypothesis::Constant { positive } => constant += if positive { 1 } else { -1 },
+            }
+        }
+        let base = constant - votes.iter().sum::<i32>();
+        let doubled_votes = votes
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| **v != 0)
+            .map(|(l, v)| (l as u32, 2 * v))
+            .collect();
+        Predictor {
+            tau: ensemble.len() as u32,
+            base,
+            doubled_votes,
+            dense: votes.iter().map(|v| 2 * v).collect(),
+        }
+    }
+
+    /// Vote sums `sum_j h_j(x)` for every row of `data`, one column pass per
+    /// literal that has a non-zero vote.
+    pub fn vote_sums(&self, data: &Dataset) -> Vec<i32> {
+        let n = data.n_rows();
+        let mut sums = vec![self.base; n];
+        for &(literal, doubled) in &self.doubled_votes {
+            for (w, &word) in data.features.column(literal as usize).iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    sums[w * 64 + bits.trailing_zeros() as usize] += doubled;
+                    bits &= bits - 1;
+                }
+            }
+        }
+        sums
+    }
+
+    /// Vote sum for one row given its true literals.
+    pub fn vote_sum(&self, active: &[u32]) -> i32 {
+        self.base + active.iter().map(|&l| self.dense[l as usize]).sum::<i32>()
+    }
+
+    /// Turn a vote sum into a prediction.
+    pub fn prediction(&self, vote_sum: i32) -> Prediction {
+        let score = f64::from(vote_sum) / f64::from(self.tau.max(1));
+        Prediction {
+            positive: vote_sum >= 0,
+            score,
+            probability: (score + 1.0) / 2.0,
+        }
+    }
+
+    /// Net vote per literal, `v_l` (dense).
+    pub fn net_votes(&self) -> impl Iterator<Item = i32> + '_ {
+        self.dense.iter().map(|v| v / 2)
+    }
+}

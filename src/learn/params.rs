@@ -1,0 +1,189 @@
+//! LazyBB parameters, checked once into a type the learner accepts.
+//!
+//! Following linfa's `ParamGuard`: [`LazyBbParams::check`] is the only way to
+//! obtain [`ValidLazyBbParams`], and the learner and the calibration accept
+//! only the checked type, so an invalid value (NaN, `kappa = 1`, `tau = 0`,
+//! `epsilon <= 0`) is refused before anything touches the data or the budget.
+
+use serde::{Deserialize, Serialize};
+
+use super::LearnError;
+use crate::privacy::{Budget, RoundBudget, calibration};
+
+/// Largest number of rounds accepted. The paper's grid stops at 99; more
+/// rounds only add noise per round (PAPERS.md §4 item 15). The cap keeps a
+/// typo from starting a job that runs for hours.
+pub const MAX_ROUNDS: u32 = 10_000;
+
+/// The weak learner called each round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WeakLearnerKind {
+    /// The DP 1-Rule (decision stump) learner, LazyBB §4.1 / SPEC §4.2.
+    #[serde(rename = "dp-1r")]
+    OneRule,
+}
+
+/// Whether the learner adds noise.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum PrivacyMode {
+    /// Differentially private with this total budget.
+    Private(Budget),
+    /// No noise: the weak learner returns its best hypothesis. Only the
+    /// evaluation tool uses this, as the `epsilon = infinity` baseline; the CLI
+    /// `train` command and the service never do.
+    NonPrivate,
+}
+
+/// Unchecked LazyBB parameters (SPEC §4.1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LazyBbParams {
+    /// Number of boosting rounds `tau`.
+    pub tau: u32,
+    /// Learning rate `lambda` of the re-weighting, in (0, 1).
+    pub lambda: f64,
+    /// Density `kappa` in (0, 1): each example's weight is at most `1/(kappa n)`.
+    pub kappa: f64,
+    /// The weak learner.
+    pub weak_learner: WeakLearnerKind,
+    /// Budget, or the non-private baseline.
+    pub privacy: PrivacyMode,
+}
+
+/// Parameters that passed [`LazyBbParams::check`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ValidLazyBbParams(LazyBbParams);
+
+impl LazyBbParams {
+    /// Check every parameter; the error names the first bad one.
+    pub fn check(self) -> Result<ValidLazyBbParams, LearnError> {
+        let bad = |message: String| Err(LearnError::InvalidParameter(message));
+        if self.tau == 0 {
+            return bad("rounds (tau) must be at least 1".into());
+        }
+        if self.tau > MAX_ROUNDS {
+            return bad(format!("rounds (tau) must be at most {MAX_ROUNDS}"));
+        }
+        if !(self.lambda > 0.0 && self.lambda < 1.0) {
+            return bad(format!(
+                "learning rate (lambda) must be in (0, 1), got {}",
+                self.lambda
+            ));
+        }
+        if !(self.kappa > 0.0 && self.kappa < 1.0) {
+            return bad(format!(
+                "density (kappa) must be in (0, 1), got {}",
+                self.kappa
+            ));
+        }
+        Ok(ValidLazyBbParams(self))
+    }
+}
+
+impl ValidLazyBbParams {
+    /// The checked parameters.
+    pub fn get(&self) -> &LazyBbParams {
+        &self.0
+    }
+
+    /// The noise calibration for `n` training rows; `None` when non-private.
+    pub fn calibrate(&self, n: usize) -> Result<Option<Calibration>, LearnError> {
+        let PrivacyMode::Private(budget) = self.0.privacy else {
+            return Ok(None);
+        };
+        if n == 0 {
+            return Err(LearnError::NoRows);
+        }
+        let round = calibration::split_over_rounds(budget, self.0.tau)?;
+        let eta = match self.0.weak_learner {
+            WeakLearnerKind::OneRule => {
+                calibration::one_rule_eta(round.epsilon_round, self.0.kappa, n)
+            }
+        };
+        Ok(Some(Calibration {
+            budget,
+            n,
+            zeta: 1.0 / (self.0.kappa * n as f64),
+            round,
+            eta,
+        }))
+    }
+}
+
+/// The noise parameters of one private training run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The total budget.
+    pub budget: Budget,
+    /// Training rows (public under substitution neighbours).
+    pub n: usize,
+    /// `1/(kappa n)`: the bound on any one row's weight and on the total
+    /// variation distance between neighbouring weightings (LazyBB §3).
+    pub zeta: f64,
+    /// The per-round budget and the composition that gave it.
+    pub round: RoundBudget,
+    /// Noise rate of the exponential mechanism: `P(h) ∝ exp(-eta err(h))`.
+    pub eta: f64,
+}
+
+/// Data-independent default parameters for a budget `epsilon` (SPEC §4.5).
+///
+/// `kappa = lambda = 0.25` (the authors' recommended data-oblivious choice,
+/// PAPERS.md §2.1) and `tau = 15 sqrt(epsilon)` rounded to the nearest odd
+/// integer and clamped to [5, 99]: each round's noise grows with `tau`, so
+/// small budgets get few rounds. An independent study found this within half
+/// a point of the paper's tuned tables on Adult (issue 4 validates it on the
+/// shipped data). Depends only on the public `epsilon`.
+pub fn default_parameters(epsilon: f64) -> (u32, f64, f64) {
+    let raw = 15.0 * epsilon.max(0.0).sqrt();
+    // Nearest odd integer: 2 * round((x - 1) / 2) + 1.
+    let odd = 2.0 * ((raw - 1.0) / 2.0).round() + 1.0;
+    let tau = odd.clamp(5.0, 99.0) as u32;
+    (tau, 0.25, 0.25)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(tau: u32, lambda: f64, kappa: f64) -> LazyBbParams {
+        LazyBbParams {
+            tau,
+            lambda,
+            kappa,
+            weak_learner: WeakLearnerKind::OneRule,
+            privacy: PrivacyMode::Private(Budget::new(1.0, 0.0).unwrap()),
+        }
+    }
+
+    #[test]
+    fn rejects_out_of_range_values() {
+        assert!(params(0, 0.3, 0.3).check().is_err());
+        assert!(params(MAX_ROUNDS + 1, 0.3, 0.3).check().is_err());
+        for bad in [0.0, 1.0, -0.1, 1.5, f64::NAN, f64::INFINITY] {
+            assert!(params(9, bad, 0.3).check().is_err(), "lambda {bad}");
+            assert!(params(9, 0.3, bad).check().is_err(), "kappa {bad}");
+        }
+        assert!(params(9, 0.3, 0.3).check().is_ok());
+    }
+
+    #[test]
+    fn calibration_uses_n_and_tau() {
+        let valid = params(39, 0.45, 0.35).check().unwrap();
+        let c = valid.calibrate(32_561).unwrap().unwrap();
+        assert!((c.eta - 73.054).abs() < 1e-3);
+        assert!((c.zeta - 1.0 / (0.35 * 32_561.0)).abs() < 1e-15);
+        assert!(valid.calibrate(0).is_err());
+    }
+
+    #[test]
+    fn default_rule_is_odd_and_clamped() {
+        assert_eq!(default_parameters(1.0), (15, 0.25, 0.25));
+        assert_eq!(default_parameters(0.05).0, 5);
+        assert_eq!(default_parameters(0.4).0, 9); // 9.49 -> 9
+        assert_eq!(default_parameters(3.0).0, 25); // 25.98 -> 25 or 27: nearest odd is 25
+        assert_eq!(default_parameters(100.0).0, 99);
+        for e in [0.05, 0.1, 0.3, 0.5, 1.0, 2.0, 5.0, 50.0] {
+            assert_eq!(default_parameters(e).0 % 2, 1);
+        }
+    }
+}
