@@ -6,7 +6,14 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod eval;
+mod files;
+mod inspect;
+mod predict;
+mod schema;
 mod serve;
+mod train;
 
 /// privboost: differentially private boosted decision trees.
 #[derive(Debug, Parser)]
@@ -18,6 +25,18 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Train a differentially private LazyBB model on a CSV file.
+    Train(train::TrainArgs),
+    /// Predict the rows of a CSV file with a model.
+    Predict(predict::PredictArgs),
+    /// Show a model's vote table, sparsity and privacy statement.
+    Inspect(inspect::InspectArgs),
+    /// Measure accuracy and AUC (owner-side: train/test or k-fold CV, grids, baselines).
+    Eval(eval::EvalArgs),
+    /// Schema tools (owner-side).
+    Schema(schema::SchemaArgs),
+    /// Benchmark training and prediction speed.
+    Bench(bench::BenchArgs),
     /// Run the REST service.
     Serve(serve::ServeArgs),
 }
@@ -25,6 +44,12 @@ enum Command {
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Train(args) => train::run(args),
+        Command::Predict(args) => predict::run(args),
+        Command::Inspect(args) => inspect::run(args),
+        Command::Eval(args) => eval::run(args),
+        Command::Schema(args) => schema::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
     }
 }

@@ -1,1 +1,302 @@
-//! eval (in progress).
+//! Evaluation protocols for `privboost eval`: a train/test split or k-fold
+//! cross-validation, repeated with fresh noise, over one or more parameter
+//! cells (e.g. the paper's Table 1 grid), plus the non-private baselines.
+//!
+//! **An owner-side research tool.** Accuracy on private data is itself a
+//! non-private release (SPEC §2): these figures are for the data owner (or for
+//! public data such as the shipped sets) and never leave through the service.
+//! Tuning parameters on private data this way is not accounted for
+//! (PAPERS.md §4 item 12).
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::data::{Dataset, Encoder};
+use crate::learn::{
+    self, Ensemble, LazyBbParams, LearnError, PrivacyMode, Predictor, WeakLearnerKind, baselines,
+    metrics,
+};
+use crate::privacy::{Budget, NoiseRng, PrivacyError};
+
+#[cfg(test)]
+mod tests;
+
+/// The paper's Table 1 grid for the 1-Rule learner (LazyBB §5).
+pub mod paper_grid {
+    /// Rounds.
+    pub const TAU: [u32; 11] = [5, 9, 15, 19, 25, 29, 39, 49, 65, 75, 99];
+    /// Learning rates 0.2, 0.25, ..., 0.5.
+    pub const LAMBDA: [f64; 7] = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5];
+    /// Densities 0.2, 0.25, ..., 0.5.
+    pub const KAPPA: [f64; 7] = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5];
+}
+
+/// How models are trained and scored.
+#[derive(Debug)]
+pub enum Protocol<'a> {
+    /// Train on one set, score on another (Adult's canonical split).
+    TrainTest {
+        /// Training rows.
+        train: &'a Dataset,
+        /// Test rows.
+        test: &'a Dataset,
+    },
+    /// k-fold cross-validation over shuffled rows.
+    CrossValidation {
+        /// All rows.
+        data: &'a Dataset,
+        /// Number of folds (>= 2).
+        folds: usize,
+        /// Seed of the row shuffle that assigns folds. This is not privacy
+        /// noise: it only fixes the evaluation split, so runs are comparable.
+        split_seed: u64,
+    },
+}
+
+/// One thing to evaluate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "method", rename_all = "snake_case")]
+pub enum Method {
+    /// LazyBB + DP-1R; `epsilon: None` is the non-private (noise-free) run.
+    Lazybb {
+        /// Total epsilon, or `None` for no noise.
+        epsilon: Option<f64>,
+        /// Total delta.
+        delta: f64,
+        /// Rounds.
+        tau: u32,
+        /// Learning rate.
+        lambda: f64,
+        /// Density.
+        kappa: f64,
+    },
+    /// A single non-private 1-Rule.
+    OneRule,
+    /// The majority class.
+    Majority,
+}
+
+impl Method {
+    /// Whether the method adds DP noise.
+    pub fn is_private(&self) -> bool {
+        matches!(self, Method::Lazybb { epsilon: Some(_), .. })
+    }
+}
+
+/// Summary of all runs of one method.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MethodResult {
+    /// What was run.
+    #[serde(flatten)]
+    pub method: Method,
+    /// Number of runs (repeats x folds).
+    pub runs: usize,
+    /// Mean test accuracy.
+    pub accuracy_mean: f64,
+    /// Sample standard deviation of the test accuracy over the runs.
+    pub accuracy_std: f64,
+    /// Mean ROC AUC of the vote-sum score.
+    pub auc_mean: f64,
+    /// Its sample standard deviation.
+    pub auc_std: f64,
+    /// Mean number of distinct features with a non-zero net vote.
+    pub features_used_mean: f64,
+    /// Mean number of distinct literals with a non-zero net vote.
+    pub literals_used_mean: f64,
+}
+
+/// Errors of the evaluation tool.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// Bad protocol or method settings.
+    #[error("{0}")]
+    Invalid(String),
+    /// From training.
+    #[error(transparent)]
+    Learn(#[from] LearnError),
+    /// From the noise source.
+    #[error(transparent)]
+    Privacy(#[from] PrivacyError),
+}
+
+/// Scores of one run.
+struct RunScore {
+    accuracy: f64,
+    auc: f64,
+    features_used: usize,
+    literals_used: usize,
+}
+
+/// Evaluate every method `repeats` times under `protocol`.
+///
+/// `noise(i)` gives the noise source of task `i` (production: a fresh
+/// [`NoiseRng::from_os`] each; tests: seeded). `on_task_done` is called after
+/// each training run (for a progress bar). Runs go in parallel on rayon's pool.
+pub fn evaluate(
+    protocol: &Protocol<'_>,
+    encoder: &Encoder,
+    methods: &[Method],
+    repeats: usize,
+    noise: &(dyn Fn(usize) -> Result<NoiseRng, PrivacyError> + Sync),
+    on_task_done: &(dyn Fn() + Sync),
+) -> Result<Vec<MethodResult>, EvalError> {
+    if repeats == 0 {
+        return Err(EvalError::Invalid("repeats must be at least 1".into()));
+    }
+    let splits = splits(protocol)?;
+    // Check every method's parameters before any work.
+    for method in methods {
+        if let Method::Lazybb { .. } = method {
+            lazybb_params(method)?;
+        }
+    }
+    let n_splits = splits.len();
+    let tasks: Vec<(usize, usize, usize)> = (0..methods.len())
+        .flat_map(|m| (0..repeats).flat_map(move |r| (0..n_splits).map(move |s| (m, r, s))))
+        .collect();
+    let scores: Vec<Result<RunScore, EvalError>> = tasks
+        .par_iter()
+        .enumerate()
+        .map(|(task, &(m, _, s))| {
+            let (train, test) = &splits[s];
+            let result = run_once(&methods[m], train, test, encoder, || noise(task));
+            on_task_done();
+            result
+        })
+        .collect();
+    let mut per_method: Vec<Vec<RunScore>> = methods.iter().map(|_| Vec::new()).collect();
+    for (&(m, _, _), score) in tasks.iter().zip(scores) {
+        per_method[m].push(score?);
+    }
+    Ok(methods
+        .iter()
+        .zip(per_method)
+        .map(|(method, runs)| summarise(*method, &runs))
+        .collect())
+}
+
+/// The number of training runs [`evaluate`] will do.
+pub fn task_count(protocol: &Protocol<'_>, methods: usize, repeats: usize) -> usize {
+    let splits = match protocol {
+        Protocol::TrainTest { .. } => 1,
+        Protocol::CrossValidation { folds, .. } => *folds,
+    };
+    methods * repeats * splits
+}
+
+fn lazybb_params(method: &Method) -> Result<learn::ValidLazyBbParams, EvalError> {
+    let Method::Lazybb {
+        epsilon,
+        delta,
+        tau,
+        lambda,
+        kappa,
+    } = *method
+    else {
+        return Err(EvalError::Invalid("not a LazyBB method".into()));
+    };
+    let privacy = match epsilon {
+        Some(e) => PrivacyMode::Private(Budget::new(e, delta)?),
+        None => PrivacyMode::NonPrivate,
+    };
+    Ok(LazyBbParams {
+        tau,
+        lambda,
+        kappa,
+        weak_learner: WeakLearnerKind::OneRule,
+        privacy,
+    }
+    .check()?)
+}
+
+fn run_once(
+    method: &Method,
+    train: &Dataset,
+    test: &Dataset,
+    encoder: &Encoder,
+    noise: impl FnOnce() -> Result<NoiseRng, PrivacyError>,
+) -> Result<RunScore, EvalError> {
+    let ensemble: Ensemble = match method {
+        Method::Lazybb { epsilon, .. } => {
+            let params = lazybb_params(method)?;
+            let mut rng = match epsilon {
+                Some(_) => Some(noise()?),
+                None => None,
+            };
+            learn::train(train, &params, rng.as_mut(), &mut |_| true)?
+        }
+        Method::OneRule => baselines::one_rule(train)?,
+        Method::Majority => baselines::majority_class(train)?,
+    };
+    let d = encoder.literals().len();
+    let predictor = Predictor::new(&ensemble.hypotheses, d);
+    let sums = predictor.vote_sums(test);
+    let labels = test.labels.as_ref().ok_or(LearnError::NoLabels)?;
+    let labels: Vec<bool> = (0..test.n_rows()).map(|i| labels.get(i)).collect();
+    let used: Vec<usize> = predictor
+        .net_votes()
+        .enumerate()
+        .filter(|(_, v)| *v != 0)
+        .map(|(l, _)| l)
+        .collect();
+    let mut features: Vec<usize> = used.iter().map(|&l| encoder.literals()[l].feature).collect();
+    features.sort_unstable();
+    features.dedup();
+    Ok(RunScore {
+        accuracy: metrics::accuracy(&sums, &labels),
+        auc: metrics::roc_auc(&sums, &labels),
+        features_used: features.len(),
+        literals_used: used.len(),
+    })
+}
+
+fn summarise(method: Method, runs: &[RunScore]) -> MethodResult {
+    let pick = |f: fn(&RunScore) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
+    let (accuracy_mean, accuracy_std) = metrics::mean_std(&pick(|r| r.accuracy));
+    let (auc_mean, auc_std) = metrics::mean_std(&pick(|r| r.auc));
+    MethodResult {
+        method,
+        runs: runs.len(),
+        accuracy_mean,
+        accuracy_std,
+        auc_mean,
+        auc_std,
+        features_used_mean: metrics::mean_std(&pick(|r| r.features_used as f64)).0,
+        literals_used_mean: metrics::mean_std(&pick(|r| r.literals_used as f64)).0,
+    }
+}
+
+/// (train, test) pairs of the protocol.
+fn splits(protocol: &Protocol<'_>) -> Result<Vec<(Dataset, Dataset)>, EvalError> {
+    match *protocol {
+        Protocol::TrainTest { train, test } => Ok(vec![(train.clone(), test.clone())]),
+        Protocol::CrossValidation {
+            data,
+            folds,
+            split_seed,
+        } => {
+            let n = data.n_rows();
+            if folds < 2 || folds > n {
+                return Err(EvalError::Invalid(format!(
+                    "folds must be between 2 and the number of rows ({n}), got {folds}"
+                )));
+            }
+            let mut order: Vec<usize> = (0..n).collect();
+            order.shuffle(&mut StdRng::seed_from_u64(split_seed));
+            Ok((0..folds)
+                .map(|k| {
+                    let (mut train, mut test) = (Vec::new(), Vec::new());
+                    for (position, &row) in order.iter().enumerate() {
+                        if position % folds == k { test.push(row) } else { train.push(row) }
+                    }
+                    train.sort_unstable();
+                    test.sort_unstable();
+                    (data.subset(&train), data.subset(&test))
+                })
+                .collect())
+        }
+    }
+}

@@ -267,7 +267,8 @@ pub struct Prediction {
 }
 
 impl Predictor {
-    pub(crate) fn new(ensemble: &[Hypothesis], d: usize) -> Predictor {
+    /// Fold `ensemble` over `d` literals.
+    pub fn new(ensemble: &[Hypothesis], d: usize) -> Predictor {
         let mut votes = vec![0i32; d];
         let mut constant = 0i32;
         for h in ensemble {

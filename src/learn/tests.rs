@@ -1,1 +1,270 @@
-//! Tests of LazyBB on small synthetic data (written once the data builders land).
+//! LazyBB end to end on small synthetic data: the noise-free learner finds the
+//! signal, the private learner's first choice follows `exp(-eta err)` with the
+//! calibrated eta, cancellation stops between rounds, models round-trip.
+
+use super::hypothesis::Hypothesis;
+use super::one_rule::OneRule;
+use super::*;
+use crate::data::{BitMatrixBuilder, BitVec, Dataset, Encoder, LabelMode, Schema, read_csv};
+use crate::privacy::testutil::chi_square_p_value;
+use crate::privacy::{Budget, NoiseRng};
+
+/// Rows given as lists of active literals, with labels.
+fn dataset(d: usize, rows: &[(&[u32], bool)]) -> Dataset {
+    let mut builder = BitMatrixBuilder::new(d);
+    for (active, _) in rows {
+        builder.push_row(active);
+    }
+    let labels: Vec<bool> = rows.iter().map(|r| r.1).collect();
+    Dataset {
+        features: builder.finish(),
+        labels: Some(BitVec::from_bools(&labels)),
+    }
+}
+
+/// A pseudo-random dataset: label = literal 0, except every 7th row flipped;
+/// literals 1..d are noise (deterministic, no RNG needed).
+fn synthetic(n: usize, d: usize) -> Dataset {
+    let mut rows: Vec<(Vec<u32>, bool)> = Vec::new();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for i in 0..n {
+        let mut active = Vec::new();
+        for j in 0..d as u32 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if state % 2 == 0 {
+                active.push(j);
+            }
+        }
+        let signal = active.first() == Some(&0);
+        rows.push((active, signal != (i % 7 == 0)));
+    }
+    let borrowed: Vec<(&[u32], bool)> = rows.iter().map(|(a, y)| (a.as_slice(), *y)).collect();
+    dataset(d, &borrowed)
+}
+
+fn params(tau: u32, privacy: PrivacyMode) -> ValidLazyBbParams {
+    LazyBbParams {
+        tau,
+        lambda: 0.3,
+        kappa: 0.5,
+        weak_learner: WeakLearnerKind::OneRule,
+        privacy,
+    }
+    .check()
+    .unwrap()
+}
+
+/// Brute-force weighted errors of all 2d + 2 candidates under weights p.
+fn brute_force_errors(data: &Dataset, p: &[f64]) -> Vec<f64> {
+    let d = data.features.n_cols();
+    let labels = data.labels.as_ref().unwrap();
+    (0..2 * d + 2)
+        .map(|c| {
+            let h = Hypothesis::from_candidate_index(c, d);
+            (0..data.n_rows())
+                .map(|i| {
+                    let prediction = match h {
+                        Hypothesis::Literal { literal, negated } => {
+                            data.features.get(i, literal as usize) != negated
+                        }
+                        Hypothesis::Constant { positive } => positive,
+                    };
+                    if prediction != labels.get(i) { p[i] } else { 0.0 }
+                })
+                .sum()
+        })
+        .collect()
+}
+
+#[test]
+fn errors_match_brute_force() {
+    let data = synthetic(200, 9);
+    let labels = data.labels.as_ref().unwrap();
+    // Non-uniform weights.
+    let raw: Vec<f64> = (0..200).map(|i| 1.0 + (i % 5) as f64).collect();
+    let total: f64 = raw.iter().sum();
+    let p: Vec<f64> = raw.iter().map(|w| w / total).collect();
+    let signed: Vec<f64> = (0..200).map(|i| if labels.get(i) { -p[i] } else { p[i] }).collect();
+    let p_positive: f64 = (0..200).filter(|&i| labels.get(i)).map(|i| p[i]).sum();
+    let mut learner = OneRule::default();
+    learner.compute_errors(&data.features, &signed, p_positive);
+    for (got, want) in learner.errors().iter().zip(brute_force_errors(&data, &p)) {
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    }
+}
+
+#[test]
+fn noise_free_lazybb_finds_the_signal() {
+    let data = synthetic(700, 6);
+    let ensemble = train(&data, &params(5, PrivacyMode::NonPrivate), None, &mut |_| true).unwrap();
+    assert_eq!(ensemble.hypotheses.len(), 5);
+    assert_eq!(ensemble.hypotheses[0], Hypothesis::Literal { literal: 0, negated: false });
+    let predictor = Predictor::new(&ensemble.hypotheses, 6);
+    let labels = data.labels.as_ref().unwrap();
+    let labels: Vec<bool> = (0..700).map(|i| labels.get(i)).collect();
+    let accuracy = metrics::accuracy(&predictor.vote_sums(&data), &labels);
+    // 1 row in 7 is flipped, so 6/7 = 0.857 is the best possible.
+    assert!(accuracy > 0.85, "{accuracy}");
+}
+
+/// The first round sees uniform weights, so the chosen candidate must follow
+/// exp(-eta err) / Z with eta = epsilon kappa n / (4 tau). A factor-2 error in
+/// eta fails this test (see the second half).
+#[test]
+fn first_choice_follows_the_calibrated_exponential_mechanism() {
+    let n = 48;
+    let data = synthetic(n, 3);
+    let budget = Budget::new(1.0, 0.0).unwrap();
+    let valid = params(1, PrivacyMode::Private(budget));
+    let eta = valid.calibrate(n).unwrap().unwrap().eta;
+    assert!((eta - 1.0 * 0.5 * 48.0 / 4.0).abs() < 1e-12);
+    let errors = brute_force_errors(&data, &vec![1.0 / n as f64; n]);
+    let z: f64 = errors.iter().map(|e| (-eta * e).exp()).sum();
+    let expected: Vec<f64> = errors.iter().map(|e| (-eta * e).exp() / z).collect();
+    let doubled_z: f64 = errors.iter().map(|e| (-2.0 * eta * e).exp()).sum();
+    let doubled: Vec<f64> = errors.iter().map(|e| (-2.0 * eta * e).exp() / doubled_z).collect();
+
+    let mut rng = NoiseRng::seeded(21);
+    let mut counts = vec![0u64; errors.len()];
+    for _ in 0..40_000 {
+        let e = train(&data, &valid, Some(&mut rng), &mut |_| true).unwrap();
+        let index = match e.hypotheses[0] {
+            Hypothesis::Literal { literal, negated } => literal as usize + if negated { 3 } else { 0 },
+            Hypothesis::Constant { positive } => if positive { 6 } else { 7 },
+        };
+        counts[index] += 1;
+    }
+    assert!(chi_square_p_value(&counts, &expected) > 1e-4, "{counts:?} vs {expected:?}");
+    assert!(chi_square_p_value(&counts, &doubled) < 1e-10);
+}
+
+#[test]
+fn private_training_needs_a_noise_source_and_labels() {
+    let data = synthetic(50, 3);
+    let valid = params(3, PrivacyMode::Private(Budget::new(1.0, 0.0).unwrap()));
+    assert!(matches!(train(&data, &valid, None, &mut |_| true), Err(LearnError::NoNoiseSource)));
+    let unlabelled = Dataset { labels: None, ..data };
+    let mut rng = NoiseRng::seeded(1);
+    assert!(matches!(
+        train(&unlabelled, &valid, Some(&mut rng), &mut |_| true),
+        Err(LearnError::NoLabels)
+    ));
+}
+
+#[test]
+fn cancellation_stops_between_rounds() {
+    let data = synthetic(100, 4);
+    let valid = params(9, PrivacyMode::Private(Budget::new(1.0, 0.0).unwrap()));
+    let mut rng = NoiseRng::seeded(2);
+    let mut seen = Vec::new();
+    let result = train(&data, &valid, Some(&mut rng), &mut |done| {
+        seen.push(done);
+        done < 3
+    });
+    assert!(matches!(result, Err(LearnError::Cancelled)));
+    assert_eq!(seen, vec![1, 2, 3]);
+}
+
+/// Extreme parameters (lambda tau far beyond exp's range) stay finite.
+#[test]
+fn many_rounds_with_a_fast_rate_do_not_overflow() {
+    let data = synthetic(300, 5);
+    let valid = LazyBbParams {
+        tau: 3_001,
+        lambda: 0.99,
+        kappa: 0.05,
+        weak_learner: WeakLearnerKind::OneRule,
+        privacy: PrivacyMode::Private(Budget::new(10.0, 0.0).unwrap()),
+    }
+    .check()
+    .unwrap();
+    let mut rng = NoiseRng::seeded(3);
+    let e = train(&data, &valid, Some(&mut rng), &mut |_| true).unwrap();
+    assert_eq!(e.hypotheses.len(), 3_001);
+}
+
+const SCHEMA: &str = r#"{
+  "label": {"column": "y", "positive": "yes", "negative": "no"},
+  "columns": [
+    {"name": "colour", "type": "categorical", "categories": ["red", "green", "blue"]},
+    {"name": "size", "type": "numeric", "min": 0, "max": 10, "bins": 2}
+  ]
+}"#;
+
+fn small_model() -> (Model, Dataset) {
+    let schema = Schema::from_json(SCHEMA).unwrap();
+    let encoder = Encoder::new(&schema).unwrap();
+    let csv = "colour,size,y\nred,1,yes\nred,2,yes\ngreen,8,no\nblue,9,no\nred,7,yes\ngreen,3,no\n";
+    let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
+    let valid = params(7, PrivacyMode::Private(Budget::new(2.0, 0.0).unwrap()));
+    let mut rng = NoiseRng::seeded(4);
+    let ensemble = train(&data, &valid, Some(&mut rng), &mut |_| true).unwrap();
+    (Model::new(&schema, &encoder, &valid, false, &ensemble).unwrap(), data)
+}
+
+#[test]
+fn model_round_trips_and_predicts_like_its_ensemble() {
+    let (model, data) = small_model();
+    let loaded = Model::from_json(&model.to_json()).unwrap();
+    assert_eq!(loaded, model);
+    let predictor = loaded.predictor();
+    let sums = predictor.vote_sums(&data);
+    for (i, sum) in sums.iter().enumerate() {
+        let direct: i32 = model
+            .ensemble
+            .iter()
+            .map(|h| match *h {
+                Hypothesis::Literal { literal, negated } => {
+                    if data.features.get(i, literal as usize) != negated { 1 } else { -1 }
+                }
+                Hypothesis::Constant { positive } => if positive { 1 } else { -1 },
+            })
+            .sum();
+        assert_eq!(*sum, direct);
+        assert_eq!(predictor.vote_sum(&data.features.row_active(i)), direct);
+    }
+    let statement = &model.privacy;
+    assert_eq!((statement.epsilon, statement.delta, statement.n_rows), (2.0, 0.0, 6));
+    assert!((statement.eta - 2.0 * 0.5 * 6.0 / (4.0 * 7.0)).abs() < 1e-12);
+}
+
+#[test]
+fn model_files_of_another_version_or_inconsistent_are_refused() {
+    let (model, _) = small_model();
+    let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
+    value["version"] = serde_json::json!(2);
+    let error = Model::from_json(&value.to_string()).unwrap_err().to_string();
+    assert!(error.contains("version 2"), "{error}");
+
+    let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
+    value["format"] = serde_json::json!("something-else");
+    assert!(Model::from_json(&value.to_string()).is_err());
+
+    let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
+    value["ensemble"][0] = serde_json::json!({"kind": "literal", "literal": 999, "negated": false});
+    assert!(Model::from_json(&value.to_string()).unwrap_err().to_string().contains("999"));
+
+    let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
+    value["literals"][0] = serde_json::json!("tampered");
+    assert!(Model::from_json(&value.to_string()).is_err());
+
+    assert!(Model::from_json("").is_err());
+    assert!(Model::from_json("{}").is_err());
+}
+
+#[test]
+fn inspection_counts_votes_and_features() {
+    let (model, _) = small_model();
+    let encoder = model.encoder().unwrap();
+    let inspection = inspect(&model, &encoder);
+    let total: i32 = inspection.vote_table.iter().map(|r| r.votes.abs()).sum::<i32>()
+        + inspection.constant_votes.abs();
+    assert!(total <= 7);
+    assert!(inspection.features_used.len() <= 2);
+    for pair in inspection.vote_table.windows(2) {
+        assert!(pair[0].votes.abs() >= pair[1].votes.abs());
+    }
+    assert!(inspection.to_text().contains("Features used"));
+}

@@ -1,0 +1,141 @@
+//! `privboost bench`: training and in-process prediction speed on Adult.
+//!
+//! Speed is measured here, not in tests (timed tests flake on busy machines).
+//! Run it from a release build: `cargo run --release -- bench`.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use privboost::data::{Encoder, LabelMode, read_csv};
+use privboost::learn::{self, LazyBbParams, PrivacyMode, WeakLearnerKind};
+use privboost::privacy::{Budget, NoiseRng};
+
+use super::files;
+
+/// Options of `privboost bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Training data.
+    #[arg(long, default_value = "data/adult/adult-train.csv")]
+    data: PathBuf,
+    /// Its schema.
+    #[arg(long, default_value = "data/adult/schema.json")]
+    schema: PathBuf,
+    /// Rounds for the training benchmark (the paper's largest).
+    #[arg(long, default_value_t = 99)]
+    rounds: u32,
+    /// Training runs to time.
+    #[arg(long, default_value_t = 30)]
+    iterations: usize,
+}
+
+/// Run the benchmarks and print the figures.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let schema = files::load_schema(&args.schema)?;
+    let encoder = Encoder::new(&schema)?;
+
+    let start = Instant::now();
+    let file = File::open(&args.data).with_context(|| format!("cannot open {}", args.data.display()))?;
+    let data = read_csv(BufReader::new(file), &encoder, LabelMode::Required)
+        .with_context(|| format!("data {}", args.data.display()))?;
+    let read_time = start.elapsed();
+    let (n, d) = (data.n_rows(), data.features.n_cols());
+    println!("data: {} ({n} rows, {d} literals)", args.data.display());
+    println!(
+        "read + encode CSV: {:.1} ms ({:.0} rows/s)",
+        ms(read_time),
+        n as f64 / read_time.as_secs_f64()
+    );
+
+    // Table 8's epsilon = 3 row uses tau = 99: kappa 0.35, lambda 0.45.
+    let params = LazyBbParams {
+        tau: args.rounds,
+        lambda: 0.45,
+        kappa: 0.35,
+        weak_learner: WeakLearnerKind::OneRule,
+        privacy: PrivacyMode::Private(Budget::new(3.0, 0.0)?),
+    }
+    .check()?;
+    let mut noise = NoiseRng::from_os()?;
+    let mut times = Vec::with_capacity(args.iterations);
+    let mut model = None;
+    for _ in 0..args.iterations.max(1) {
+        let start = Instant::now();
+        let ensemble = learn::train(&data, &params, Some(&mut noise), &mut |_| true)?;
+        times.push(start.elapsed());
+        model = Some(ensemble);
+    }
+    times.sort();
+    println!(
+        "train LazyBB + DP-1R, tau = {}, one thread: median {:.1} ms, min {:.1} ms, max {:.1} ms over {} runs ({:.2} ns per row x literal x round)",
+        args.rounds,
+        ms(times[times.len() / 2]),
+        ms(times[0]),
+        ms(times[times.len() - 1]),
+        times.len(),
+        times[times.len() / 2].as_nanos() as f64 / (n * d * args.rounds as usize) as f64
+    );
+
+    // Invariant: the loop above ran at least once.
+    let ensemble = model.expect("at least one training run");
+    let predictor = learn::Predictor::new(&ensemble.hypotheses, d);
+
+    // Batch prediction over the encoded bit matrix.
+    let (mut rows, start) = (0usize, Instant::now());
+    let mut checksum = 0i64;
+    while start.elapsed() < Duration::from_secs(1) {
+        checksum += predictor.vote_sums(&data).iter().map(|&s| i64::from(s)).sum::<i64>();
+        rows += n;
+    }
+    println!(
+        "predict, encoded batch: {:.1} M rows/s (checksum {checksum})",
+        rows as f64 / start.elapsed().as_secs_f64() / 1e6
+    );
+
+    // Row at a time from raw JSON objects: encode + vote, as the service does.
+    let json_rows = json_rows(&args.data, 10_000)?;
+    let mut active = Vec::new();
+    let (mut rows, start) = (0usize, Instant::now());
+    let mut positives = 0usize;
+    while start.elapsed() < Duration::from_secs(1) {
+        for (i, row) in json_rows.iter().enumerate() {
+            encoder.encode_json_row(row, i + 1, &mut active)?;
+            positives += usize::from(predictor.prediction(predictor.vote_sum(&active)).positive);
+        }
+        rows += json_rows.len();
+    }
+    println!(
+        "predict, raw JSON rows one at a time (encode + vote): {:.2} M rows/s ({positives} positive)",
+        rows as f64 / start.elapsed().as_secs_f64() / 1e6
+    );
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The first `limit` rows of a CSV as JSON objects of strings.
+fn json_rows(
+    path: &PathBuf,
+    limit: usize,
+) -> anyhow::Result<Vec<serde_json::Map<String, serde_json::Value>>> {
+    let mut reader = csv::Reader::from_path(path)?;
+    let header = reader.headers()?.clone();
+    let mut rows = Vec::new();
+    for record in reader.records().take(limit) {
+        let record = record?;
+        rows.push(
+            header
+                .iter()
+                .zip(record.iter())
+                .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.trim().to_string())))
+                .collect(),
+        );
+    }
+    Ok(rows)
+}

@@ -1,0 +1,226 @@
+//! `privboost eval`: accuracy and ROC AUC of LazyBB under a train/test split
+//! or k-fold cross-validation, repeated with fresh noise, over a parameter
+//! grid if asked. Owner-side: it reports accuracy on the data it reads.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use privboost::data::{Encoder, LabelMode};
+use privboost::eval::{self, Method, MethodResult, Protocol, paper_grid};
+use privboost::learn::params;
+use privboost::privacy::NoiseRng;
+
+use super::files;
+
+/// Options of `privboost eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Data (CSV with a header row); the training set when --test is given.
+    #[arg(long)]
+    data: PathBuf,
+    /// The schema (JSON).
+    #[arg(long)]
+    schema: PathBuf,
+    /// A separate test set; without it, k-fold cross-validation on --data.
+    #[arg(long, conflicts_with = "folds")]
+    test: Option<PathBuf>,
+    /// Number of cross-validation folds.
+    #[arg(long, default_value_t = 5)]
+    folds: usize,
+    /// Seed of the row shuffle that assigns the folds (not privacy noise:
+    /// noise always comes from the OS).
+    #[arg(long, default_value_t = 1)]
+    split_seed: u64,
+    /// Total epsilon; a comma-separated list evaluates each, and `inf`
+    /// evaluates LazyBB without noise (non-private).
+    #[arg(long, value_delimiter = ',', required = true)]
+    epsilon: Vec<String>,
+    /// Total delta (0 = pure DP).
+    #[arg(long, default_value_t = 0.0)]
+    delta: f64,
+    /// Rounds tau (comma-separated list allowed).
+    #[arg(long, value_delimiter = ',')]
+    rounds: Vec<u32>,
+    /// Learning rate lambda (comma-separated list allowed).
+    #[arg(long, value_delimiter = ',')]
+    learning_rate: Vec<f64>,
+    /// Density kappa (comma-separated list allowed).
+    #[arg(long, value_delimiter = ',')]
+    density: Vec<f64>,
+    /// Use the paper's Table 1 grid for every parameter not given.
+    #[arg(long)]
+    grid: bool,
+    /// Repetitions with fresh noise.
+    #[arg(long, default_value_t = 5)]
+    repeats: usize,
+    /// Also evaluate the non-private baselines (majority class, single 1-Rule).
+    #[arg(long)]
+    baselines: bool,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// Run the evaluation and print one line per cell.
+pub fn run(args: EvalArgs) -> anyhow::Result<()> {
+    let methods = methods(&args)?;
+    let schema = files::load_schema(&args.schema)?;
+    let encoder = Encoder::new(&schema)?;
+    let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
+    let test = match &args.test {
+        Some(path) => Some(files::load_dataset(path, &encoder, LabelMode::Required)?),
+        None => None,
+    };
+    let (protocol, description) = match &test {
+        Some(test) => (
+            Protocol::TrainTest { train: &data, test },
+            format!("train on {} rows, test on {} rows", data.n_rows(), test.n_rows()),
+        ),
+        None => (
+            Protocol::CrossValidation {
+                data: &data,
+                folds: args.folds,
+                split_seed: args.split_seed,
+            },
+            format!("{}-fold cross-validation on {} rows (split seed {})", args.folds, data.n_rows(), args.split_seed),
+        ),
+    };
+    let tasks = eval::task_count(&protocol, methods.len(), args.repeats);
+    let bar = ProgressBar::new(tasks as u64).with_style(
+        ProgressStyle::with_template("evaluating {bar:40} {pos}/{len} runs, eta {eta}")
+            .context("progress bar template")?,
+    );
+    let results = eval::evaluate(
+        &protocol,
+        &encoder,
+        &methods,
+        args.repeats,
+        &|_| NoiseRng::from_os(),
+        &|| bar.inc(1),
+    )?;
+    bar.finish_and_clear();
+
+    println!(
+        "{description}; {} repeats with fresh noise; mean ± sample std over {} runs per cell",
+        args.repeats,
+        tasks / methods.len().max(1)
+    );
+    println!("{}", header());
+    for r in &results {
+        println!("{}", row(r));
+    }
+    if let Some(best) = results
+        .iter()
+        .filter(|r| r.method.is_private())
+        .max_by(|a, b| a.accuracy_mean.total_cmp(&b.accuracy_mean))
+        && results.iter().filter(|r| r.method.is_private()).count() > 1
+    {
+        println!("best private cell by mean accuracy (chosen on this data, so optimistic):\n{}", row(best));
+    }
+    if let Some(path) = &args.json {
+        let value = serde_json::json!({
+            "protocol": description,
+            "repeats": args.repeats,
+            "std": "sample standard deviation over repeats x folds runs",
+            "software_version": privboost::learn::model::SOFTWARE_VERSION,
+            "results": results,
+        });
+        files::write_atomically(path, serde_json::to_string_pretty(&value)?.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The cells: every combination of the given (or grid, or default) values.
+fn methods(args: &EvalArgs) -> anyhow::Result<Vec<Method>> {
+    let mut methods = Vec::new();
+    for text in &args.epsilon {
+        let epsilon = parse_epsilon(text)?;
+        let (default_tau, default_lambda, default_kappa) =
+            params::default_parameters(epsilon.unwrap_or(f64::INFINITY));
+        let pick = |given: &[f64], grid: &[f64], default: f64| -> Vec<f64> {
+            if !given.is_empty() {
+                given.to_vec()
+            } else if args.grid {
+                grid.to_vec()
+            } else {
+                vec![default]
+            }
+        };
+        let taus: Vec<u32> = if !args.rounds.is_empty() {
+            args.rounds.clone()
+        } else if args.grid {
+            paper_grid::TAU.to_vec()
+        } else {
+            vec![default_tau]
+        };
+        for &tau in &taus {
+            for &lambda in &pick(&args.learning_rate, &paper_grid::LAMBDA, default_lambda) {
+                for &kappa in &pick(&args.density, &paper_grid::KAPPA, default_kappa) {
+                    methods.push(Method::Lazybb {
+                        epsilon,
+                        delta: args.delta,
+                        tau,
+                        lambda,
+                        kappa,
+                    });
+                }
+            }
+        }
+    }
+    if args.baselines {
+        methods.push(Method::OneRule);
+        methods.push(Method::Majority);
+    }
+    Ok(methods)
+}
+
+fn parse_epsilon(text: &str) -> anyhow::Result<Option<f64>> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("inf") {
+        return Ok(None);
+    }
+    let value: f64 = text
+        .parse()
+        .with_context(|| format!("epsilon: not a number: {text}"))?;
+    if !(value.is_finite() && value > 0.0) {
+        bail!("epsilon must be a finite number > 0 (or `inf` for the non-private run), got {text}");
+    }
+    Ok(Some(value))
+}
+
+fn header() -> String {
+    format!(
+        "{:<12} {:>8} {:>7} {:>4} {:>6} {:>6}  {:<17}  {:<17}  {:>8}  {:>8}",
+        "method", "epsilon", "delta", "tau", "lambda", "kappa", "accuracy", "AUC", "features", "literals"
+    )
+}
+
+fn row(r: &MethodResult) -> String {
+    let (name, epsilon, delta, tau, lambda, kappa) = match r.method {
+        Method::Lazybb { epsilon, delta, tau, lambda, kappa } => (
+            "lazybb",
+            epsilon.map_or("inf".into(), |e| format!("{e}")),
+            format!("{delta}"),
+            tau.to_string(),
+            format!("{lambda:.2}"),
+            format!("{kappa:.2}"),
+        ),
+        Method::OneRule => ("1-rule (NP)", "-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+        Method::Majority => ("majority", "-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+    };
+    format!(
+        "{:<12} {:>8} {:>7} {:>4} {:>6} {:>6}  {:<17}  {:<17}  {:>8.1}  {:>8.1}",
+        name,
+        epsilon,
+        delta,
+        tau,
+        lambda,
+        kappa,
+        format!("{:.4} ± {:.4}", r.accuracy_mean, r.accuracy_std),
+        format!("{:.4} ± {:.4}", r.auc_mean, r.auc_std),
+        r.features_used_mean,
+        r.literals_used_mean
+    )
+}

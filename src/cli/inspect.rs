@@ -1,0 +1,58 @@
+//! `privboost inspect`: the vote table, sparsity and privacy statement of a model.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use privboost::learn;
+
+use super::files;
+
+/// Options of `privboost inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The model file.
+    model: PathBuf,
+    /// Print JSON (inspection, parameters and privacy statement) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Print the inspection.
+pub fn run(args: InspectArgs) -> anyhow::Result<()> {
+    let model = files::load_model(&args.model)?;
+    let encoder = model.encoder()?;
+    let inspection = learn::inspect(&model, &encoder);
+    if args.json {
+        let value = serde_json::json!({
+            "params": model.params,
+            "privacy": model.privacy,
+            "inspection": inspection,
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    let p = &model.params;
+    let s = &model.privacy;
+    println!(
+        "LazyBB + DP-1R model, created {}: tau = {}, lambda = {}, kappa = {}{}",
+        model.created_at,
+        p.tau,
+        p.lambda,
+        p.kappa,
+        if p.defaults_used { " (default rule)" } else { "" }
+    );
+    println!("Label: {} (positive = {})\n", model.schema.label.column, model.schema.label.positive);
+    print!("{}", inspection.to_text());
+    println!("\nPrivacy statement");
+    println!("  guarantee:     ({}, {})-differential privacy", s.epsilon, s.delta);
+    println!("  neighbouring:  {}", s.neighbouring);
+    println!("  rows (n):      {}", s.n_rows);
+    println!("  accounting:    {}", s.accounting);
+    println!("  budget split:  {}", s.budget_split);
+    println!("  mechanism:     {}", s.mechanism);
+    println!("  noise:         eta = {:.4}, zeta = 1/(kappa n) = {:.4e}", s.eta, s.zeta);
+    println!("  sensitivity:   {}", s.sensitivity);
+    println!("  sampler:       {}", s.sampler);
+    println!("  software:      {}", s.software_version);
+    Ok(())
+}

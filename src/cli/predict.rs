@@ -1,0 +1,59 @@
+//! `privboost predict`: apply a model to the rows of a CSV file.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use privboost::data::LabelMode;
+
+use super::files;
+
+/// Options of `privboost predict`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The model file.
+    #[arg(long)]
+    model: PathBuf,
+    /// Rows to predict: CSV with a header row naming the schema's columns
+    /// (the label column may be present; it is ignored).
+    #[arg(long)]
+    data: PathBuf,
+    /// Write the predictions here instead of standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Predict and write `class,score,probability` per input row, in order.
+pub fn run(args: PredictArgs) -> anyhow::Result<()> {
+    let model = files::load_model(&args.model)?;
+    let encoder = model.encoder()?;
+    let rows = files::load_dataset(&args.data, &encoder, LabelMode::Optional)?;
+    let predictor = model.predictor();
+    let (positive, negative) = class_names(&model);
+
+    let mut out = csv::Writer::from_writer(Vec::new());
+    out.write_record(["class", "score", "probability"])?;
+    for sum in predictor.vote_sums(&rows) {
+        let p = predictor.prediction(sum);
+        let class = if p.positive { &positive } else { &negative };
+        out.write_record([class.as_str(), &p.score.to_string(), &p.probability.to_string()])?;
+    }
+    let bytes = out.into_inner().context("writing predictions")?;
+    match &args.out {
+        Some(path) => files::write_atomically(path, &bytes)?,
+        None => std::io::stdout().write_all(&bytes)?,
+    }
+    Ok(())
+}
+
+/// The label values to print: the schema's positive and negative values
+/// (`not <positive>` when the schema declares no negative value).
+fn class_names(model: &privboost::learn::Model) -> (String, String) {
+    let label = &model.schema.label;
+    let negative = label
+        .negative
+        .clone()
+        .unwrap_or_else(|| format!("not {}", label.positive));
+    (label.positive.clone(), negative)
+}

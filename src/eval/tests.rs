@@ -1,0 +1,1 @@
+//! Accuracy checks on the shipped data (after the data module lands).
