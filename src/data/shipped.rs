@@ -1,0 +1,1 @@
+//! Tests over the shipped data sets.
