@@ -2,20 +2,10 @@
 //!
 //! One [`Encoder`] serves both the CSV reader (training data, [`super::reader`]) and
 //! prediction requests ([`Encoder::encode_json_row`]), so that a model sees the same
-//! literals at training and prediction time. Literals are numbered in schema column
-//! order; within a column: the value literals (intervals, thresholds or categories in
-//! declared order, or the boolean), then `is other`, then `is missing`. Encoding a row
-//! pushes the indices of its true literals, which therefore come out ascending.
+//! literals at training and prediction time. Encoding a row pushes the indices of its
+//! true literals column by column, so they come out ascending.
 //!
-//! Value rules (SPEC §3):
-//! - every value is trimmed of surrounding whitespace first;
-//! - a value equal to a declared missing token gives only the `is missing` literal;
-//! - numbers outside `[min, max]` are clamped: the bounds are public, so clamping
-//!   depends on nothing private and costs no privacy; NaN, infinities and unparsable
-//!   numbers are errors;
-//! - a value equal to a cut point `c` belongs to the interval `(.., c]` and satisfies
-//!   `x <= c`;
-//! - errors name the row and the column, never the value.
+//! The value rules are documented on [`Encoder`].
 
 use std::collections::HashMap;
 
@@ -26,6 +16,20 @@ use super::literal::Literal;
 use super::schema::{Column, NumericEncoding, Schema, UnknownPolicy};
 
 /// Turns raw rows into literals.
+///
+/// Literals are numbered in schema column order; within a column: the value literals
+/// (intervals, thresholds or categories in declared order, or the boolean), then
+/// `is other`, then `is missing`.
+///
+/// Value rules (SPEC §3):
+/// - every value is trimmed of surrounding whitespace first;
+/// - a value equal to a declared missing token gives only the `is missing` literal;
+/// - numbers outside `[min, max]` are clamped: the bounds are public, so clamping
+///   depends on nothing private and costs no privacy; NaN, infinities and unparsable
+///   numbers are errors;
+/// - a value equal to a cut point `c` belongs to the interval `(.., c]` and satisfies
+///   `x <= c`;
+/// - errors name the row and the column, never the value.
 #[derive(Debug, Clone)]
 pub struct Encoder {
     /// The validated schema (kept for the reader's header check and for models).
@@ -548,6 +552,34 @@ mod tests {
             msg,
             r#"row 7, column "vegan": column is missing from the row"#
         );
+    }
+
+    proptest::proptest! {
+        /// Every row the schema admits encodes, with one literal per one-hot column.
+        #[test]
+        fn accepts_every_admitted_row(
+            age in proptest::num::f64::NORMAL | proptest::num::f64::ZERO,
+            hours in -1e6f64..1e6,
+            work in proptest::sample::select(vec!["Private", "Gov", "?", "", " Gov "]),
+            color in ".*",
+            shape in ".*",
+            smoker in proptest::sample::select(vec!["true", "F", "yes", "N", "1", "0", " y "]),
+            vegan in proptest::sample::select(vec!["true", "no", "?"]),
+        ) {
+            let e = encoder();
+            let r = json!({"age": age, "hours": hours.to_string(), "work": work, "color": color,
+                           "shape": shape, "smoker": smoker, "vegan": vegan});
+            let mut active = Vec::new();
+            e.encode_json_row(r.as_object().unwrap(), 1, &mut active).unwrap();
+            let per_feature = |f: usize| {
+                active.iter().filter(|&&i| e.literals()[i as usize].feature == f).count()
+            };
+            for f in [0, 2, 3, 4] {
+                proptest::prop_assert_eq!(per_feature(f), 1);
+            }
+            proptest::prop_assert!(per_feature(1) <= 3);
+            proptest::prop_assert!(per_feature(5) <= 1 && per_feature(6) <= 1);
+        }
     }
 
     #[test]

@@ -39,6 +39,13 @@ pub enum DataError {
         /// What is wrong, in fixed text that never contains the cell's value.
         message: String,
     },
+    /// Several data rows could not be encoded (the first ones, each a
+    /// [`DataError::Row`]); see [`super::read_csv_with`].
+    #[error("invalid rows (the first {}): {}", .errors.len(), join(.errors))]
+    Rows {
+        /// The row errors, in file order.
+        errors: Vec<DataError>,
+    },
     /// The CSV input is empty: it has not even a header row.
     #[error("empty CSV: the input has no header row")]
     Empty,
@@ -112,6 +119,14 @@ impl DataError {
             other => other,
         }
     }
+}
+
+fn join(errors: &[DataError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn line_suffix(line: &Option<u64>) -> String {

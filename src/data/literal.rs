@@ -5,27 +5,33 @@
 //! (`25`, `32.5`), which names exactly the `f64` the encoder compares against (the
 //! schema rounds equal-width cut points to 12 significant digits for that reason).
 //!
-//! | kind | `name` | `condition` |
-//! |---|---|---|
-//! | first interval | `age <= 24.3` | `<= 24.3` |
-//! | middle interval | `24.3 < age <= 31.6` | `in (24.3, 31.6]` |
-//! | last interval | `age > 82.7` | `> 82.7` |
-//! | threshold | `age <= 25` | `<= 25` |
-//! | category | `workclass == Private` | `== Private` |
-//! | unknown category | `workclass is other` | `is other` |
-//! | missing | `workclass is missing` | `is missing` |
-//! | boolean | `smoker` | `is true` |
+//! The forms are listed on [`Literal`].
 
 use serde::{Deserialize, Serialize};
 
-/// One Boolean literal.
+/// One Boolean literal: a condition on one feature column that is true or false for
+/// each row. The learners use literals and, implicitly, their negations.
+///
+/// Names and conditions by kind (cut points printed as the shortest decimal that
+/// parses back to the exact `f64` compared against):
+///
+/// | kind | `name` | `condition` |
+/// |---|---|---|
+/// | first interval | `age <= 24.3` | `<= 24.3` |
+/// | middle interval | `24.3 < age <= 31.6` | `in (24.3, 31.6]` |
+/// | last interval | `age > 82.7` | `> 82.7` |
+/// | threshold | `age <= 25` | `<= 25` |
+/// | category | `workclass == Private` | `== Private` |
+/// | unknown category | `workclass is other` | `is other` |
+/// | missing | `workclass is missing` | `is missing` |
+/// | boolean | `smoker` | `is true` |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Literal {
     /// Index of the feature column in the schema's feature columns.
     pub feature: usize,
     /// Name of the feature column.
     pub feature_name: String,
-    /// Condition, e.g. `<= 25`, `== Private` (see the module docs for every form).
+    /// Condition, e.g. `<= 25`, `== Private` (every form is listed on the type).
     pub condition: String,
     /// Full human-readable name, e.g. `age <= 25`.
     pub name: String,

@@ -7,11 +7,12 @@
 //! instead is that nothing data-dependent leaks through it: errors say where (row,
 //! column), never what (the value).
 //!
-//! - [`schema`](Schema): the JSON contract, its serde types and validation (the JSON
-//!   format is documented on [`Schema`]'s module, repeated in short below);
+//! - [`Schema`]: the JSON contract, its serde types and validation (the rules are
+//!   documented on [`Schema`]; a summary follows below);
 //! - [`Encoder`]: the literal list of a schema and the value -> literal rules, shared
 //!   by training (CSV) and prediction (JSON rows);
-//! - [`read_csv`]: the streaming reader; [`Dataset`]: its result;
+//! - [`read_csv`]: the streaming reader (and [`read_csv_with`], which lists several
+//!   bad rows or skips them); [`Dataset`]: its result;
 //! - [`BitVec`], [`BitMatrix`], [`BitMatrixBuilder`]: packed storage;
 //! - [`propose_schema`]: an owner-side helper that reads private rows to draft a
 //!   schema; never run it on an analyst's request.
@@ -37,8 +38,8 @@
 //! `intervals` (default) or `thresholds`; out-of-range values are clamped),
 //! `categorical` (`categories`; `unknown`: `error` (default), `other` or `missing`),
 //! `boolean`, and `ignore`. Any non-ignored column may declare `missing` tokens, which
-//! add a literal `col is missing`. Literal names are listed in [`Literal`]'s module
-//! docs; the full rules are on [`Schema`].
+//! add a literal `col is missing`. Literal names are listed on [`Literal`], the value
+//! rules on [`Encoder`] and the full schema rules on [`Schema`].
 //!
 //! # Example
 //!
@@ -74,7 +75,7 @@ pub use encode::Encoder;
 pub use error::DataError;
 pub use literal::Literal;
 pub use propose::propose_schema;
-pub use reader::{LabelMode, read_csv};
+pub use reader::{LabelMode, OnBadRow, ReadOptions, ReadReport, read_csv, read_csv_with};
 pub use schema::{
     BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelSpec, MAX_BINS, NumericColumn,
     NumericEncoding, Schema, UnknownPolicy,

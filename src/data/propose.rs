@@ -119,7 +119,9 @@ impl ColumnStats {
 /// Propose a schema from a CSV with a header row, for the data owner to edit.
 ///
 /// **Owner-side only: this reads the private rows** and the result (bounds, category
-/// lists) depends on them; see the module docs.
+/// lists) depends on them and is not differentially private. The owner reviews the
+/// draft (widening bounds to public ranges, adding categories from a public codebook)
+/// before declaring it.
 ///
 /// Heuristic, per column other than the label: the tokens `?`, empty, `NA` and `N/A`
 /// count as missing (declared as `missing` when seen); a column whose other values

@@ -38,7 +38,52 @@ struct Layout {
     label: Option<usize>,
 }
 
-/// Read a CSV with a header row and encode it.
+/// What to do with a data row the schema refuses (SPEC §3: malformed rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnBadRow {
+    /// Refuse the whole input (the default): never a half-written dataset.
+    Refuse,
+    /// Leave the row out and count it; only for the owner, who is told how many rows
+    /// were skipped and why.
+    Skip,
+}
+
+/// Options of [`read_csv_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Whether the label column must be present.
+    pub label: LabelMode,
+    /// Refuse the input or skip bad rows.
+    pub on_bad_row: OnBadRow,
+    /// How many row errors to collect: reading stops at this many when refusing, and
+    /// the report keeps the first this many when skipping. At least 1 is used.
+    pub max_errors: usize,
+}
+
+impl ReadOptions {
+    /// Refuse on the first bad row (what [`read_csv`] does).
+    pub fn new(label: LabelMode) -> ReadOptions {
+        ReadOptions {
+            label,
+            on_bad_row: OnBadRow::Refuse,
+            max_errors: 1,
+        }
+    }
+}
+
+/// The result of [`read_csv_with`].
+#[derive(Debug)]
+pub struct ReadReport {
+    /// The valid rows, encoded.
+    pub dataset: Dataset,
+    /// Number of rows left out (always 0 with [`OnBadRow::Refuse`]).
+    pub skipped: usize,
+    /// The first `max_errors` row errors of the skipped rows ([`DataError::Row`]s,
+    /// which carry positions, never values). For the owner only.
+    pub errors: Vec<DataError>,
+}
+
+/// Read a CSV with a header row and encode it, refusing it at the first bad row.
 ///
 /// Errors: [`DataError::Empty`] without a header, [`DataError::Header`] when the header
 /// does not match the schema, [`DataError::NoRows`] with a header only, and
@@ -49,6 +94,51 @@ pub fn read_csv<R: Read>(
     encoder: &Encoder,
     label: LabelMode,
 ) -> Result<Dataset, DataError> {
+    match read(reader, encoder, &ReadOptions::new(label)) {
+        Ok(report) => Ok(report.dataset),
+        Err(Failure::Other(e)) => Err(e),
+        // `max_errors` is 1, so there is exactly one.
+        Err(Failure::Rows(mut errors)) => Err(errors.swap_remove(0)),
+    }
+}
+
+/// Read a CSV like [`read_csv`], listing several bad rows or skipping them.
+///
+/// With [`OnBadRow::Refuse`] the first `max_errors` bad rows are returned together as
+/// [`DataError::Rows`] (a single one as [`DataError::Row`]); with [`OnBadRow::Skip`]
+/// they are left out and reported. Header, I/O and empty-input errors always refuse;
+/// so does an input in which every row was skipped ([`DataError::NoRows`]).
+pub fn read_csv_with<R: Read>(
+    reader: R,
+    encoder: &Encoder,
+    options: &ReadOptions,
+) -> Result<ReadReport, DataError> {
+    read(reader, encoder, options).map_err(|f| match f {
+        Failure::Other(e) => e,
+        Failure::Rows(mut errors) if errors.len() == 1 => errors.swap_remove(0),
+        Failure::Rows(errors) => DataError::Rows { errors },
+    })
+}
+
+/// Why [`read`] refused the input.
+enum Failure {
+    /// The bad rows found (at most `max_errors`, at least one).
+    Rows(Vec<DataError>),
+    Other(DataError),
+}
+
+impl From<DataError> for Failure {
+    fn from(e: DataError) -> Failure {
+        Failure::Other(e)
+    }
+}
+
+fn read<R: Read>(
+    reader: R,
+    encoder: &Encoder,
+    options: &ReadOptions,
+) -> Result<ReadReport, Failure> {
+    let max_errors = options.max_errors.max(1);
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(true)
         // Field counts are checked here, to report them as "expected N, found M".
@@ -56,33 +146,51 @@ pub fn read_csv<R: Read>(
         .from_reader(reader);
     let header = csv.byte_headers().map_err(|e| from_csv(e, 0))?.clone();
     if header.is_empty() {
-        return Err(DataError::Empty);
+        return Err(DataError::Empty.into());
     }
-    let layout = layout(&header, encoder, label)?;
+    let layout = layout(&header, encoder, options.label)?;
 
     let mut bits = BitMatrixBuilder::new(encoder.n_literals());
     let mut labels = layout.label.map(|_| BitVec::new());
     let mut record = csv::ByteRecord::new();
     let mut active = Vec::new();
-    let mut row = 0;
+    let mut errors = Vec::new();
+    let (mut row, mut skipped) = (0, 0);
     loop {
         match csv.read_byte_record(&mut record) {
             Ok(true) => {}
             Ok(false) => break,
-            Err(e) => return Err(from_csv(e, row + 1)),
+            Err(e) => return Err(from_csv(e, row + 1).into()),
         }
         row += 1;
         let line = record.position().map(csv::Position::line);
-        encode_record(&record, &layout, encoder, row, &mut active, labels.as_mut())
-            .map_err(|e| e.at_line(line))?;
-        bits.push_row(&active);
+        // A failed row pushes nothing: the label is pushed last, after every feature.
+        match encode_record(&record, &layout, encoder, row, &mut active, labels.as_mut()) {
+            Ok(()) => bits.push_row(&active),
+            Err(e) => {
+                skipped += 1;
+                if errors.len() < max_errors {
+                    errors.push(e.at_line(line));
+                }
+                if options.on_bad_row == OnBadRow::Refuse && errors.len() == max_errors {
+                    return Err(Failure::Rows(errors));
+                }
+            }
+        }
     }
-    if row == 0 {
-        return Err(DataError::NoRows);
+    if options.on_bad_row == OnBadRow::Refuse && !errors.is_empty() {
+        return Err(Failure::Rows(errors));
     }
-    Ok(Dataset {
-        features: bits.finish(),
-        labels,
+    if bits.n_rows() == 0 {
+        return Err(DataError::NoRows.into());
+    }
+    Ok(ReadReport {
+        dataset: Dataset {
+            features: bits.finish(),
+            labels,
+        },
+        skipped,
+        errors,
     })
 }
 
@@ -259,6 +367,13 @@ mod tests {
     }
 
     #[test]
+    fn utf8_bom_and_blank_lines() {
+        let text = "\u{feff}age,id,work,flag,y\n1,2,a,1,+\n\n1,2,b,0,-\n";
+        let d = read(text.as_bytes(), LabelMode::Required).unwrap();
+        assert_eq!(d.n_rows(), 2);
+    }
+
+    #[test]
     fn optional_label() {
         let d = read(b"age,id,work,flag\n1,2,a,1\n", LabelMode::Optional).unwrap();
         assert_eq!(d.labels, None);
@@ -373,6 +488,29 @@ mod tests {
             err("age,id,work,flag,y"),
             "CSV has a header row but no data rows"
         );
+    }
+
+    #[test]
+    fn several_errors_or_skipping() {
+        let text = "age,id,work,flag,y\n1,2,a,1,+\n1,2,Zeta,1,+\n1,2,a,1\n1,2,b,0,-\nx,2,a,1,+\n";
+        let mut options = ReadOptions::new(LabelMode::Required);
+        options.max_errors = 2;
+        let e = read_csv_with(text.as_bytes(), &encoder(), &options).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"invalid rows (the first 2): row 2 (line 3), column "work": unknown category (not in the schema); row 3 (line 4): expected 5 fields, found 4"#
+        );
+        options.on_bad_row = OnBadRow::Skip;
+        let report = read_csv_with(text.as_bytes(), &encoder(), &options).unwrap();
+        assert_eq!(
+            (report.dataset.n_rows(), report.skipped, report.errors.len()),
+            (2, 3, 2)
+        );
+        assert_eq!(report.dataset.labels.unwrap().count_ones(), 1);
+        assert_eq!(report.dataset.features.row_active(1), [0, 3]);
+        let all_bad = "age,id,work,flag,y\nx,2,a,1,+\n";
+        let e = read_csv_with(all_bad.as_bytes(), &encoder(), &options).unwrap_err();
+        assert!(matches!(e, DataError::NoRows), "{e}");
     }
 
     #[test]

@@ -5,48 +5,7 @@
 //! it is embedded in every saved model so that predictions take raw values. This module
 //! only parses and checks it; [`super::encode`] turns it into literals.
 //!
-//! # JSON format
-//!
-//! ```json
-//! {
-//!   "label": {"column": "income", "positive": ">50K", "negative": "<=50K"},
-//!   "columns": [
-//!     {"name": "age", "type": "numeric", "min": 17, "max": 90, "bins": 10},
-//!     {"name": "hours", "type": "numeric", "min": 1, "max": 99,
-//!      "thresholds": [20, 40, 60], "encoding": "thresholds"},
-//!     {"name": "workclass", "type": "categorical",
-//!      "categories": ["Private", "Self-emp-inc"], "missing": ["?"], "unknown": "error"},
-//!     {"name": "smoker", "type": "boolean"},
-//!     {"name": "id", "type": "ignore"}
-//!   ]
-//! }
-//! ```
-//!
-//! - `label`: `column` names the label column (which must not also be listed in
-//!   `columns`); a value equal to `positive` is y = +1. If `negative` is given every
-//!   label must be `positive` or `negative`; otherwise every non-empty value other than
-//!   `positive` is y = -1. An empty label is always an error.
-//! - `numeric`: finite `min < max` and exactly one of `thresholds` (non-empty, strictly
-//!   increasing, strictly inside `(min, max)`) or `bins` (an integer in 2..=1000, giving
-//!   the equal-width cut points `min + k (max - min) / bins`, k = 1..bins-1, each rounded
-//!   to 12 significant digits so that the cut point is exactly the number shown in the
-//!   literal's name). `encoding` is `"intervals"` (default: one literal per interval
-//!   between consecutive cut points) or `"thresholds"` (one literal `x <= c` per cut
-//!   point). Values outside `[min, max]` are clamped.
-//! - `categorical`: `categories` is non-empty, without duplicates or empty strings.
-//!   `unknown` says what a value outside `categories` becomes: `"error"` (default),
-//!   `"other"` (an extra literal `col is other`) or `"missing"` (the missing literal;
-//!   requires `missing`).
-//! - `boolean`: accepts true/false, t/f, yes/no, y/n, 1/0 (case-insensitive).
-//! - `missing` (numeric, categorical, boolean): optional non-empty list of tokens that
-//!   mean "missing", e.g. `["?"]` or `[""]`; the column then gets a literal
-//!   `col is missing`. Without it an empty or unparsable value is an error.
-//! - `ignore`: the column must be in the CSV header and is skipped (e.g. an id).
-//!
-//! Unknown fields are rejected (`deny_unknown_fields`) so that a typo such as `"bin"`
-//! is an error rather than a silently different encoding. Values in CSV cells and
-//! schema strings are compared after trimming surrounding whitespace, so schema
-//! strings must not have any.
+//! The JSON format and its rules are documented on [`Schema`], the public entry point.
 
 use serde::{Deserialize, Serialize};
 
@@ -61,7 +20,50 @@ pub const MAX_BINS: u32 = 1000;
 /// `0.30000000000000004` noise of the division.
 const CUT_DIGITS: usize = 12;
 
-/// The owner's public schema (see the module docs for the JSON format).
+/// The owner's public schema.
+///
+/// # JSON format
+///
+/// ```json
+/// {
+///   "label": {"column": "income", "positive": ">50K", "negative": "<=50K"},
+///   "columns": [
+///     {"name": "age", "type": "numeric", "min": 17, "max": 90, "bins": 10},
+///     {"name": "hours", "type": "numeric", "min": 1, "max": 99,
+///      "thresholds": [20, 40, 60], "encoding": "thresholds"},
+///     {"name": "workclass", "type": "categorical",
+///      "categories": ["Private", "Self-emp-inc"], "missing": ["?"], "unknown": "error"},
+///     {"name": "smoker", "type": "boolean"},
+///     {"name": "id", "type": "ignore"}
+///   ]
+/// }
+/// ```
+///
+/// - `label`: `column` names the label column (which must not also be listed in
+///   `columns`); a value equal to `positive` is y = +1. If `negative` is given every
+///   label must be `positive` or `negative`; otherwise every non-empty value other than
+///   `positive` is y = -1. An empty label is always an error.
+/// - `numeric`: finite `min < max` and exactly one of `thresholds` (non-empty, strictly
+///   increasing, strictly inside `(min, max)`) or `bins` (an integer in 2..=1000, giving
+///   the equal-width cut points `min + k (max - min) / bins`, k = 1..bins-1, each rounded
+///   to 12 significant digits so that the cut point is exactly the number shown in the
+///   literal's name). `encoding` is `"intervals"` (default: one literal per interval
+///   between consecutive cut points) or `"thresholds"` (one literal `x <= c` per cut
+///   point). Values outside `[min, max]` are clamped.
+/// - `categorical`: `categories` is non-empty, without duplicates or empty strings.
+///   `unknown` says what a value outside `categories` becomes: `"error"` (default),
+///   `"other"` (an extra literal `col is other`) or `"missing"` (the missing literal;
+///   requires `missing`).
+/// - `boolean`: accepts true/false, t/f, yes/no, y/n, 1/0 (case-insensitive).
+/// - `missing` (numeric, categorical, boolean): optional non-empty list of tokens that
+///   mean "missing", e.g. `["?"]` or `[""]`; the column then gets a literal
+///   `col is missing`. Without it an empty or unparsable value is an error.
+/// - `ignore`: the column must be in the CSV header and is skipped (e.g. an id).
+///
+/// Unknown fields are rejected (`deny_unknown_fields`) so that a typo such as `"bin"`
+/// is an error rather than a silently different encoding. Values in CSV cells and
+/// schema strings are compared after trimming surrounding whitespace, so schema
+/// strings must not have any.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Schema {

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use super::{Dataset, Encoder, LabelMode, Schema, read_csv};
 
 fn path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(rel)
 }
 
 fn encoder(set: &str) -> Encoder {
@@ -47,7 +49,11 @@ fn adult() {
     assert_eq!(e.feature_names().len(), 14);
     assert_eq!(e.literals()[0].name, "age <= 24.3");
     assert_eq!(e.literals()[9].name, "age > 82.7");
-    assert!(e.literals().iter().any(|l| l.name == "workclass is missing"));
+    assert!(
+        e.literals()
+            .iter()
+            .any(|l| l.name == "workclass is missing")
+    );
 
     let train = read(&e, "adult/adult-train.csv");
     assert_eq!(train.n_rows(), 32_561);
