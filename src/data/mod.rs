@@ -1,147 +1,82 @@
 //! Data: the owner's schema, the streaming CSV reader, and the encoder into literals.
 //!
-//! INTERFACE STUB: the data helper replaces the bodies (and may split this into
-//! `schema.rs`, `reader.rs`, `encode.rs`, `bits.rs`, `propose.rs`), keeping the
-//! public names and signatures below.
+//! This is the start of the data path (SPEC §3, §8): CSV -> schema check -> literals
+//! (a column-major bit matrix) -> learner. Everything here is deterministic and free
+//! of privacy cost: the schema is public, data-independent knowledge declared by the
+//! owner, and encoding a row with it reveals nothing. What this module must guarantee
+//! instead is that nothing data-dependent leaks through it: errors say where (row,
+//! column), never what (the value).
+//!
+//! - [`Schema`]: the JSON contract, its serde types and validation (the rules are
+//!   documented on [`Schema`]; a summary follows below);
+//! - [`Encoder`]: the literal list of a schema and the value -> literal rules, shared
+//!   by training (CSV) and prediction (JSON rows);
+//! - [`read_csv`]: the streaming reader (and [`read_csv_with`], which lists several
+//!   bad rows or skips them); [`Dataset`]: its result;
+//! - [`BitVec`], [`BitMatrix`], [`BitMatrixBuilder`]: packed storage;
+//! - [`propose_schema`]: an owner-side helper that reads private rows to draft a
+//!   schema; never run it on an analyst's request.
+//!
+//! # Schema JSON
+//!
+//! ```json
+//! {
+//!   "label": {"column": "income", "positive": ">50K", "negative": "<=50K"},
+//!   "columns": [
+//!     {"name": "age", "type": "numeric", "min": 17, "max": 90, "bins": 10},
+//!     {"name": "hours", "type": "numeric", "min": 1, "max": 99,
+//!      "thresholds": [20, 40, 60], "encoding": "thresholds"},
+//!     {"name": "workclass", "type": "categorical",
+//!      "categories": ["Private", "Self-emp-inc"], "missing": ["?"], "unknown": "error"},
+//!     {"name": "smoker", "type": "boolean"},
+//!     {"name": "id", "type": "ignore"}
+//!   ]
+//! }
+//! ```
+//!
+//! Column types: `numeric` (public `min`/`max`, and `bins` or `thresholds`; `encoding`
+//! `intervals` (default) or `thresholds`; out-of-range values are clamped),
+//! `categorical` (`categories`; `unknown`: `error` (default), `other` or `missing`),
+//! `boolean`, and `ignore`. Any non-ignored column may declare `missing` tokens, which
+//! add a literal `col is missing`. Literal names are listed on [`Literal`], the value
+//! rules on [`Encoder`] and the full schema rules on [`Schema`].
+//!
+//! # Example
+//!
+//! ```
+//! use privboost::data::{read_csv, Encoder, LabelMode, Schema};
+//!
+//! let schema = Schema::from_json(r#"{
+//!     "label": {"column": "y", "positive": "1"},
+//!     "columns": [{"name": "age", "type": "numeric", "min": 0, "max": 100, "bins": 4}]
+//! }"#)?;
+//! let encoder = Encoder::new(&schema)?;
+//! assert_eq!(encoder.literals()[1].name, "25 < age <= 50");
+//! let data = read_csv("age,y\n30,1\n80,0\n".as_bytes(), &encoder, LabelMode::Required)?;
+//! assert_eq!(data.n_rows(), 2);
+//! assert!(data.features.get(0, 1) && data.features.get(1, 3));
+//! # Ok::<(), privboost::data::DataError>(())
+//! ```
 
-use std::io::Read;
+mod bits;
+mod dataset;
+mod encode;
+mod error;
+mod literal;
+mod propose;
+mod reader;
+mod schema;
+#[cfg(test)]
+mod shipped;
 
-/// Errors from schema validation, CSV reading and encoding.
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    /// Placeholder.
-    #[error("{0}")]
-    Other(String),
-}
-
-/// The owner's public schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Schema {}
-
-impl Schema {
-    /// Parse and validate a schema from JSON text.
-    pub fn from_json(_text: &str) -> Result<Schema, DataError> {
-        unimplemented!()
-    }
-}
-
-/// One Boolean literal.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Literal {
-    /// Index of the feature column in the schema's feature columns.
-    pub feature: usize,
-    /// Name of the feature column.
-    pub feature_name: String,
-    /// Condition, e.g. `<= 25`, `== Private`.
-    pub condition: String,
-    /// Full human-readable name, e.g. `age <= 25`.
-    pub name: String,
-}
-
-/// Turns raw rows into literals.
-#[derive(Debug, Clone)]
-pub struct Encoder {}
-
-impl Encoder {
-    /// Build from a validated schema.
-    pub fn new(_schema: &Schema) -> Result<Encoder, DataError> {
-        unimplemented!()
-    }
-    /// All literals, in index order.
-    pub fn literals(&self) -> &[Literal] {
-        unimplemented!()
-    }
-    /// Names of the feature columns (the label column excluded).
-    pub fn feature_names(&self) -> &[String] {
-        unimplemented!()
-    }
-    /// Encode one JSON object keyed by column name.
-    pub fn encode_json_row(
-        &self,
-        _row: &serde_json::Map<String, serde_json::Value>,
-        _row_number: usize,
-        _active: &mut Vec<u32>,
-    ) -> Result<(), DataError> {
-        unimplemented!()
-    }
-}
-
-/// Packed bits.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BitVec {}
-
-impl BitVec {
-    /// Bit i.
-    pub fn get(&self, _i: usize) -> bool {
-        unimplemented!()
-    }
-    /// The words.
-    pub fn words(&self) -> &[u64] {
-        unimplemented!()
-    }
-    /// Number of set bits.
-    pub fn count_ones(&self) -> usize {
-        unimplemented!()
-    }
-}
-
-/// Column-major bit matrix.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BitMatrix {}
-
-impl BitMatrix {
-    /// Rows.
-    pub fn n_rows(&self) -> usize {
-        unimplemented!()
-    }
-    /// Columns.
-    pub fn n_cols(&self) -> usize {
-        unimplemented!()
-    }
-    /// Words of column j.
-    pub fn column(&self, _j: usize) -> &[u64] {
-        unimplemented!()
-    }
-    /// Bit (row, col).
-    pub fn get(&self, _row: usize, _col: usize) -> bool {
-        unimplemented!()
-    }
-}
-
-/// Encoded dataset.
-#[derive(Debug, Clone)]
-pub struct Dataset {
-    /// n x d literal bits, column-major.
-    pub features: BitMatrix,
-    /// Some(labels) where the label column was present: bit set = positive (y = +1).
-    pub labels: Option<BitVec>,
-}
-
-impl Dataset {
-    /// Number of rows.
-    pub fn n_rows(&self) -> usize {
-        self.features.n_rows()
-    }
-    /// Rows at the given indices, in that order.
-    pub fn subset(&self, _rows: &[usize]) -> Dataset {
-        unimplemented!()
-    }
-}
-
-/// Whether the label column must be present.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LabelMode {
-    /// Training data.
-    Required,
-    /// Prediction rows.
-    Optional,
-}
-
-/// Read a CSV with a header row.
-pub fn read_csv<R: Read>(
-    _reader: R,
-    _encoder: &Encoder,
-    _label: LabelMode,
-) -> Result<Dataset, DataError> {
-    unimplemented!()
-}
+pub use bits::{BitMatrix, BitMatrixBuilder, BitVec};
+pub use dataset::Dataset;
+pub use encode::Encoder;
+pub use error::DataError;
+pub use literal::Literal;
+pub use propose::propose_schema;
+pub use reader::{LabelMode, OnBadRow, ReadOptions, ReadReport, read_csv, read_csv_with};
+pub use schema::{
+    BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelSpec, MAX_BINS, NumericColumn,
+    NumericEncoding, Schema, UnknownPolicy,
+};

@@ -1,0 +1,72 @@
+//! The encoded dataset the learners train on: literal bits plus labels.
+//!
+//! Produced by [`super::read_csv`]; the learners only ever see this (never raw rows).
+//! [`Dataset::subset`] gathers rows for cross-validation folds.
+
+use super::bits::{BitMatrix, BitVec};
+
+/// Encoded dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// n x d literal bits, column-major.
+    pub features: BitMatrix,
+    /// Some(labels) where the label column was present: bit set = positive (y = +1).
+    pub labels: Option<BitVec>,
+}
+
+impl Dataset {
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        self.features.n_rows()
+    }
+
+    /// Number of literals (d).
+    pub fn n_literals(&self) -> usize {
+        self.features.n_cols()
+    }
+
+    /// Rows at the given indices, in that order. Panics if an index is out of range.
+    pub fn subset(&self, rows: &[usize]) -> Dataset {
+        Dataset {
+            features: self.features.gather_rows(rows),
+            labels: self
+                .labels
+                .as_ref()
+                .map(|l| rows.iter().map(|&i| l.get(i)).collect()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::bits::BitMatrixBuilder;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn subset_matches_the_rows(
+            rows in proptest::collection::vec((proptest::collection::btree_set(0u32..5, 0..=5), any::<bool>()), 1..200),
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..150),
+        ) {
+            let mut b = BitMatrixBuilder::new(5);
+            for (r, _) in &rows {
+                b.push_row(&r.iter().copied().collect::<Vec<_>>());
+            }
+            let data = Dataset {
+                features: b.finish(),
+                labels: Some(rows.iter().map(|(_, y)| *y).collect()),
+            };
+            let idx: Vec<usize> = picks.iter().map(|p| p.index(rows.len())).collect();
+            let s = data.subset(&idx);
+            prop_assert_eq!(s.n_rows(), idx.len());
+            prop_assert_eq!(s.n_literals(), 5);
+            let labels = s.labels.as_ref().unwrap();
+            for (k, &i) in idx.iter().enumerate() {
+                let want: Vec<u32> = rows[i].0.iter().copied().collect();
+                prop_assert_eq!(s.features.row_active(k), want);
+                prop_assert_eq!(labels.get(k), rows[i].1);
+            }
+        }
+    }
+}

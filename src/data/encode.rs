@@ -1,0 +1,604 @@
+//! The encoder: a validated schema's literal list, and raw values -> active literals.
+//!
+//! One [`Encoder`] serves both the CSV reader (training data, [`super::reader`]) and
+//! prediction requests ([`Encoder::encode_json_row`]), so that a model sees the same
+//! literals at training and prediction time. Encoding a row pushes the indices of its
+//! true literals column by column, so they come out ascending.
+//!
+//! The value rules are documented on [`Encoder`].
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::error::DataError;
+use super::literal::Literal;
+use super::schema::{Column, NumericEncoding, Schema, UnknownPolicy};
+
+/// Turns raw rows into literals.
+///
+/// Literals are numbered in schema column order; within a column: the value literals
+/// (intervals, thresholds or categories in declared order, or the boolean), then
+/// `is other`, then `is missing`.
+///
+/// Value rules (SPEC §3):
+/// - every value is trimmed of surrounding whitespace first;
+/// - a value equal to a declared missing token gives only the `is missing` literal;
+/// - numbers outside `[min, max]` are clamped: the bounds are public, so clamping
+///   depends on nothing private and costs no privacy; NaN, infinities and unparsable
+///   numbers are errors;
+/// - a value equal to a cut point `c` belongs to the interval `(.., c]` and satisfies
+///   `x <= c`;
+/// - errors name the row and the column, never the value.
+#[derive(Debug, Clone)]
+pub struct Encoder {
+    /// The validated schema (kept for the reader's header check and for models).
+    schema: Schema,
+    literals: Vec<Literal>,
+    feature_names: Vec<String>,
+    /// One codec per feature column, in `feature_names` order.
+    codecs: Vec<Codec>,
+    /// Column name -> index into `codecs`, or `None` for an ignored column.
+    by_name: HashMap<String, Option<usize>>,
+}
+
+/// How one feature column's values become literals.
+#[derive(Debug, Clone)]
+struct Codec {
+    name: String,
+    /// Index of the column's first literal.
+    first: u32,
+    /// Declared missing tokens (empty if none).
+    missing_tokens: Vec<String>,
+    /// The `is missing` literal, if the column declares missing tokens.
+    missing: Option<u32>,
+    kind: CodecKind,
+}
+
+#[derive(Debug, Clone)]
+enum CodecKind {
+    Numeric {
+        min: f64,
+        max: f64,
+        cuts: Vec<f64>,
+        encoding: NumericEncoding,
+    },
+    Categorical {
+        /// Category -> its literal.
+        index: HashMap<String, u32>,
+        unknown: UnknownPolicy,
+        /// The `is other` literal when `unknown` is `Other`.
+        other: Option<u32>,
+    },
+    Boolean,
+}
+
+impl Encoder {
+    /// Build from a schema (validated here, so an unchecked schema cannot be used).
+    pub fn new(schema: &Schema) -> Result<Encoder, DataError> {
+        schema.validate()?;
+        let mut literals = Vec::new();
+        let mut feature_names = Vec::new();
+        let mut codecs = Vec::new();
+        let mut by_name = HashMap::new();
+        for column in &schema.columns {
+            if !column.is_feature() {
+                by_name.insert(column.name().to_owned(), None);
+                continue;
+            }
+            let f = feature_names.len();
+            let name = column.name();
+            let first = literal_index(literals.len())?;
+            let kind = match column {
+                Column::Numeric(c) => {
+                    let cuts = c.cut_points()?;
+                    literals.extend(match c.encoding {
+                        NumericEncoding::Intervals => Literal::intervals(f, name, &cuts),
+                        NumericEncoding::Thresholds => Literal::thresholds(f, name, &cuts),
+                    });
+                    CodecKind::Numeric {
+                        min: c.min,
+                        max: c.max,
+                        cuts,
+                        encoding: c.encoding,
+                    }
+                }
+                Column::Categorical(c) => {
+                    let mut index = HashMap::new();
+                    for v in &c.categories {
+                        index.insert(v.clone(), literal_index(literals.len())?);
+                        literals.push(Literal::category(f, name, v));
+                    }
+                    let other = if c.unknown == UnknownPolicy::Other {
+                        literals.push(Literal::is(f, name, "other"));
+                        Some(literal_index(literals.len() - 1)?)
+                    } else {
+                        None
+                    };
+                    CodecKind::Categorical {
+                        index,
+                        unknown: c.unknown,
+                        other,
+                    }
+                }
+                Column::Boolean(_) => {
+                    literals.push(Literal::boolean(f, name));
+                    CodecKind::Boolean
+                }
+                Column::Ignore(_) => unreachable!("ignored columns were skipped above"),
+            };
+            let missing_tokens = column.missing().map(<[String]>::to_vec).unwrap_or_default();
+            let missing = if missing_tokens.is_empty() {
+                None
+            } else {
+                literals.push(Literal::is(f, name, "missing"));
+                Some(literal_index(literals.len() - 1)?)
+            };
+            codecs.push(Codec {
+                name: name.to_owned(),
+                first,
+                missing_tokens,
+                missing,
+                kind,
+            });
+            feature_names.push(name.to_owned());
+            by_name.insert(name.to_owned(), Some(f));
+        }
+        Ok(Encoder {
+            schema: schema.clone(),
+            literals,
+            feature_names,
+            codecs,
+            by_name,
+        })
+    }
+
+    /// All literals, in index order.
+    pub fn literals(&self) -> &[Literal] {
+        &self.literals
+    }
+
+    /// Number of literals (d).
+    pub fn n_literals(&self) -> usize {
+        self.literals.len()
+    }
+
+    /// Names of the feature columns (the label column and ignored columns excluded).
+    pub fn feature_names(&self) -> &[String] {
+        &self.feature_names
+    }
+
+    /// The schema this encoder was built from.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Encode one JSON object keyed by column name (a prediction request row).
+    ///
+    /// Values may be numbers, strings, booleans or null; null means missing where the
+    /// column declares missing tokens and is an error otherwise. Numbers and booleans
+    /// are matched as their JSON text (`3`, `true`), so a categorical column declared
+    /// with `"3"` accepts both `3` and `"3"`. The label and ignored columns may be
+    /// present and are skipped; an unknown key or an absent feature column is an
+    /// error. `row_number` is only used in errors. `active` is cleared and filled with
+    /// the indices of the true literals, ascending.
+    pub fn encode_json_row(
+        &self,
+        row: &Map<String, Value>,
+        row_number: usize,
+        active: &mut Vec<u32>,
+    ) -> Result<(), DataError> {
+        active.clear();
+        for key in row.keys() {
+            if key != self.schema.label_column() && !self.by_name.contains_key(key) {
+                return Err(DataError::row(
+                    row_number,
+                    format!("unknown column {key:?} (not in the schema)"),
+                ));
+            }
+        }
+        for (f, codec) in self.codecs.iter().enumerate() {
+            let value = row.get(&codec.name).ok_or_else(|| {
+                DataError::cell(row_number, &codec.name, "column is missing from the row")
+            })?;
+            let text = match value {
+                Value::Null => None,
+                Value::String(s) => Some(std::borrow::Cow::Borrowed(s.as_str())),
+                Value::Number(n) => Some(n.to_string().into()),
+                Value::Bool(b) => Some(b.to_string().into()),
+                Value::Array(_) | Value::Object(_) => {
+                    return Err(DataError::cell(
+                        row_number,
+                        &codec.name,
+                        "expected a number, string, boolean or null",
+                    ));
+                }
+            };
+            self.encode_cell(f, text.as_deref().map(str::trim), row_number, active)?;
+        }
+        Ok(())
+    }
+
+    /// The feature index of a column, `Some(None)` for an ignored column, `None` if
+    /// the schema does not declare it (the label is not declared here).
+    pub(crate) fn column_role(&self, name: &str) -> Option<Option<usize>> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Push the literals of feature `f` for one trimmed value (`None` = JSON null).
+    pub(crate) fn encode_cell(
+        &self,
+        f: usize,
+        value: Option<&str>,
+        row: usize,
+        active: &mut Vec<u32>,
+    ) -> Result<(), DataError> {
+        let codec = &self.codecs[f];
+        let err = |message: &str| DataError::cell(row, &codec.name, message);
+        let Some(value) = value else {
+            let lit = codec
+                .missing
+                .ok_or_else(|| err("null value but the column declares no missing tokens"))?;
+            active.push(lit);
+            return Ok(());
+        };
+        if let Some(lit) = codec.missing
+            && codec.missing_tokens.iter().any(|t| t == value)
+        {
+            active.push(lit);
+            return Ok(());
+        }
+        match &codec.kind {
+            CodecKind::Numeric {
+                min,
+                max,
+                cuts,
+                encoding,
+            } => {
+                if value.is_empty() {
+                    return Err(err("empty value (declare \"missing\" to allow it)"));
+                }
+                let x: f64 = value.parse().map_err(|_| err("not a number"))?;
+                if !x.is_finite() {
+                    return Err(err("not a finite number"));
+                }
+                let x = x.clamp(*min, *max);
+                // Number of cut points strictly below x: x == c lands in (.., c].
+                let k = cuts.partition_point(|&c| c < x) as u32;
+                match encoding {
+                    NumericEncoding::Intervals => active.push(codec.first + k),
+                    NumericEncoding::Thresholds => {
+                        active.extend(codec.first + k..codec.first + cuts.len() as u32);
+                    }
+                }
+            }
+            CodecKind::Categorical {
+                index,
+                unknown,
+                other,
+            } => match (index.get(value), unknown) {
+                (Some(&lit), _) => active.push(lit),
+                (None, UnknownPolicy::Other) => {
+                    active.push(other.expect("an Other column has an other literal"));
+                }
+                (None, UnknownPolicy::Missing) => {
+                    // Validation requires missing tokens for this policy.
+                    active.push(
+                        codec
+                            .missing
+                            .expect("an unknown=missing column has a missing literal"),
+                    );
+                }
+                (None, UnknownPolicy::Error) if value.is_empty() => {
+                    return Err(err("empty value (declare \"missing\" to allow it)"));
+                }
+                (None, UnknownPolicy::Error) => {
+                    return Err(err("unknown category (not in the schema)"));
+                }
+            },
+            CodecKind::Boolean => match parse_bool(value) {
+                Some(true) => active.push(codec.first),
+                Some(false) => {}
+                None if value.is_empty() => {
+                    return Err(err("empty value (declare \"missing\" to allow it)"));
+                }
+                None => return Err(err("not a boolean (expected true/false, yes/no, 1/0)")),
+            },
+        }
+        Ok(())
+    }
+
+    /// The label of one trimmed value: `true` for positive.
+    pub(crate) fn encode_label(&self, value: &str, row: usize) -> Result<bool, DataError> {
+        let label = &self.schema.label;
+        let err = |message: &str| DataError::cell(row, &label.column, message);
+        if value.is_empty() {
+            return Err(err("empty label"));
+        }
+        if value == label.positive {
+            return Ok(true);
+        }
+        match &label.negative {
+            Some(neg) if value != neg => {
+                Err(err("label is neither the positive nor the negative value"))
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+/// A literal index as `u32` (the type the learners use for active lists).
+fn literal_index(i: usize) -> Result<u32, DataError> {
+    u32::try_from(i).map_err(|_| DataError::schema("too many literals"))
+}
+
+/// The accepted spellings of a boolean (case-insensitive).
+pub(crate) fn parse_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "t" | "yes" | "y" | "1" => Some(true),
+        "false" | "f" | "no" | "n" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn encoder() -> Encoder {
+        let schema = Schema::from_json(
+            r#"{
+              "label": {"column": "y", "positive": "yes", "negative": "no"},
+              "columns": [
+                {"name": "age", "type": "numeric", "min": 17, "max": 90, "bins": 10},
+                {"name": "hours", "type": "numeric", "min": 1, "max": 99, "thresholds": [20, 40, 60], "encoding": "thresholds"},
+                {"name": "work", "type": "categorical", "categories": ["Private", "Gov"], "missing": ["?", ""]},
+                {"name": "id", "type": "ignore"},
+                {"name": "color", "type": "categorical", "categories": ["red"], "unknown": "other"},
+                {"name": "shape", "type": "categorical", "categories": ["round"], "missing": ["NA"], "unknown": "missing"},
+                {"name": "smoker", "type": "boolean"},
+                {"name": "vegan", "type": "boolean", "missing": ["?"]}
+              ]
+            }"#,
+        )
+        .unwrap();
+        Encoder::new(&schema).unwrap()
+    }
+
+    /// Active literal names of one JSON row.
+    fn names(e: &Encoder, row: serde_json::Value) -> Result<Vec<String>, DataError> {
+        let mut active = Vec::new();
+        e.encode_json_row(row.as_object().unwrap(), 7, &mut active)?;
+        assert!(
+            active.windows(2).all(|w| w[0] < w[1]),
+            "active is ascending"
+        );
+        Ok(active
+            .iter()
+            .map(|&i| e.literals()[i as usize].name.clone())
+            .collect())
+    }
+
+    fn row(age: Value, hours: Value) -> Value {
+        json!({"age": age, "hours": hours, "work": "Private", "color": "red",
+               "shape": "round", "smoker": "no", "vegan": "no"})
+    }
+
+    #[test]
+    fn literal_list() {
+        let e = encoder();
+        // 10 intervals + 3 thresholds + (2 + missing) + (1 + other) + (1 + missing) + 1 + (1 + missing)
+        assert_eq!(e.n_literals(), 10 + 3 + 3 + 2 + 2 + 1 + 2);
+        assert_eq!(
+            e.feature_names(),
+            ["age", "hours", "work", "color", "shape", "smoker", "vegan"]
+        );
+        let l = &e.literals()[12];
+        assert_eq!((l.feature, l.name.as_str()), (1, "hours <= 60"));
+        assert_eq!(e.literals()[15].name, "work is missing");
+        assert_eq!(e.literals()[17].name, "color is other");
+        assert_eq!(e.literals()[22].name, "vegan is missing");
+        assert!(
+            e.literals()
+                .iter()
+                .all(|l| l.feature_name == e.feature_names()[l.feature])
+        );
+    }
+
+    #[test]
+    fn numeric_intervals_thresholds_clamping_and_cut_points() {
+        let e = encoder();
+        let first_two = |a: Value, h: Value| names(&e, row(a, h)).unwrap()[..].to_vec();
+        let n = first_two(json!(20), json!(50));
+        assert_eq!(&n[..2], ["age <= 24.3", "hours <= 60"]);
+        // Exactly on a cut point: the interval (.., c] and x <= c.
+        let n = first_two(json!(24.3), json!(40));
+        assert_eq!(&n[..3], ["age <= 24.3", "hours <= 40", "hours <= 60"]);
+        let n = first_two(json!("31.6"), json!(20));
+        assert_eq!(
+            &n[..4],
+            [
+                "24.3 < age <= 31.6",
+                "hours <= 20",
+                "hours <= 40",
+                "hours <= 60"
+            ]
+        );
+        // Clamping: below min and above max.
+        let n = first_two(json!(-5), json!(1000));
+        assert_eq!(&n[..2], ["age <= 24.3", "work == Private"]);
+        let n = first_two(json!(" 300 "), json!(0));
+        assert_eq!(
+            &n[..4],
+            ["age > 82.7", "hours <= 20", "hours <= 40", "hours <= 60"]
+        );
+        assert_eq!(first_two(json!(90), json!(61))[0], "age > 82.7");
+    }
+
+    #[test]
+    fn numeric_errors_name_row_and_column_not_value() {
+        let e = encoder();
+        for bad in [
+            json!("12x34"),
+            json!("NaN"),
+            json!("inf"),
+            json!(""),
+            json!(null),
+            json!([1]),
+        ] {
+            let msg = names(&e, row(bad.clone(), json!(1)))
+                .unwrap_err()
+                .to_string();
+            assert!(msg.starts_with(r#"row 7, column "age": "#), "{msg}");
+            assert!(
+                !msg.contains("12x34") && !msg.contains("NaN") && !msg.contains("inf"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn categorical_other_missing_and_boolean() {
+        let e = encoder();
+        let mut r = row(json!(50), json!(50));
+        let all = |r: &Value| names(&e, r.clone()).unwrap()[2..].to_vec();
+        assert_eq!(
+            all(&r),
+            ["work == Private", "color == red", "shape == round"]
+        );
+        r["work"] = json!("?");
+        r["color"] = json!("blue");
+        r["shape"] = json!("square");
+        r["smoker"] = json!("Yes");
+        r["vegan"] = json!("?");
+        assert_eq!(
+            all(&r),
+            [
+                "work is missing",
+                "color is other",
+                "shape is missing",
+                "smoker",
+                "vegan is missing"
+            ]
+        );
+        r["work"] = json!("");
+        r["shape"] = json!("NA");
+        r["smoker"] = json!(true);
+        r["vegan"] = json!(null);
+        assert_eq!(
+            all(&r),
+            [
+                "work is missing",
+                "color is other",
+                "shape is missing",
+                "smoker",
+                "vegan is missing"
+            ]
+        );
+        for (v, on) in [
+            ("1", true),
+            ("T", true),
+            (" y ", true),
+            ("0", false),
+            ("F", false),
+            ("N", false),
+            ("FALSE", false),
+        ] {
+            r["smoker"] = json!(v);
+            assert_eq!(all(&r).contains(&"smoker".to_owned()), on, "{v}");
+        }
+        r["smoker"] = json!(1);
+        assert!(all(&r).contains(&"smoker".to_owned()));
+    }
+
+    #[test]
+    fn categorical_and_boolean_errors() {
+        let e = encoder();
+        let mut r = row(json!(50), json!(50));
+        r["work"] = json!("Secret-Employer");
+        let msg = names(&e, r.clone()).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            r#"row 7, column "work": unknown category (not in the schema)"#
+        );
+        r["work"] = json!("Private");
+        r["smoker"] = json!("maybe-secret");
+        let msg = names(&e, r.clone()).unwrap_err().to_string();
+        assert!(
+            msg.starts_with(r#"row 7, column "smoker": not a boolean"#),
+            "{msg}"
+        );
+        assert!(!msg.contains("maybe-secret"));
+        r["smoker"] = json!(null);
+        let msg = names(&e, r).unwrap_err().to_string();
+        assert!(msg.contains("declares no missing tokens"), "{msg}");
+    }
+
+    #[test]
+    fn json_rows_check_keys() {
+        let e = encoder();
+        let mut r = row(json!(50), json!(50));
+        r["y"] = json!("yes");
+        r["id"] = json!(123);
+        assert!(names(&e, r.clone()).is_ok());
+        r["colour"] = json!("red");
+        let msg = names(&e, r.clone()).unwrap_err().to_string();
+        assert_eq!(msg, r#"row 7: unknown column "colour" (not in the schema)"#);
+        let mut r = row(json!(50), json!(50));
+        r.as_object_mut().unwrap().remove("vegan");
+        let msg = names(&e, r).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            r#"row 7, column "vegan": column is missing from the row"#
+        );
+    }
+
+    proptest::proptest! {
+        /// Every row the schema admits encodes, with one literal per one-hot column.
+        #[test]
+        fn accepts_every_admitted_row(
+            age in proptest::num::f64::NORMAL | proptest::num::f64::ZERO,
+            hours in -1e6f64..1e6,
+            work in proptest::sample::select(vec!["Private", "Gov", "?", "", " Gov "]),
+            color in ".*",
+            shape in ".*",
+            smoker in proptest::sample::select(vec!["true", "F", "yes", "N", "1", "0", " y "]),
+            vegan in proptest::sample::select(vec!["true", "no", "?"]),
+        ) {
+            let e = encoder();
+            let r = json!({"age": age, "hours": hours.to_string(), "work": work, "color": color,
+                           "shape": shape, "smoker": smoker, "vegan": vegan});
+            let mut active = Vec::new();
+            e.encode_json_row(r.as_object().unwrap(), 1, &mut active).unwrap();
+            let per_feature = |f: usize| {
+                active.iter().filter(|&&i| e.literals()[i as usize].feature == f).count()
+            };
+            for f in [0, 2, 3, 4] {
+                proptest::prop_assert_eq!(per_feature(f), 1);
+            }
+            proptest::prop_assert!(per_feature(1) <= 3);
+            proptest::prop_assert!(per_feature(5) <= 1 && per_feature(6) <= 1);
+        }
+    }
+
+    #[test]
+    fn labels() {
+        let e = encoder();
+        assert!(e.encode_label("yes", 1).unwrap());
+        assert!(!e.encode_label("no", 1).unwrap());
+        let msg = e.encode_label("perhaps", 4).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            r#"row 4, column "y": label is neither the positive nor the negative value"#
+        );
+        let msg = e.encode_label("", 5).unwrap_err().to_string();
+        assert_eq!(msg, r#"row 5, column "y": empty label"#);
+        // Without a declared negative, anything non-empty but the positive is negative.
+        let mut s = e.schema().clone();
+        s.label.negative = None;
+        let e = Encoder::new(&s).unwrap();
+        assert!(!e.encode_label("perhaps", 1).unwrap());
+        assert!(e.encode_label("", 1).is_err());
+    }
+}

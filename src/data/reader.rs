@@ -1,0 +1,527 @@
+//! The streaming CSV reader: header check against the schema, then rows -> bits.
+//!
+//! Input is RFC 4180 CSV (comma separated, `"` quoting, UTF-8, header row required),
+//! read with the `csv` crate one record at a time into a reused byte buffer: the file
+//! is never held as strings, only the growing bit matrix is. Every field is trimmed of
+//! surrounding whitespace. Cells of ignored columns are not even decoded.
+//!
+//! Header rules: every schema column (and the label, when required) must be present;
+//! a header column the schema does not declare is an error (the owner should declare
+//! it `"type": "ignore"`), as are duplicate header names. Row errors carry the 1-based
+//! data row, the file line and the column; never the cell's value (SPEC §2).
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+
+use super::bits::{BitMatrixBuilder, BitVec};
+use super::dataset::Dataset;
+use super::encode::Encoder;
+use super::error::DataError;
+
+/// Whether the label column must be present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelMode {
+    /// Training data: the label column must be present.
+    Required,
+    /// Prediction rows: the label column may be absent (then `labels` is `None`); if
+    /// present it is read and checked like training labels.
+    Optional,
+}
+
+/// Where each needed field is in a record.
+struct Layout {
+    /// Number of header fields; every record must have this many.
+    width: usize,
+    /// `(field index, feature index)`, in feature order so literals come out ascending.
+    features: Vec<(usize, usize)>,
+    /// Field index of the label, if read.
+    label: Option<usize>,
+}
+
+/// What to do with a data row the schema refuses (SPEC §3: malformed rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnBadRow {
+    /// Refuse the whole input (the default): never a half-written dataset.
+    Refuse,
+    /// Leave the row out and count it; only for the owner, who is told how many rows
+    /// were skipped and why.
+    Skip,
+}
+
+/// Options of [`read_csv_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Whether the label column must be present.
+    pub label: LabelMode,
+    /// Refuse the input or skip bad rows.
+    pub on_bad_row: OnBadRow,
+    /// How many row errors to collect: reading stops at this many when refusing, and
+    /// the report keeps the first this many when skipping. At least 1 is used.
+    pub max_errors: usize,
+}
+
+impl ReadOptions {
+    /// Refuse on the first bad row (what [`read_csv`] does).
+    pub fn new(label: LabelMode) -> ReadOptions {
+        ReadOptions {
+            label,
+            on_bad_row: OnBadRow::Refuse,
+            max_errors: 1,
+        }
+    }
+}
+
+/// The result of [`read_csv_with`].
+#[derive(Debug)]
+pub struct ReadReport {
+    /// The valid rows, encoded.
+    pub dataset: Dataset,
+    /// Number of rows left out (always 0 with [`OnBadRow::Refuse`]).
+    pub skipped: usize,
+    /// The first `max_errors` row errors of the skipped rows ([`DataError::Row`]s,
+    /// which carry positions, never values). For the owner only.
+    pub errors: Vec<DataError>,
+}
+
+/// Read a CSV with a header row and encode it, refusing it at the first bad row.
+///
+/// Errors: [`DataError::Empty`] without a header, [`DataError::Header`] when the header
+/// does not match the schema, [`DataError::NoRows`] with a header only, and
+/// [`DataError::Row`] at the first bad row (wrong field count, invalid UTF-8, a value
+/// the schema refuses).
+pub fn read_csv<R: Read>(
+    reader: R,
+    encoder: &Encoder,
+    label: LabelMode,
+) -> Result<Dataset, DataError> {
+    match read(reader, encoder, &ReadOptions::new(label)) {
+        Ok(report) => Ok(report.dataset),
+        Err(Failure::Other(e)) => Err(e),
+        // `max_errors` is 1, so there is exactly one.
+        Err(Failure::Rows(mut errors)) => Err(errors.swap_remove(0)),
+    }
+}
+
+/// Read a CSV like [`read_csv`], listing several bad rows or skipping them.
+///
+/// With [`OnBadRow::Refuse`] the first `max_errors` bad rows are returned together as
+/// [`DataError::Rows`] (a single one as [`DataError::Row`]); with [`OnBadRow::Skip`]
+/// they are left out and reported. Header, I/O and empty-input errors always refuse;
+/// so does an input in which every row was skipped ([`DataError::NoRows`]).
+pub fn read_csv_with<R: Read>(
+    reader: R,
+    encoder: &Encoder,
+    options: &ReadOptions,
+) -> Result<ReadReport, DataError> {
+    read(reader, encoder, options).map_err(|f| match f {
+        Failure::Other(e) => e,
+        Failure::Rows(mut errors) if errors.len() == 1 => errors.swap_remove(0),
+        Failure::Rows(errors) => DataError::Rows { errors },
+    })
+}
+
+/// Why [`read`] refused the input.
+enum Failure {
+    /// The bad rows found (at most `max_errors`, at least one).
+    Rows(Vec<DataError>),
+    Other(DataError),
+}
+
+impl From<DataError> for Failure {
+    fn from(e: DataError) -> Failure {
+        Failure::Other(e)
+    }
+}
+
+fn read<R: Read>(
+    reader: R,
+    encoder: &Encoder,
+    options: &ReadOptions,
+) -> Result<ReadReport, Failure> {
+    let max_errors = options.max_errors.max(1);
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(true)
+        // Field counts are checked here, to report them as "expected N, found M".
+        .flexible(true)
+        .from_reader(reader);
+    let header = csv.byte_headers().map_err(|e| from_csv(e, 0))?.clone();
+    if header.is_empty() {
+        return Err(DataError::Empty.into());
+    }
+    let layout = layout(&header, encoder, options.label)?;
+
+    let mut bits = BitMatrixBuilder::new(encoder.n_literals());
+    let mut labels = layout.label.map(|_| BitVec::new());
+    let mut record = csv::ByteRecord::new();
+    let mut active = Vec::new();
+    let mut errors = Vec::new();
+    let (mut row, mut skipped) = (0, 0);
+    loop {
+        match csv.read_byte_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return Err(from_csv(e, row + 1).into()),
+        }
+        row += 1;
+        let line = record.position().map(csv::Position::line);
+        // A failed row pushes nothing: the label is pushed last, after every feature.
+        match encode_record(&record, &layout, encoder, row, &mut active, labels.as_mut()) {
+            Ok(()) => bits.push_row(&active),
+            Err(e) => {
+                skipped += 1;
+                if errors.len() < max_errors {
+                    errors.push(e.at_line(line));
+                }
+                if options.on_bad_row == OnBadRow::Refuse && errors.len() == max_errors {
+                    return Err(Failure::Rows(errors));
+                }
+            }
+        }
+    }
+    if options.on_bad_row == OnBadRow::Refuse && !errors.is_empty() {
+        return Err(Failure::Rows(errors));
+    }
+    if bits.n_rows() == 0 {
+        return Err(DataError::NoRows.into());
+    }
+    Ok(ReadReport {
+        dataset: Dataset {
+            features: bits.finish(),
+            labels,
+        },
+        skipped,
+        errors,
+    })
+}
+
+/// Check the header against the schema and locate the fields.
+fn layout(
+    header: &csv::ByteRecord,
+    encoder: &Encoder,
+    mode: LabelMode,
+) -> Result<Layout, DataError> {
+    let names = header
+        .iter()
+        .map(|f| std::str::from_utf8(f).map(str::trim))
+        .collect::<Result<Vec<&str>, _>>()
+        .map_err(|_| DataError::header("the header row is not valid UTF-8"))?;
+    let mut position = HashMap::new();
+    let mut duplicates = Vec::new();
+    for (i, &n) in names.iter().enumerate() {
+        if position.insert(n, i).is_some() && !duplicates.contains(&n) {
+            duplicates.push(n);
+        }
+    }
+    if !duplicates.is_empty() {
+        return Err(DataError::header(format!(
+            "duplicate columns {}",
+            list(&duplicates)
+        )));
+    }
+    let schema = encoder.schema();
+    let label_name = schema.label_column();
+    let mut absent: Vec<&str> = schema
+        .columns
+        .iter()
+        .map(|c| c.name())
+        .filter(|n| !position.contains_key(n))
+        .collect();
+    if mode == LabelMode::Required && !position.contains_key(label_name) {
+        absent.insert(0, label_name);
+    }
+    if !absent.is_empty() {
+        return Err(DataError::header(format!(
+            "columns declared in the schema but not in the CSV: {}",
+            list(&absent)
+        )));
+    }
+    let declared: HashSet<&str> = schema.columns.iter().map(|c| c.name()).collect();
+    let extra: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| *n != label_name && !declared.contains(n))
+        .collect();
+    if !extra.is_empty() {
+        return Err(DataError::header(format!(
+            "columns not in the schema: {} (declare them with \"type\": \"ignore\" to skip them)",
+            list(&extra)
+        )));
+    }
+    let mut features: Vec<(usize, usize)> = names
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| encoder.column_role(n).flatten().map(|f| (i, f)))
+        .collect();
+    features.sort_by_key(|&(_, f)| f);
+    Ok(Layout {
+        width: names.len(),
+        features,
+        label: position.get(label_name).copied(),
+    })
+}
+
+/// Encode one record into `active` (and append its label).
+fn encode_record(
+    record: &csv::ByteRecord,
+    layout: &Layout,
+    encoder: &Encoder,
+    row: usize,
+    active: &mut Vec<u32>,
+    labels: Option<&mut BitVec>,
+) -> Result<(), DataError> {
+    if record.len() != layout.width {
+        return Err(DataError::row(
+            row,
+            format!("expected {} fields, found {}", layout.width, record.len()),
+        ));
+    }
+    active.clear();
+    for &(i, f) in &layout.features {
+        let value = field(record, i, row, &encoder.feature_names()[f])?;
+        encoder.encode_cell(f, Some(value), row, active)?;
+    }
+    if let (Some(i), Some(labels)) = (layout.label, labels) {
+        let name = encoder.schema().label_column();
+        labels.push(encoder.encode_label(field(record, i, row, name)?, row)?);
+    }
+    Ok(())
+}
+
+/// Field `i` decoded and trimmed.
+fn field<'r>(
+    record: &'r csv::ByteRecord,
+    i: usize,
+    row: usize,
+    column: &str,
+) -> Result<&'r str, DataError> {
+    // The record has `layout.width` fields (checked first), and `i` is a header index.
+    let bytes = &record[i];
+    std::str::from_utf8(bytes)
+        .map(str::trim)
+        .map_err(|_| DataError::cell(row, column, "not valid UTF-8"))
+}
+
+/// A `csv` error as ours. With byte records and flexible field counts only I/O errors
+/// remain in practice; anything else is reported without its text, which could quote
+/// data.
+fn from_csv(e: csv::Error, row: usize) -> DataError {
+    let line = e.position().map(csv::Position::line);
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) => DataError::Io(io),
+        _ if row == 0 => DataError::header("malformed header row"),
+        _ => DataError::row(row, "malformed CSV record").at_line(line),
+    }
+}
+
+/// `"a", "b"` for an error message.
+fn list(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Schema;
+
+    const SCHEMA: &str = r#"{
+      "label": {"column": "y", "positive": "+", "negative": "-"},
+      "columns": [
+        {"name": "age", "type": "numeric", "min": 0, "max": 100, "thresholds": [50]},
+        {"name": "id", "type": "ignore"},
+        {"name": "work", "type": "categorical", "categories": ["a", "b"], "missing": ["?"]},
+        {"name": "flag", "type": "boolean"}
+      ]
+    }"#;
+
+    fn encoder() -> Encoder {
+        Encoder::new(&Schema::from_json(SCHEMA).unwrap()).unwrap()
+    }
+
+    fn read(text: &[u8], mode: LabelMode) -> Result<Dataset, DataError> {
+        read_csv(text, &encoder(), mode)
+    }
+
+    fn err(text: &str) -> String {
+        read(text.as_bytes(), LabelMode::Required)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn reads_and_encodes() {
+        // Columns in another order than the schema, quoting, whitespace, CRLF.
+        let text = "flag,y,work,id,age\r\n yes , + ,a,1,10\r\n0,-,?,2,\"50\"\r\nn,-,\"b\",3,99\r\n";
+        let d = read(text.as_bytes(), LabelMode::Required).unwrap();
+        assert_eq!(d.n_rows(), 3);
+        assert_eq!(d.n_literals(), 2 + 3 + 1);
+        // Literals: age<=50 (as interval, first), age>50, work==a, work==b, work missing, flag
+        assert_eq!(d.features.row_active(0), [0, 2, 5]);
+        assert_eq!(d.features.row_active(1), [0, 4]);
+        assert_eq!(d.features.row_active(2), [1, 3]);
+        let y = d.labels.unwrap();
+        assert_eq!((y.get(0), y.get(1), y.get(2)), (true, false, false));
+    }
+
+    #[test]
+    fn utf8_bom_and_blank_lines() {
+        let text = "\u{feff}age,id,work,flag,y\n1,2,a,1,+\n\n1,2,b,0,-\n";
+        let d = read(text.as_bytes(), LabelMode::Required).unwrap();
+        assert_eq!(d.n_rows(), 2);
+    }
+
+    #[test]
+    fn optional_label() {
+        let d = read(b"age,id,work,flag\n1,2,a,1\n", LabelMode::Optional).unwrap();
+        assert_eq!(d.labels, None);
+        let d = read(b"age,id,work,flag,y\n1,2,a,1,+\n", LabelMode::Optional).unwrap();
+        assert_eq!(d.labels.unwrap().count_ones(), 1);
+        let e = read(b"age,id,work,flag\n1,2,a,1\n", LabelMode::Required).unwrap_err();
+        assert!(e.to_string().contains(r#"not in the CSV: "y""#), "{e}");
+    }
+
+    #[test]
+    fn row_errors_name_row_and_column_but_not_the_value() {
+        let h = "age,id,work,flag,y\n";
+        let ok = "1,2,a,1,+\n";
+        let cases = [
+            (
+                format!("{h}{ok}{ok}1,2,a,1\n"),
+                "row 3 (line 4): expected 5 fields, found 4",
+            ),
+            (
+                format!("{h}{ok}4x7,2,a,1,+\n"),
+                r#"row 2 (line 3), column "age": not a number"#,
+            ),
+            (
+                format!("{h}NaN,2,a,1,+\n"),
+                r#"row 1 (line 2), column "age": not a finite number"#,
+            ),
+            (
+                format!("{h}{ok}1,2,Zeta,1,+\n"),
+                r#"row 2 (line 3), column "work": unknown category (not in the schema)"#,
+            ),
+            (
+                format!("{h}1,2,a,1,\n"),
+                r#"row 1 (line 2), column "y": empty label"#,
+            ),
+            (
+                format!("{h}1,2,a,1,Zeta\n"),
+                r#"row 1 (line 2), column "y": label is neither the positive nor the negative value"#,
+            ),
+            (
+                format!("{h}1,2,a,Zeta,+\n"),
+                r#"row 1 (line 2), column "flag": not a boolean (expected true/false, yes/no, 1/0)"#,
+            ),
+            (
+                format!("{h}1,2,,1,+\n"),
+                r#"row 1 (line 2), column "work": empty value (declare "missing" to allow it)"#,
+            ),
+        ];
+        for (text, want) in cases {
+            let got = err(&text);
+            assert_eq!(got, want);
+            assert!(!got.contains("4x7") && !got.contains("Zeta") && !got.contains("NaN"));
+        }
+    }
+
+    #[test]
+    fn quoted_newlines_shift_lines_not_rows() {
+        let got = err("age,id,work,flag,y\n1,\"multi\nline\",a,1,+\n1,2,Zeta,1,+\n");
+        assert_eq!(
+            got,
+            r#"row 2 (line 4), column "work": unknown category (not in the schema)"#
+        );
+    }
+
+    #[test]
+    fn invalid_utf8() {
+        let e = read(
+            b"age,id,work,flag,y\n1,2,\xff\xfe,1,+\n",
+            LabelMode::Required,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"row 1 (line 2), column "work": not valid UTF-8"#
+        );
+        // Bad bytes in an ignored column are never decoded.
+        assert!(read(b"age,id,work,flag,y\n1,\xff,a,1,+\n", LabelMode::Required).is_ok());
+        let e = read(b"age,\xff\n", LabelMode::Required).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "CSV header: the header row is not valid UTF-8"
+        );
+    }
+
+    #[test]
+    fn header_errors() {
+        assert_eq!(
+            err("age,work,flag,y\n1,a,1,+\n"),
+            r#"CSV header: columns declared in the schema but not in the CSV: "id""#
+        );
+        assert_eq!(
+            err("age,id,work,flag,y,zip,ssn\n1,2,a,1,+,3,4\n"),
+            r#"CSV header: columns not in the schema: "zip", "ssn" (declare them with "type": "ignore" to skip them)"#
+        );
+        assert_eq!(
+            err("age,id,work,flag,y,age\n1,2,a,1,+,1\n"),
+            r#"CSV header: duplicate columns "age""#
+        );
+    }
+
+    #[test]
+    fn empty_and_header_only() {
+        assert!(matches!(
+            read(b"", LabelMode::Required),
+            Err(DataError::Empty)
+        ));
+        assert_eq!(err(""), "empty CSV: the input has no header row");
+        assert!(matches!(
+            read(b"age,id,work,flag,y\n", LabelMode::Required),
+            Err(DataError::NoRows)
+        ));
+        assert_eq!(
+            err("age,id,work,flag,y"),
+            "CSV has a header row but no data rows"
+        );
+    }
+
+    #[test]
+    fn several_errors_or_skipping() {
+        let text = "age,id,work,flag,y\n1,2,a,1,+\n1,2,Zeta,1,+\n1,2,a,1\n1,2,b,0,-\nx,2,a,1,+\n";
+        let mut options = ReadOptions::new(LabelMode::Required);
+        options.max_errors = 2;
+        let e = read_csv_with(text.as_bytes(), &encoder(), &options).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"invalid rows (the first 2): row 2 (line 3), column "work": unknown category (not in the schema); row 3 (line 4): expected 5 fields, found 4"#
+        );
+        options.on_bad_row = OnBadRow::Skip;
+        let report = read_csv_with(text.as_bytes(), &encoder(), &options).unwrap();
+        assert_eq!(
+            (report.dataset.n_rows(), report.skipped, report.errors.len()),
+            (2, 3, 2)
+        );
+        assert_eq!(report.dataset.labels.unwrap().count_ones(), 1);
+        assert_eq!(report.dataset.features.row_active(1), [0, 3]);
+        let all_bad = "age,id,work,flag,y\nx,2,a,1,+\n";
+        let e = read_csv_with(all_bad.as_bytes(), &encoder(), &options).unwrap_err();
+        assert!(matches!(e, DataError::NoRows), "{e}");
+    }
+
+    #[test]
+    fn io_errors_pass_through() {
+        struct Failing;
+        impl Read for Failing {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk on fire"))
+            }
+        }
+        let e = read_csv(Failing, &encoder(), LabelMode::Required).unwrap_err();
+        assert!(matches!(e, DataError::Io(_)), "{e}");
+    }
+}

@@ -1,0 +1,630 @@
+//! The owner's schema: serde types for the public JSON contract, and its validation.
+//!
+//! The schema is data-independent public knowledge declared by the data owner
+//! (SPEC §3, "dataset-oblivious coding"): encoding with it costs no privacy budget, and
+//! it is embedded in every saved model so that predictions take raw values. This module
+//! only parses and checks it; [`super::encode`] turns it into literals.
+//!
+//! The JSON format and its rules are documented on [`Schema`], the public entry point.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::DataError;
+
+/// Largest `bins` accepted: more cut points than this is almost surely a mistake, and
+/// each one costs a literal per row.
+pub const MAX_BINS: u32 = 1000;
+
+/// Significant digits kept in equal-width cut points: enough to separate any 1000 bins
+/// of a range that is not itself below float precision, few enough to drop the
+/// `0.30000000000000004` noise of the division.
+const CUT_DIGITS: usize = 12;
+
+/// The owner's public schema.
+///
+/// # JSON format
+///
+/// ```json
+/// {
+///   "label": {"column": "income", "positive": ">50K", "negative": "<=50K"},
+///   "columns": [
+///     {"name": "age", "type": "numeric", "min": 17, "max": 90, "bins": 10},
+///     {"name": "hours", "type": "numeric", "min": 1, "max": 99,
+///      "thresholds": [20, 40, 60], "encoding": "thresholds"},
+///     {"name": "workclass", "type": "categorical",
+///      "categories": ["Private", "Self-emp-inc"], "missing": ["?"], "unknown": "error"},
+///     {"name": "smoker", "type": "boolean"},
+///     {"name": "id", "type": "ignore"}
+///   ]
+/// }
+/// ```
+///
+/// - `label`: `column` names the label column (which must not also be listed in
+///   `columns`); a value equal to `positive` is y = +1. If `negative` is given every
+///   label must be `positive` or `negative`; otherwise every non-empty value other than
+///   `positive` is y = -1. An empty label is always an error.
+/// - `numeric`: finite `min < max` and exactly one of `thresholds` (non-empty, strictly
+///   increasing, strictly inside `(min, max)`) or `bins` (an integer in 2..=1000, giving
+///   the equal-width cut points `min + k (max - min) / bins`, k = 1..bins-1, each rounded
+///   to 12 significant digits so that the cut point is exactly the number shown in the
+///   literal's name). `encoding` is `"intervals"` (default: one literal per interval
+///   between consecutive cut points) or `"thresholds"` (one literal `x <= c` per cut
+///   point). Values outside `[min, max]` are clamped.
+/// - `categorical`: `categories` is non-empty, without duplicates or empty strings.
+///   `unknown` says what a value outside `categories` becomes: `"error"` (default),
+///   `"other"` (an extra literal `col is other`) or `"missing"` (the missing literal;
+///   requires `missing`).
+/// - `boolean`: accepts true/false, t/f, yes/no, y/n, 1/0 (case-insensitive).
+/// - `missing` (numeric, categorical, boolean): optional non-empty list of tokens that
+///   mean "missing", e.g. `["?"]` or `[""]`; the column then gets a literal
+///   `col is missing`. Without it an empty or unparsable value is an error.
+/// - `ignore`: the column must be in the CSV header and is skipped (e.g. an id).
+///
+/// Unknown fields are rejected (`deny_unknown_fields`) so that a typo such as `"bin"`
+/// is an error rather than a silently different encoding. Values in CSV cells and
+/// schema strings are compared after trimming surrounding whitespace, so schema
+/// strings must not have any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schema {
+    /// The label column and its positive value.
+    pub label: LabelSpec,
+    /// Every other CSV column, in the order literals are numbered.
+    pub columns: Vec<Column>,
+}
+
+/// Which column is the label, and which value is positive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelSpec {
+    /// Name of the label column.
+    pub column: String,
+    /// The value meaning y = +1.
+    pub positive: String,
+    /// If given, the only other accepted value (y = -1); a typo in the data then
+    /// becomes an error instead of a negative example.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negative: Option<String>,
+}
+
+/// One column of the CSV (other than the label), tagged by `"type"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Column {
+    /// A number, encoded by cut points.
+    Numeric(NumericColumn),
+    /// One of a declared list of strings.
+    Categorical(CategoricalColumn),
+    /// A truth value.
+    Boolean(BooleanColumn),
+    /// Present in the CSV, not used.
+    Ignore(IgnoreColumn),
+}
+
+/// A numeric column with public bounds and cut points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumericColumn {
+    /// Column name.
+    pub name: String,
+    /// Public lower bound; smaller values are clamped to it.
+    pub min: f64,
+    /// Public upper bound; larger values are clamped to it.
+    pub max: f64,
+    /// Explicit cut points (exclusive with `bins`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<f64>>,
+    /// Number of equal-width bins (exclusive with `thresholds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bins: Option<u32>,
+    /// How cut points become literals.
+    #[serde(default)]
+    pub encoding: NumericEncoding,
+    /// Tokens meaning "missing".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Vec<String>>,
+}
+
+/// How a numeric column's cut points become literals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NumericEncoding {
+    /// One-hot intervals `lo < x <= hi` between consecutive cut points (the paper's
+    /// choice); `k` cut points give `k + 1` literals.
+    #[default]
+    Intervals,
+    /// Monotone literals `x <= c`, one per cut point.
+    Thresholds,
+}
+
+/// A categorical column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CategoricalColumn {
+    /// Column name.
+    pub name: String,
+    /// The declared values, one literal each, in this order.
+    pub categories: Vec<String>,
+    /// Tokens meaning "missing".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Vec<String>>,
+    /// What a value outside `categories` becomes.
+    #[serde(default)]
+    pub unknown: UnknownPolicy,
+}
+
+/// What a categorical value outside the declared categories becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnknownPolicy {
+    /// The row is refused.
+    #[default]
+    Error,
+    /// The literal `col is other`.
+    Other,
+    /// The literal `col is missing` (the column must declare `missing`).
+    Missing,
+}
+
+/// A boolean column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BooleanColumn {
+    /// Column name.
+    pub name: String,
+    /// Tokens meaning "missing".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Vec<String>>,
+}
+
+/// A column that must be present in the CSV and is skipped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IgnoreColumn {
+    /// Column name.
+    pub name: String,
+}
+
+impl Column {
+    /// The column's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Column::Numeric(c) => &c.name,
+            Column::Categorical(c) => &c.name,
+            Column::Boolean(c) => &c.name,
+            Column::Ignore(c) => &c.name,
+        }
+    }
+
+    /// The declared missing tokens, if any.
+    pub fn missing(&self) -> Option<&[String]> {
+        match self {
+            Column::Numeric(c) => c.missing.as_deref(),
+            Column::Categorical(c) => c.missing.as_deref(),
+            Column::Boolean(c) => c.missing.as_deref(),
+            Column::Ignore(_) => None,
+        }
+    }
+
+    /// Whether the column is a feature (not `ignore`).
+    pub fn is_feature(&self) -> bool {
+        !matches!(self, Column::Ignore(_))
+    }
+
+    fn validate(&self) -> Result<(), DataError> {
+        let name = self.name();
+        if name.is_empty() {
+            return Err(DataError::schema("a column has an empty name"));
+        }
+        check_trimmed(name, "column name", name)?;
+        if let Some(tokens) = self.missing() {
+            if tokens.is_empty() {
+                return Err(DataError::column(
+                    name,
+                    "missing must list at least one token (or be left out)",
+                ));
+            }
+            for t in tokens {
+                check_trimmed(name, "missing token", t)?;
+            }
+            if let Some(d) = first_duplicate(tokens) {
+                return Err(DataError::column(
+                    name,
+                    format!("duplicate missing token {d:?}"),
+                ));
+            }
+        }
+        match self {
+            Column::Numeric(c) => c.cut_points().map(|_| ()),
+            Column::Categorical(c) => c.validate(),
+            Column::Boolean(_) | Column::Ignore(_) => Ok(()),
+        }
+    }
+}
+
+impl NumericColumn {
+    /// The validated cut points, strictly increasing and strictly inside `(min, max)`.
+    pub fn cut_points(&self) -> Result<Vec<f64>, DataError> {
+        let name = &self.name;
+        if !self.min.is_finite() || !self.max.is_finite() {
+            return Err(DataError::column(name, "min and max must be finite"));
+        }
+        if self.min >= self.max {
+            return Err(DataError::column(name, "min must be less than max"));
+        }
+        let cuts = match (&self.thresholds, self.bins) {
+            (Some(_), Some(_)) => {
+                return Err(DataError::column(name, "give thresholds or bins, not both"));
+            }
+            (None, None) => {
+                return Err(DataError::column(
+                    name,
+                    "a numeric column needs thresholds or bins",
+                ));
+            }
+            (Some(t), None) => {
+                if t.is_empty() {
+                    return Err(DataError::column(name, "thresholds must not be empty"));
+                }
+                if t.iter().any(|c| !c.is_finite()) {
+                    return Err(DataError::column(name, "thresholds must be finite"));
+                }
+                t.clone()
+            }
+            (None, Some(bins)) => {
+                if !(2..=MAX_BINS).contains(&bins) {
+                    return Err(DataError::column(
+                        name,
+                        format!("bins must be between 2 and {MAX_BINS}"),
+                    ));
+                }
+                let width = self.max - self.min;
+                (1..bins)
+                    .map(|k| round_sig(self.min + width * f64::from(k) / f64::from(bins)))
+                    .collect()
+            }
+        };
+        if cuts.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(DataError::column(
+                name,
+                if self.bins.is_some() {
+                    "bins are too narrow for the precision of min and max"
+                } else {
+                    "thresholds must be strictly increasing"
+                },
+            ));
+        }
+        if cuts.iter().any(|&c| c <= self.min || c >= self.max) {
+            return Err(DataError::column(
+                name,
+                "thresholds must lie strictly between min and max",
+            ));
+        }
+        Ok(cuts)
+    }
+}
+
+impl CategoricalColumn {
+    fn validate(&self) -> Result<(), DataError> {
+        let name = &self.name;
+        if self.categories.is_empty() {
+            return Err(DataError::column(name, "categories must not be empty"));
+        }
+        for c in &self.categories {
+            if c.is_empty() {
+                return Err(DataError::column(name, "a category is the empty string"));
+            }
+            check_trimmed(name, "category", c)?;
+        }
+        if let Some(d) = first_duplicate(&self.categories) {
+            return Err(DataError::column(name, format!("duplicate category {d:?}")));
+        }
+        if let Some(tokens) = &self.missing
+            && let Some(t) = tokens.iter().find(|t| self.categories.contains(t))
+        {
+            return Err(DataError::column(
+                name,
+                format!("{t:?} is both a category and a missing token"),
+            ));
+        }
+        if self.unknown == UnknownPolicy::Missing && self.missing.is_none() {
+            return Err(DataError::column(
+                name,
+                "unknown = \"missing\" requires the column to declare missing tokens",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Schema {
+    /// Parse and validate a schema from JSON text.
+    ///
+    /// A shape error (unknown field, unknown type, wrong value type) names the column
+    /// index and name where it can.
+    pub fn from_json(text: &str) -> Result<Schema, DataError> {
+        let schema = match serde_json::from_str::<Schema>(text) {
+            Ok(s) => s,
+            Err(e) => return Err(locate_shape_error(text).unwrap_or(DataError::Json(e))),
+        };
+        schema.validate()?;
+        Ok(schema)
+    }
+
+    /// Check everything the JSON shape cannot: bounds, cut points, categories, unique
+    /// names, the label, at least one feature.
+    pub fn validate(&self) -> Result<(), DataError> {
+        let label = &self.label;
+        if label.column.is_empty() {
+            return Err(DataError::schema("label: column must not be empty"));
+        }
+        check_trimmed("label", "column", &label.column)?;
+        if label.positive.is_empty() {
+            return Err(DataError::schema("label: positive must not be empty"));
+        }
+        check_trimmed("label", "positive value", &label.positive)?;
+        if let Some(neg) = &label.negative {
+            if neg.is_empty() {
+                return Err(DataError::schema("label: negative must not be empty"));
+            }
+            check_trimmed("label", "negative value", neg)?;
+            if *neg == label.positive {
+                return Err(DataError::schema("label: negative equals positive"));
+            }
+        }
+        for c in &self.columns {
+            c.validate()?;
+        }
+        let names: Vec<String> = self.columns.iter().map(|c| c.name().to_owned()).collect();
+        if let Some(d) = first_duplicate(&names) {
+            return Err(DataError::schema(format!("column {d:?} is declared twice")));
+        }
+        if names.contains(&label.column) {
+            return Err(DataError::schema(format!(
+                "the label column {:?} must not also be listed in columns",
+                label.column
+            )));
+        }
+        if !self.columns.iter().any(Column::is_feature) {
+            return Err(DataError::schema(
+                "no feature column (all columns are ignore)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Name of the label column.
+    pub fn label_column(&self) -> &str {
+        &self.label.column
+    }
+
+    /// The label value meaning y = +1.
+    pub fn positive_label(&self) -> &str {
+        &self.label.positive
+    }
+
+    /// The only accepted negative label value, if declared.
+    pub fn negative_label(&self) -> Option<&str> {
+        self.label.negative.as_deref()
+    }
+
+    /// The schema as pretty JSON (what `from_json` accepts).
+    pub fn to_json_pretty(&self) -> String {
+        // Serializing plain structs of strings and finite numbers cannot fail.
+        serde_json::to_string_pretty(self).expect("schema serializes")
+    }
+}
+
+/// Re-parse column by column to say which column a serde shape error is in. Only
+/// called after the whole parse failed; `None` when no single column is to blame.
+fn locate_shape_error(text: &str) -> Option<DataError> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let columns = value.get("columns")?.as_array()?;
+    columns.iter().enumerate().find_map(|(i, col)| {
+        let err = serde_json::from_value::<Column>(col.clone()).err()?;
+        let name = col
+            .get("name")
+            .and_then(|n| n.as_str())
+            .map(|n| format!(" ({n:?})"))
+            .unwrap_or_default();
+        Some(DataError::schema(format!("columns[{i}]{name}: {err}")))
+    })
+}
+
+fn check_trimmed(column: &str, what: &str, s: &str) -> Result<(), DataError> {
+    if s.trim() != s {
+        return Err(DataError::column(
+            column,
+            format!(
+                "{what} {s:?} has surrounding whitespace (cells are trimmed, so it could never match)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn first_duplicate(items: &[String]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .iter()
+        .find(|s| !seen.insert(s.as_str()))
+        .map(String::as_str)
+}
+
+/// `x` rounded to [`CUT_DIGITS`] significant digits (through decimal text, so the
+/// result is the double nearest to the short decimal that names it).
+fn round_sig(x: f64) -> f64 {
+    let text = format!("{:.*e}", CUT_DIGITS - 1, x);
+    // Rust's own `{:e}` output of a finite float always parses back.
+    text.parse().expect("formatted float parses")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_column(col: &str) -> String {
+        format!(r#"{{"label": {{"column": "y", "positive": "1"}}, "columns": [{col}]}}"#)
+    }
+
+    fn err(col: &str) -> String {
+        Schema::from_json(&with_column(col))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn parses_the_documented_example() {
+        let text = r#"{
+          "label": {"column": "income", "positive": ">50K", "negative": "<=50K"},
+          "columns": [
+            {"name": "age", "type": "numeric", "min": 17, "max": 90, "bins": 10},
+            {"name": "hours", "type": "numeric", "min": 1, "max": 99, "thresholds": [20, 40, 60], "encoding": "thresholds"},
+            {"name": "workclass", "type": "categorical", "categories": ["Private", "Self-emp-inc"], "missing": ["?"], "unknown": "error"},
+            {"name": "smoker", "type": "boolean"},
+            {"name": "id", "type": "ignore"}
+          ]
+        }"#;
+        let s = Schema::from_json(text).unwrap();
+        assert_eq!(s.label_column(), "income");
+        assert_eq!(s.positive_label(), ">50K");
+        assert_eq!(s.negative_label(), Some("<=50K"));
+        assert_eq!(s.columns.len(), 5);
+        // Round trip through JSON (schemas are embedded in saved models).
+        assert_eq!(Schema::from_json(&s.to_json_pretty()).unwrap(), s);
+    }
+
+    #[test]
+    fn bins_give_rounded_equal_width_cuts() {
+        let c = NumericColumn {
+            name: "age".into(),
+            min: 17.0,
+            max: 90.0,
+            thresholds: None,
+            bins: Some(10),
+            encoding: NumericEncoding::Intervals,
+            missing: None,
+        };
+        let cuts = c.cut_points().unwrap();
+        assert_eq!(cuts.len(), 9);
+        assert_eq!(cuts[0], 24.3);
+        assert_eq!(cuts[1], 31.6);
+        assert_eq!(cuts[8], 82.7);
+    }
+
+    #[test]
+    fn numeric_errors() {
+        let e = err(r#"{"name": "a", "type": "numeric", "min": 5, "max": 5, "bins": 3}"#);
+        assert!(
+            e.contains(r#"column "a": min must be less than max"#),
+            "{e}"
+        );
+        let e = err(r#"{"name": "a", "type": "numeric", "min": 6, "max": 5, "bins": 3}"#);
+        assert!(e.contains("min must be less than max"), "{e}");
+        let e = err(r#"{"name": "a", "type": "numeric", "min": 0, "max": 5, "bins": 1}"#);
+        assert!(e.contains("bins must be between 2 and 1000"), "{e}");
+        let e = err(r#"{"name": "a", "type": "numeric", "min": 0, "max": 5, "bins": 1001}"#);
+        assert!(e.contains("bins must be between"), "{e}");
+        let e =
+            err(r#"{"name": "a", "type": "numeric", "min": 0, "max": 5, "thresholds": [2, 1]}"#);
+        assert!(e.contains("strictly increasing"), "{e}");
+        let e =
+            err(r#"{"name": "a", "type": "numeric", "min": 0, "max": 5, "thresholds": [1, 1]}"#);
+        assert!(e.contains("strictly increasing"), "{e}");
+        let e =
+            err(r#"{"name": "a", "type": "numeric", "min": 0, "max": 5, "thresholds": [0, 1]}"#);
+        assert!(e.contains("strictly between min and max"), "{e}");
+        let e = err(r#"{"name": "a", "type": "numeric", "min": 0, "max": 5, "thresholds": []}"#);
+        assert!(e.contains("must not be empty"), "{e}");
+        let e = err(r#"{"name": "a", "type": "numeric", "min": 0, "max": 5}"#);
+        assert!(e.contains("needs thresholds or bins"), "{e}");
+        let e = err(
+            r#"{"name": "a", "type": "numeric", "min": 0, "max": 5, "bins": 2, "thresholds": [1]}"#,
+        );
+        assert!(e.contains("not both"), "{e}");
+        let e = err(
+            r#"{"name": "a", "type": "numeric", "min": 1e15, "max": 1.0000000000000002e15, "bins": 10}"#,
+        );
+        assert!(e.contains("too narrow"), "{e}");
+    }
+
+    #[test]
+    fn categorical_errors() {
+        let e = err(r#"{"name": "c", "type": "categorical", "categories": []}"#);
+        assert!(
+            e.contains(r#"column "c": categories must not be empty"#),
+            "{e}"
+        );
+        let e = err(r#"{"name": "c", "type": "categorical", "categories": ["a", "b", "a"]}"#);
+        assert!(e.contains("duplicate category"), "{e}");
+        let e = err(r#"{"name": "c", "type": "categorical", "categories": ["a", ""]}"#);
+        assert!(e.contains("empty string"), "{e}");
+        let e = err(
+            r#"{"name": "c", "type": "categorical", "categories": ["a"], "unknown": "missing"}"#,
+        );
+        assert!(e.contains("requires the column to declare missing"), "{e}");
+        let e = err(
+            r#"{"name": "c", "type": "categorical", "categories": ["a", "?"], "missing": ["?"]}"#,
+        );
+        assert!(e.contains("both a category and a missing token"), "{e}");
+        let e = err(r#"{"name": "c", "type": "categorical", "categories": [" a"]}"#);
+        assert!(e.contains("surrounding whitespace"), "{e}");
+        let e = err(r#"{"name": "c", "type": "boolean", "missing": []}"#);
+        assert!(e.contains("at least one token"), "{e}");
+    }
+
+    #[test]
+    fn shape_errors_name_the_column() {
+        let e = err(r#"{"name": "a", "type": "numeric", "min": 0, "max": 5, "bin": 3}"#);
+        assert!(
+            e.contains(r#"columns[0] ("a")"#) && e.contains("unknown field `bin`"),
+            "{e}"
+        );
+        let e = err(r#"{"name": "a", "type": "float"}"#);
+        assert!(
+            e.contains(r#"columns[0] ("a")"#) && e.contains("unknown variant `float`"),
+            "{e}"
+        );
+        let e = err(r#"{"name": "a", "type": "ignore", "missing": ["?"]}"#);
+        assert!(e.contains("unknown field `missing`"), "{e}");
+        let e = Schema::from_json(
+            r#"{"label": {"column": "y", "positive": "1", "neg": "0"}, "columns": []}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown field `neg`"), "{e}");
+        let e = Schema::from_json("{").unwrap_err();
+        assert!(matches!(e, DataError::Json(_)), "{e}");
+    }
+
+    #[test]
+    fn schema_level_errors() {
+        let two = |a: &str, b: &str| {
+            Schema::from_json(&with_column(&format!("{a}, {b}")))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = two(
+            r#"{"name": "a", "type": "boolean"}"#,
+            r#"{"name": "a", "type": "ignore"}"#,
+        );
+        assert!(e.contains(r#"column "a" is declared twice"#), "{e}");
+        let e = err(r#"{"name": "y", "type": "boolean"}"#);
+        assert!(
+            e.contains("label column \"y\" must not also be listed"),
+            "{e}"
+        );
+        let e = err(r#"{"name": "id", "type": "ignore"}"#);
+        assert!(e.contains("no feature column"), "{e}");
+        let e = err(r#"{"name": "", "type": "boolean"}"#);
+        assert!(e.contains("empty name"), "{e}");
+        let e = Schema::from_json(r#"{"label": {"column": "y", "positive": ""}, "columns": [{"name": "a", "type": "boolean"}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("positive must not be empty"), "{e}");
+        let e = Schema::from_json(r#"{"label": {"column": "y", "positive": "1", "negative": "1"}, "columns": [{"name": "a", "type": "boolean"}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("negative equals positive"), "{e}");
+    }
+}
