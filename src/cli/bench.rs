@@ -39,7 +39,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let encoder = Encoder::new(&schema)?;
 
     let start = Instant::now();
-    let file = File::open(&args.data).with_context(|| format!("cannot open {}", args.data.display()))?;
+    let file =
+        File::open(&args.data).with_context(|| format!("cannot open {}", args.data.display()))?;
     let data = read_csv(BufReader::new(file), &encoder, LabelMode::Required)
         .with_context(|| format!("data {}", args.data.display()))?;
     let read_time = start.elapsed();
@@ -88,7 +89,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let (mut rows, start) = (0usize, Instant::now());
     let mut checksum = 0i64;
     while start.elapsed() < Duration::from_secs(1) {
-        checksum += predictor.vote_sums(&data).iter().map(|&s| i64::from(s)).sum::<i64>();
+        checksum += predictor
+            .vote_sums(&data)
+            .iter()
+            .map(|&s| i64::from(s))
+            .sum::<i64>();
         rows += n;
     }
     println!(
@@ -133,7 +138,12 @@ fn json_rows(
             header
                 .iter()
                 .zip(record.iter())
-                .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.trim().to_string())))
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        serde_json::Value::String(v.trim().to_string()),
+                    )
+                })
                 .collect(),
         );
     }

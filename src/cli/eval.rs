@@ -76,7 +76,11 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let (protocol, description) = match &test {
         Some(test) => (
             Protocol::TrainTest { train: &data, test },
-            format!("train on {} rows, test on {} rows", data.n_rows(), test.n_rows()),
+            format!(
+                "train on {} rows, test on {} rows",
+                data.n_rows(),
+                test.n_rows()
+            ),
         ),
         None => (
             Protocol::CrossValidation {
@@ -84,7 +88,12 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
                 folds: args.folds,
                 split_seed: args.split_seed,
             },
-            format!("{}-fold cross-validation on {} rows (split seed {})", args.folds, data.n_rows(), args.split_seed),
+            format!(
+                "{}-fold cross-validation on {} rows (split seed {})",
+                args.folds,
+                data.n_rows(),
+                args.split_seed
+            ),
         ),
     };
     let tasks = eval::task_count(&protocol, methods.len(), args.repeats);
@@ -117,7 +126,10 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         .max_by(|a, b| a.accuracy_mean.total_cmp(&b.accuracy_mean))
         && results.iter().filter(|r| r.method.is_private()).count() > 1
     {
-        println!("best private cell by mean accuracy (chosen on this data, so optimistic):\n{}", row(best));
+        println!(
+            "best private cell by mean accuracy (chosen on this data, so optimistic):\n{}",
+            row(best)
+        );
     }
     if let Some(path) = &args.json {
         let value = serde_json::json!({
@@ -193,13 +205,28 @@ fn parse_epsilon(text: &str) -> anyhow::Result<Option<f64>> {
 fn header() -> String {
     format!(
         "{:<12} {:>8} {:>7} {:>4} {:>6} {:>6}  {:<17}  {:<17}  {:>8}  {:>8}",
-        "method", "epsilon", "delta", "tau", "lambda", "kappa", "accuracy", "AUC", "features", "literals"
+        "method",
+        "epsilon",
+        "delta",
+        "tau",
+        "lambda",
+        "kappa",
+        "accuracy",
+        "AUC",
+        "features",
+        "literals"
     )
 }
 
 fn row(r: &MethodResult) -> String {
     let (name, epsilon, delta, tau, lambda, kappa) = match r.method {
-        Method::Lazybb { epsilon, delta, tau, lambda, kappa } => (
+        Method::Lazybb {
+            epsilon,
+            delta,
+            tau,
+            lambda,
+            kappa,
+        } => (
             "lazybb",
             epsilon.map_or("inf".into(), |e| format!("{e}")),
             format!("{delta}"),
@@ -207,8 +234,22 @@ fn row(r: &MethodResult) -> String {
             format!("{lambda:.2}"),
             format!("{kappa:.2}"),
         ),
-        Method::OneRule => ("1-rule (NP)", "-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
-        Method::Majority => ("majority", "-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+        Method::OneRule => (
+            "1-rule (NP)",
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ),
+        Method::Majority => (
+            "majority",
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ),
     };
     format!(
         "{:<12} {:>8} {:>7} {:>4} {:>6} {:>6}  {:<17}  {:<17}  {:>8.1}  {:>8.1}",

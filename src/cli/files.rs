@@ -18,8 +18,7 @@ pub fn load_schema(path: &Path) -> anyhow::Result<Schema> {
 
 /// Read a CSV file with a header row and encode it.
 pub fn load_dataset(path: &Path, encoder: &Encoder, label: LabelMode) -> anyhow::Result<Dataset> {
-    let file =
-        File::open(path).with_context(|| format!("cannot open data {}", path.display()))?;
+    let file = File::open(path).with_context(|| format!("cannot open data {}", path.display()))?;
     read_csv(BufReader::new(file), encoder, label)
         .with_context(|| format!("data {}", path.display()))
 }

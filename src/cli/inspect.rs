@@ -39,18 +39,31 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         p.tau,
         p.lambda,
         p.kappa,
-        if p.defaults_used { " (default rule)" } else { "" }
+        if p.defaults_used {
+            " (default rule)"
+        } else {
+            ""
+        }
     );
-    println!("Label: {} (positive = {})\n", model.schema.label.column, model.schema.label.positive);
+    println!(
+        "Label: {} (positive = {})\n",
+        model.schema.label.column, model.schema.label.positive
+    );
     print!("{}", inspection.to_text());
     println!("\nPrivacy statement");
-    println!("  guarantee:     ({}, {})-differential privacy", s.epsilon, s.delta);
+    println!(
+        "  guarantee:     ({}, {})-differential privacy",
+        s.epsilon, s.delta
+    );
     println!("  neighbouring:  {}", s.neighbouring);
     println!("  rows (n):      {}", s.n_rows);
     println!("  accounting:    {}", s.accounting);
     println!("  budget split:  {}", s.budget_split);
     println!("  mechanism:     {}", s.mechanism);
-    println!("  noise:         eta = {:.4}, zeta = 1/(kappa n) = {:.4e}", s.eta, s.zeta);
+    println!(
+        "  noise:         eta = {:.4}, zeta = 1/(kappa n) = {:.4e}",
+        s.eta, s.zeta
+    );
     println!("  sensitivity:   {}", s.sensitivity);
     println!("  sampler:       {}", s.sampler);
     println!("  software:      {}", s.software_version);

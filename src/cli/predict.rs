@@ -37,7 +37,11 @@ pub fn run(args: PredictArgs) -> anyhow::Result<()> {
     for sum in predictor.vote_sums(&rows) {
         let p = predictor.prediction(sum);
         let class = if p.positive { &positive } else { &negative };
-        out.write_record([class.as_str(), &p.score.to_string(), &p.probability.to_string()])?;
+        out.write_record([
+            class.as_str(),
+            &p.score.to_string(),
+            &p.probability.to_string(),
+        ])?;
     }
     let bytes = out.into_inner().context("writing predictions")?;
     match &args.out {

@@ -41,11 +41,10 @@ pub fn run(args: SchemaArgs) -> anyhow::Result<()> {
             label,
             positive,
         } => {
-            let reader = File::open(&file)
-                .with_context(|| format!("cannot open {}", file.display()))?;
-            let schema =
-                privboost::data::propose_schema(BufReader::new(reader), &label, &positive)
-                    .with_context(|| format!("data {}", file.display()))?;
+            let reader =
+                File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
+            let schema = privboost::data::propose_schema(BufReader::new(reader), &label, &positive)
+                .with_context(|| format!("data {}", file.display()))?;
             println!("{}", serde_json::to_string_pretty(&schema)?);
             eprintln!(
                 "note: this schema was derived from the rows of {}; replace bounds and category lists with public knowledge before training",

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::data::{Dataset, Encoder};
 use crate::learn::{
-    self, Ensemble, LazyBbParams, LearnError, PrivacyMode, Predictor, WeakLearnerKind, baselines,
+    self, Ensemble, LazyBbParams, LearnError, Predictor, PrivacyMode, WeakLearnerKind, baselines,
     metrics,
 };
 use crate::privacy::{Budget, NoiseRng, PrivacyError};
@@ -82,7 +82,13 @@ pub enum Method {
 impl Method {
     /// Whether the method adds DP noise.
     pub fn is_private(&self) -> bool {
-        matches!(self, Method::Lazybb { epsilon: Some(_), .. })
+        matches!(
+            self,
+            Method::Lazybb {
+                epsilon: Some(_),
+                ..
+            }
+        )
     }
 }
 
@@ -242,7 +248,10 @@ fn run_once(
         .filter(|(_, v)| *v != 0)
         .map(|(l, _)| l)
         .collect();
-    let mut features: Vec<usize> = used.iter().map(|&l| encoder.literals()[l].feature).collect();
+    let mut features: Vec<usize> = used
+        .iter()
+        .map(|&l| encoder.literals()[l].feature)
+        .collect();
     features.sort_unstable();
     features.dedup();
     Ok(RunScore {
@@ -290,7 +299,11 @@ fn splits(protocol: &Protocol<'_>) -> Result<Vec<(Dataset, Dataset)>, EvalError>
                 .map(|k| {
                     let (mut train, mut test) = (Vec::new(), Vec::new());
                     for (position, &row) in order.iter().enumerate() {
-                        if position % folds == k { test.push(row) } else { train.push(row) }
+                        if position % folds == k {
+                            test.push(row)
+                        } else {
+                            train.push(row)
+                        }
                     }
                     train.sort_unstable();
                     test.sort_unstable();

@@ -1,1 +1,117 @@
-//! Accuracy checks on the shipped data (after the data module lands).
+//! Accuracy checks on the shipped data, with seeded noise so a failure
+//! reproduces. The margins are honest: each threshold is the issue's
+//! acceptance figure, below an independent correctly calibrated
+//! implementation's measurement (SPEC §7), and our measured means sit above it
+//! by several standard errors (docs/results-core.md has the figures).
+
+use super::*;
+use crate::data::{LabelMode, Schema, read_csv};
+use crate::privacy::NoiseRng;
+
+fn load(set: &str, files: &[&str]) -> (Encoder, Vec<Dataset>) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(set);
+    let schema =
+        Schema::from_json(&std::fs::read_to_string(dir.join("schema.json")).unwrap()).unwrap();
+    let encoder = Encoder::new(&schema).unwrap();
+    let sets = files
+        .iter()
+        .map(|f| {
+            let file = std::fs::File::open(dir.join(f)).unwrap();
+            read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap()
+        })
+        .collect();
+    (encoder, sets)
+}
+
+fn lazybb(epsilon: f64, tau: u32, lambda: f64, kappa: f64) -> Method {
+    Method::Lazybb {
+        epsilon: Some(epsilon),
+        delta: 0.0,
+        tau,
+        lambda,
+        kappa,
+    }
+}
+
+fn seeded(base: u64) -> impl Fn(usize) -> Result<NoiseRng, PrivacyError> + Sync {
+    move |task| Ok(NoiseRng::seeded(base + task as u64))
+}
+
+/// Adult, canonical train/test, the paper's Table 8 parameters, 10 runs.
+#[test]
+fn adult_table_8_accuracy() {
+    let (encoder, sets) = load("adult", &["adult-train.csv", "adult-test.csv"]);
+    let protocol = Protocol::TrainTest {
+        train: &sets[0],
+        test: &sets[1],
+    };
+    let methods = [
+        lazybb(1.0, 39, 0.45, 0.35),
+        lazybb(0.4, 9, 0.50, 0.35),
+        Method::OneRule,
+    ];
+    let results = evaluate(&protocol, &encoder, &methods, 10, &seeded(100), &|| ()).unwrap();
+    let (at_1, at_04, one_rule) = (&results[0], &results[1], &results[2]);
+    assert_eq!(at_1.runs, 10);
+    assert!(at_1.accuracy_mean >= 0.815, "epsilon 1: {at_1:?}");
+    assert!(at_04.accuracy_mean >= 0.81, "epsilon 0.4: {at_04:?}");
+    assert!(at_1.accuracy_mean > one_rule.accuracy_mean, "{one_rule:?}");
+    // The paper's sparsity at epsilon 0.4: a handful of features (6.4 of 14).
+    assert!(at_04.features_used_mean <= 9.0, "{at_04:?}");
+}
+
+/// Mushroom, 5-fold CV at epsilon = 1 with the paper's Table 10 parameters,
+/// and a third of the Table 1 grid (tau in {9, 15, 29}, all lambda, kappa).
+#[test]
+fn mushroom_table_10_and_grid_accuracy() {
+    let (encoder, sets) = load("mushroom", &["mushroom.csv"]);
+    let protocol = Protocol::CrossValidation {
+        data: &sets[0],
+        folds: 5,
+        split_seed: 1,
+    };
+    let table_10 = [lazybb(1.0, 29, 0.30, 0.25), Method::OneRule];
+    let results = evaluate(&protocol, &encoder, &table_10, 2, &seeded(200), &|| ()).unwrap();
+    assert!(results[0].accuracy_mean >= 0.93, "{:?}", results[0]);
+    assert!(results[0].accuracy_mean > results[1].accuracy_mean);
+
+    let mut grid = Vec::new();
+    for tau in [9, 15, 29] {
+        for lambda in paper_grid::LAMBDA {
+            for kappa in paper_grid::KAPPA {
+                grid.push(lazybb(1.0, tau, lambda, kappa));
+            }
+        }
+    }
+    let results = evaluate(&protocol, &encoder, &grid, 1, &seeded(300), &|| ()).unwrap();
+    let best = results
+        .iter()
+        .map(|r| r.accuracy_mean)
+        .fold(f64::NEG_INFINITY, f64::max);
+    assert!(best >= 0.96, "best grid cell {best}");
+}
+
+#[test]
+fn folds_partition_the_rows() {
+    let (_, sets) = load("breast-cancer", &["wdbc.csv"]);
+    let protocol = Protocol::CrossValidation {
+        data: &sets[0],
+        folds: 5,
+        split_seed: 7,
+    };
+    let folds = splits(&protocol).unwrap();
+    let test_rows: usize = folds.iter().map(|(_, test)| test.n_rows()).sum();
+    assert_eq!(test_rows, 569);
+    for (train, test) in &folds {
+        assert_eq!(train.n_rows() + test.n_rows(), 569);
+        assert!(test.n_rows() == 113 || test.n_rows() == 114);
+    }
+    let bad = Protocol::CrossValidation {
+        data: &sets[0],
+        folds: 1,
+        split_seed: 7,
+    };
+    assert!(splits(&bad).is_err());
+}

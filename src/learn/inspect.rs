@@ -136,7 +136,10 @@ impl Inspection {
             out.push_str(&format!("  {:>+5}  {}\n", row.votes, row.rule));
         }
         if self.constant_votes != 0 {
-            out.push_str(&format!("  {:>+5}  (constant: always positive)\n", self.constant_votes));
+            out.push_str(&format!(
+                "  {:>+5}  (constant: always positive)\n",
+                self.constant_votes
+            ));
         }
         if self.vote_table.is_empty() && self.constant_votes == 0 {
             out.push_str("  (all votes cancel: every prediction is a tie, which predicts the positive class)\n");

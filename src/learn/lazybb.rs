@@ -24,11 +24,11 @@
 //! here (errors, margins, weights) is returned or logged; progress reports say
 //! only how many rounds are done.
 
+use super::LearnError;
 use super::hypothesis::Hypothesis;
 use super::one_rule::{OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
-use super::LearnError;
 use crate::data::Dataset;
 use crate::privacy::NoiseRng;
 
@@ -88,7 +88,11 @@ pub fn train(
         count_neg.iter_mut().for_each(|c| *c = 0);
         for (&s, &label) in margins.iter().zip(&y) {
             let k = (s + tau) as usize;
-            if label > 0 { count_pos[k] += 1 } else { count_neg[k] += 1 }
+            if label > 0 {
+                count_pos[k] += 1
+            } else {
+                count_neg[k] += 1
+            }
         }
         let mut groups: Vec<Group> = (0..width)
             .filter(|&k| count_pos[k] + count_neg[k] > 0)

@@ -101,9 +101,9 @@ pub struct PrivacyStatement {
 
 impl PrivacyStatement {
     fn new(ensemble: &Ensemble, tau: u32) -> Result<PrivacyStatement, LearnError> {
-        let c = ensemble
-            .calibration
-            .ok_or_else(|| LearnError::InvalidParameter("a non-private run has no privacy statement".into()))?;
+        let c = ensemble.calibration.ok_or_else(|| {
+            LearnError::InvalidParameter("a non-private run has no privacy statement".into())
+        })?;
         let accounting = match c.round.composition {
             Composition::Basic => format!(
                 "basic (sequential) composition of {tau} rounds, each {:.6}-DP",
@@ -186,10 +186,14 @@ impl Model {
                     "model file version {v} is not supported; this build reads version {MODEL_VERSION}"
                 )));
             }
-            None => return Err(LearnError::ModelFormat("the model has no \"version\" field".into())),
+            None => {
+                return Err(LearnError::ModelFormat(
+                    "the model has no \"version\" field".into(),
+                ));
+            }
         }
-        let model: Model = serde_json::from_value(value)
-            .map_err(|e| LearnError::ModelFormat(e.to_string()))?;
+        let model: Model =
+            serde_json::from_value(value).map_err(|e| LearnError::ModelFormat(e.to_string()))?;
         model.check()?;
         Ok(model)
     }

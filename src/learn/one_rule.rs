@@ -66,7 +66,8 @@ impl OneRule {
             Selection::Best => Ok(argmin(&self.errors)),
             Selection::Exponential { eta, rng } => {
                 self.log_weights.clear();
-                self.log_weights.extend(self.errors.iter().map(|e| -eta * e));
+                self.log_weights
+                    .extend(self.errors.iter().map(|e| -eta * e));
                 exponential::sample_with_scratch(rng, &self.log_weights, &mut self.scratch)
             }
         }

@@ -122,7 +122,11 @@ mod tests {
         }
         for _ in 0..200 {
             let mid = 0.5 * (lo + hi);
-            if density(mid) >= target { hi = mid } else { lo = mid }
+            if density(mid) >= target {
+                hi = mid
+            } else {
+                lo = mid
+            }
         }
         hi
     }
@@ -215,10 +219,22 @@ mod tests {
         let values = [-3.0, -1.0, -1.0, 0.5, -2.0, -2.0, -2.0];
         let mu = project(&values, 0.6);
         let mut groups = vec![
-            Group { log_value: -3.0, count: 1 },
-            Group { log_value: -1.0, count: 2 },
-            Group { log_value: 0.5, count: 1 },
-            Group { log_value: -2.0, count: 3 },
+            Group {
+                log_value: -3.0,
+                count: 1,
+            },
+            Group {
+                log_value: -1.0,
+                count: 2,
+            },
+            Group {
+                log_value: 0.5,
+                count: 1,
+            },
+            Group {
+                log_value: -2.0,
+                count: 3,
+            },
         ];
         let log_c = log_scale(&mut groups, 0.6);
         for (&v, &got) in values.iter().zip(&mu) {

@@ -33,7 +33,7 @@ fn synthetic(n: usize, d: usize) -> Dataset {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            if state % 2 == 0 {
+            if state.is_multiple_of(2) {
                 active.push(j);
             }
         }
@@ -71,7 +71,11 @@ fn brute_force_errors(data: &Dataset, p: &[f64]) -> Vec<f64> {
                         }
                         Hypothesis::Constant { positive } => positive,
                     };
-                    if prediction != labels.get(i) { p[i] } else { 0.0 }
+                    if prediction != labels.get(i) {
+                        p[i]
+                    } else {
+                        0.0
+                    }
                 })
                 .sum()
         })
@@ -86,7 +90,9 @@ fn errors_match_brute_force() {
     let raw: Vec<f64> = (0..200).map(|i| 1.0 + (i % 5) as f64).collect();
     let total: f64 = raw.iter().sum();
     let p: Vec<f64> = raw.iter().map(|w| w / total).collect();
-    let signed: Vec<f64> = (0..200).map(|i| if labels.get(i) { -p[i] } else { p[i] }).collect();
+    let signed: Vec<f64> = (0..200)
+        .map(|i| if labels.get(i) { -p[i] } else { p[i] })
+        .collect();
     let p_positive: f64 = (0..200).filter(|&i| labels.get(i)).map(|i| p[i]).sum();
     let mut learner = OneRule::default();
     learner.compute_errors(&data.features, &signed, p_positive);
@@ -98,9 +104,21 @@ fn errors_match_brute_force() {
 #[test]
 fn noise_free_lazybb_finds_the_signal() {
     let data = synthetic(700, 6);
-    let ensemble = train(&data, &params(5, PrivacyMode::NonPrivate), None, &mut |_| true).unwrap();
+    let ensemble = train(
+        &data,
+        &params(5, PrivacyMode::NonPrivate),
+        None,
+        &mut |_| true,
+    )
+    .unwrap();
     assert_eq!(ensemble.hypotheses.len(), 5);
-    assert_eq!(ensemble.hypotheses[0], Hypothesis::Literal { literal: 0, negated: false });
+    assert_eq!(
+        ensemble.hypotheses[0],
+        Hypothesis::Literal {
+            literal: 0,
+            negated: false
+        }
+    );
     let predictor = Predictor::new(&ensemble.hypotheses, 6);
     let labels = data.labels.as_ref().unwrap();
     let labels: Vec<bool> = (0..700).map(|i| labels.get(i)).collect();
@@ -124,19 +142,33 @@ fn first_choice_follows_the_calibrated_exponential_mechanism() {
     let z: f64 = errors.iter().map(|e| (-eta * e).exp()).sum();
     let expected: Vec<f64> = errors.iter().map(|e| (-eta * e).exp() / z).collect();
     let doubled_z: f64 = errors.iter().map(|e| (-2.0 * eta * e).exp()).sum();
-    let doubled: Vec<f64> = errors.iter().map(|e| (-2.0 * eta * e).exp() / doubled_z).collect();
+    let doubled: Vec<f64> = errors
+        .iter()
+        .map(|e| (-2.0 * eta * e).exp() / doubled_z)
+        .collect();
 
     let mut rng = NoiseRng::seeded(21);
     let mut counts = vec![0u64; errors.len()];
     for _ in 0..40_000 {
         let e = train(&data, &valid, Some(&mut rng), &mut |_| true).unwrap();
         let index = match e.hypotheses[0] {
-            Hypothesis::Literal { literal, negated } => literal as usize + if negated { 3 } else { 0 },
-            Hypothesis::Constant { positive } => if positive { 6 } else { 7 },
+            Hypothesis::Literal { literal, negated } => {
+                literal as usize + if negated { 3 } else { 0 }
+            }
+            Hypothesis::Constant { positive } => {
+                if positive {
+                    6
+                } else {
+                    7
+                }
+            }
         };
         counts[index] += 1;
     }
-    assert!(chi_square_p_value(&counts, &expected) > 1e-4, "{counts:?} vs {expected:?}");
+    assert!(
+        chi_square_p_value(&counts, &expected) > 1e-4,
+        "{counts:?} vs {expected:?}"
+    );
     assert!(chi_square_p_value(&counts, &doubled) < 1e-10);
 }
 
@@ -144,8 +176,14 @@ fn first_choice_follows_the_calibrated_exponential_mechanism() {
 fn private_training_needs_a_noise_source_and_labels() {
     let data = synthetic(50, 3);
     let valid = params(3, PrivacyMode::Private(Budget::new(1.0, 0.0).unwrap()));
-    assert!(matches!(train(&data, &valid, None, &mut |_| true), Err(LearnError::NoNoiseSource)));
-    let unlabelled = Dataset { labels: None, ..data };
+    assert!(matches!(
+        train(&data, &valid, None, &mut |_| true),
+        Err(LearnError::NoNoiseSource)
+    ));
+    let unlabelled = Dataset {
+        labels: None,
+        ..data
+    };
     let mut rng = NoiseRng::seeded(1);
     assert!(matches!(
         train(&unlabelled, &valid, Some(&mut rng), &mut |_| true),
@@ -201,7 +239,10 @@ fn small_model() -> (Model, Dataset) {
     let valid = params(7, PrivacyMode::Private(Budget::new(2.0, 0.0).unwrap()));
     let mut rng = NoiseRng::seeded(4);
     let ensemble = train(&data, &valid, Some(&mut rng), &mut |_| true).unwrap();
-    (Model::new(&schema, &encoder, &valid, false, &ensemble).unwrap(), data)
+    (
+        Model::new(&schema, &encoder, &valid, false, &ensemble).unwrap(),
+        data,
+    )
 }
 
 #[test]
@@ -217,16 +258,29 @@ fn model_round_trips_and_predicts_like_its_ensemble() {
             .iter()
             .map(|h| match *h {
                 Hypothesis::Literal { literal, negated } => {
-                    if data.features.get(i, literal as usize) != negated { 1 } else { -1 }
+                    if data.features.get(i, literal as usize) != negated {
+                        1
+                    } else {
+                        -1
+                    }
                 }
-                Hypothesis::Constant { positive } => if positive { 1 } else { -1 },
+                Hypothesis::Constant { positive } => {
+                    if positive {
+                        1
+                    } else {
+                        -1
+                    }
+                }
             })
             .sum();
         assert_eq!(*sum, direct);
         assert_eq!(predictor.vote_sum(&data.features.row_active(i)), direct);
     }
     let statement = &model.privacy;
-    assert_eq!((statement.epsilon, statement.delta, statement.n_rows), (2.0, 0.0, 6));
+    assert_eq!(
+        (statement.epsilon, statement.delta, statement.n_rows),
+        (2.0, 0.0, 6)
+    );
     assert!((statement.eta - 2.0 * 0.5 * 6.0 / (4.0 * 7.0)).abs() < 1e-12);
 }
 
@@ -235,7 +289,9 @@ fn model_files_of_another_version_or_inconsistent_are_refused() {
     let (model, _) = small_model();
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     value["version"] = serde_json::json!(2);
-    let error = Model::from_json(&value.to_string()).unwrap_err().to_string();
+    let error = Model::from_json(&value.to_string())
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("version 2"), "{error}");
 
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
@@ -244,7 +300,12 @@ fn model_files_of_another_version_or_inconsistent_are_refused() {
 
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     value["ensemble"][0] = serde_json::json!({"kind": "literal", "literal": 999, "negated": false});
-    assert!(Model::from_json(&value.to_string()).unwrap_err().to_string().contains("999"));
+    assert!(
+        Model::from_json(&value.to_string())
+            .unwrap_err()
+            .to_string()
+            .contains("999")
+    );
 
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     value["literals"][0] = serde_json::json!("tampered");
@@ -259,7 +320,11 @@ fn inspection_counts_votes_and_features() {
     let (model, _) = small_model();
     let encoder = model.encoder().unwrap();
     let inspection = inspect(&model, &encoder);
-    let total: i32 = inspection.vote_table.iter().map(|r| r.votes.abs()).sum::<i32>()
+    let total: i32 = inspection
+        .vote_table
+        .iter()
+        .map(|r| r.votes.abs())
+        .sum::<i32>()
         + inspection.constant_votes.abs();
     assert!(total <= 7);
     assert!(inspection.features_used.len() <= 2);

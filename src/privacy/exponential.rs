@@ -49,7 +49,10 @@ pub fn sample_with_scratch(
             "the exponential mechanism got a non-finite score".into(),
         ));
     }
-    let max = log_weights.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let max = log_weights
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
     scratch.clear();
     let mut total = 0.0;
     for &w in log_weights {
