@@ -16,7 +16,10 @@
 //! The library knows nothing of HTTP or SQL.
 #![warn(missing_docs)]
 
+pub mod api;
 pub mod data;
 pub mod eval;
+pub mod jobs;
 pub mod learn;
 pub mod privacy;
+pub mod store;

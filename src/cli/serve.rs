@@ -1,12 +1,152 @@
-//! `privboost serve`: arrives with the service issue.
+//! `privboost serve`: the REST service on one SQLite file (SPEC §6).
+//!
+//! Start-up order: tracing, config, the store (WAL, migrations), the admin
+//! key, recovery of interrupted jobs, the workers, bind, serve. Ctrl-C or
+//! SIGTERM drains requests, stops running trainings between rounds (they
+//! re-run after the next start under their existing charges) and waits for
+//! the workers before exiting.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
 use clap::Args;
+use privboost::api::{self, Config, Server};
+use tracing_subscriber::EnvFilter;
 
-/// Options of `privboost serve`.
+/// Options of `privboost serve`; each flag can also come from the
+/// environment variable named after it.
 #[derive(Debug, Args)]
-pub struct ServeArgs {}
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "PRIVBOOST_BIND", default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// Directory of the SQLite file `privboost.db` (created if missing).
+    #[arg(long, env = "PRIVBOOST_DATA_DIR", default_value = "./privboost-data")]
+    data_dir: PathBuf,
+    /// Training workers (trainings that run at once); default: the number of cores.
+    #[arg(long, env = "PRIVBOOST_WORKERS")]
+    workers: Option<usize>,
+    /// Admin API key to create if missing, instead of generating one on first start.
+    #[arg(long, env = "PRIVBOOST_ADMIN_KEY", hide_env_values = true)]
+    admin_key: Option<String>,
+    /// Largest JSON request body, in bytes.
+    #[arg(long, env = "PRIVBOOST_MAX_BODY_BYTES", default_value_t = api::DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+    /// Largest dataset upload, in bytes.
+    #[arg(long, env = "PRIVBOOST_MAX_UPLOAD_BYTES", default_value_t = api::DEFAULT_MAX_UPLOAD_BYTES)]
+    max_upload_bytes: usize,
+    /// Most rows in one dataset upload.
+    #[arg(long, env = "PRIVBOOST_MAX_UPLOAD_ROWS", default_value_t = api::DEFAULT_MAX_UPLOAD_ROWS)]
+    max_upload_rows: usize,
+    /// Most rows in one prediction request.
+    #[arg(long, env = "PRIVBOOST_MAX_PREDICT_ROWS", default_value_t = api::DEFAULT_MAX_PREDICT_ROWS)]
+    max_predict_rows: usize,
+    /// Most queued or running jobs per API key.
+    #[arg(long, env = "PRIVBOOST_MAX_ACTIVE_JOBS", default_value_t = api::DEFAULT_MAX_ACTIVE_JOBS_PER_KEY)]
+    max_active_jobs: u32,
+    /// Time limit of one request, in seconds.
+    #[arg(long, env = "PRIVBOOST_REQUEST_TIMEOUT", default_value_t = api::DEFAULT_REQUEST_TIMEOUT.as_secs())]
+    request_timeout: u64,
+    /// Log as JSON lines instead of text.
+    #[arg(long, env = "PRIVBOOST_LOG_JSON")]
+    log_json: bool,
+}
 
-/// Run the service.
-pub fn run(_args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("the service is not built yet (see the service issue); use the CLI commands")
+impl ServeArgs {
+    fn config(&self) -> anyhow::Result<Config> {
+        anyhow::ensure!(self.workers != Some(0), "--workers must be at least 1");
+        anyhow::ensure!(
+            self.max_predict_rows > 0,
+            "--max-predict-rows must be at least 1"
+        );
+        anyhow::ensure!(
+            self.max_active_jobs > 0,
+            "--max-active-jobs must be at least 1"
+        );
+        anyhow::ensure!(
+            self.request_timeout > 0,
+            "--request-timeout must be at least 1"
+        );
+        let mut c = Config::new(self.data_dir.join("privboost.db"));
+        if let Some(w) = self.workers {
+            c.workers = w;
+        }
+        c.admin_key = self.admin_key.clone();
+        c.max_body_bytes = self.max_body_bytes;
+        c.max_upload_bytes = self.max_upload_bytes;
+        c.max_upload_rows = self.max_upload_rows;
+        c.max_predict_rows = self.max_predict_rows;
+        c.max_active_jobs_per_key = self.max_active_jobs;
+        c.request_timeout = Duration::from_secs(self.request_timeout);
+        Ok(c)
+    }
+}
+
+/// Run the service until Ctrl-C or SIGTERM.
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new(format!("{}=info,tower_http=info", env!("CARGO_CRATE_NAME")))
+    });
+    if args.log_json {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .json()
+            .init();
+    } else {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let config = args.config()?;
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating the data directory {}", args.data_dir.display()))?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let db = config.db_path.clone();
+        let server = Server::open(config)
+            .await
+            .with_context(|| format!("opening {}", db.display()))?;
+        if let Some(key) = &server.new_admin_key {
+            // Printed once, to stdout only (never logged): it is not stored.
+            println!("privboost: created the admin API key (shown only now, keep it safe):\n{key}");
+        }
+        let listener = tokio::net::TcpListener::bind(args.bind)
+            .await
+            .with_context(|| format!("binding {}", args.bind))?;
+        tracing::info!(address = %args.bind, database = %db.display(), "privboost serving");
+        api::serve(listener, server, shutdown_signal())
+            .await
+            .context("serving")?;
+        tracing::info!("stopped");
+        Ok(())
+    })
+}
+
+/// Completes on Ctrl-C or SIGTERM (what `docker stop` sends).
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutdown signal received");
 }

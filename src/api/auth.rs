@@ -1,0 +1,68 @@
+//! Authentication: the [`Caller`] extractor.
+//!
+//! `Authorization: Bearer <key>`; the key is hashed (SHA-256) and looked up.
+//! Missing, malformed or unknown keys get 401. The key itself is never
+//! logged or stored. What a caller may touch is checked by each handler
+//! against the resource (a resource outside the caller's reach is a 404).
+
+use axum::extract::FromRequestParts;
+use axum::http::{header, request::Parts};
+
+use super::AppState;
+use super::error::ApiError;
+use crate::store::keys::{self, Role};
+
+/// The authenticated key of a request.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// Key id.
+    pub id: String,
+    /// Role.
+    pub role: Role,
+}
+
+impl Caller {
+    /// Refuse (403) unless the caller has one of `roles`.
+    pub fn require(&self, roles: &[Role], what: &str) -> Result<(), ApiError> {
+        if roles.contains(&self.role) {
+            Ok(())
+        } else {
+            let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
+            Err(ApiError::Forbidden(format!(
+                "{what} needs a key with role {}",
+                names.join(" or ")
+            )))
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .ok_or(ApiError::Unauthorized)?
+            .to_str()
+            .map_err(|_| ApiError::Unauthorized)?;
+        let secret = header
+            .strip_prefix("Bearer ")
+            .or_else(|| header.strip_prefix("bearer "))
+            .ok_or(ApiError::Unauthorized)?
+            .trim();
+        if secret.is_empty() {
+            return Err(ApiError::Unauthorized);
+        }
+        let key = keys::find_by_hash(&state.pool, &keys::hash_key(secret))
+            .await?
+            .ok_or(ApiError::Unauthorized)?;
+        Ok(Caller {
+            id: key.id,
+            role: key.role,
+        })
+    }
+}

@@ -1,0 +1,526 @@
+//! Datasets: upload (schema + CSV, streamed into the encoder), list, get
+//! (metadata and schema only, never rows), delete (rows purged, ledger kept),
+//! budget and ledger, and analyst grants.
+//!
+//! # Upload
+//!
+//! `POST /v1/datasets` takes `multipart/form-data` with the text fields
+//! `name`, `epsilon`, `delta` (optional, default 0), `skip_bad_rows`
+//! (optional, `true` to store the valid rows and report the others) and
+//! `schema` (the schema JSON), then the file field `data` (the CSV) last.
+//! The CSV is streamed through a bounded channel into the encoder on a
+//! blocking thread, so memory holds the bit matrix and a few chunks, never
+//! the file. Nothing is stored unless the whole upload is valid; the
+//! rejected-row positions go only to the uploading owner, in the response.
+
+use std::io::Read;
+
+use axum::body::Bytes;
+use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodFilter;
+use axum::routing::on;
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use super::auth::Caller;
+use super::error::{ApiError, AppJson, AppQuery, FieldError};
+use super::{AppState, Config, PageQuery, Routes, idempotency_key, page_json, replay};
+use crate::data::{Encoder, LabelMode, OnBadRow, ReadOptions, Schema, read_csv_with};
+use crate::privacy::Budget;
+use crate::store::datasets::{self, Created, DatasetInfo, NewDataset};
+use crate::store::idempotency::{IdemRequest, StoredResponse};
+use crate::store::keys::Role;
+use crate::store::ledger::{self, Amount, SetTotal};
+
+pub(super) fn routes(r: Routes, config: &Config) -> Routes {
+    r.at_router(
+        Method::POST,
+        "/v1/datasets",
+        on(MethodFilter::POST, upload).layer(DefaultBodyLimit::max(config.max_upload_bytes)),
+    )
+    .at(Method::GET, "/v1/datasets", list)
+    .at(Method::GET, "/v1/datasets/{id}", get)
+    .at(Method::DELETE, "/v1/datasets/{id}", delete)
+    .at(Method::GET, "/v1/datasets/{id}/budget", budget)
+    .at(Method::PATCH, "/v1/datasets/{id}/budget", set_budget)
+    .at(Method::GET, "/v1/datasets/{id}/ledger", ledger_entries)
+    .at(Method::GET, "/v1/datasets/{id}/grants", grants)
+    .at(Method::PUT, "/v1/datasets/{id}/grants/{key_id}", grant)
+    .at(
+        Method::DELETE,
+        "/v1/datasets/{id}/grants/{key_id}",
+        revoke_grant,
+    )
+}
+
+/// Largest text field of an upload (the schema JSON is the big one).
+const MAX_TEXT_FIELD: usize = 1 << 20;
+/// Row errors reported to the owner.
+const MAX_REPORTED_ERRORS: usize = 20;
+/// Chunks buffered between the network and the encoder.
+const UPLOAD_CHANNEL_CHUNKS: usize = 8;
+
+/// The text fields of an upload.
+#[derive(Default)]
+struct UploadMeta {
+    name: Option<String>,
+    epsilon: Option<String>,
+    delta: Option<String>,
+    skip_bad_rows: Option<String>,
+    schema: Option<String>,
+}
+
+/// The checked text fields.
+struct CheckedMeta {
+    name: String,
+    total: Amount,
+    skip: bool,
+    schema: Schema,
+    schema_json: String,
+}
+
+impl UploadMeta {
+    fn check(&self) -> Result<CheckedMeta, ApiError> {
+        let mut errors = Vec::new();
+        let name = self.name.clone().unwrap_or_default().trim().to_owned();
+        if name.is_empty() || name.len() > 200 {
+            errors.push(FieldError::new("name", "required, 1 to 200 characters"));
+        }
+        let epsilon = match self.epsilon.as_deref().map(|t| t.trim().parse::<f64>()) {
+            Some(Ok(e)) => Some(e),
+            Some(Err(_)) => {
+                errors.push(FieldError::new("epsilon", "must be a number"));
+                None
+            }
+            None => {
+                errors.push(FieldError::new(
+                    "epsilon",
+                    "required: the dataset's total privacy budget",
+                ));
+                None
+            }
+        };
+        let delta = match self.delta.as_deref().map(|t| t.trim().parse::<f64>()) {
+            None => Some(0.0),
+            Some(Ok(d)) => Some(d),
+            Some(Err(_)) => {
+                errors.push(FieldError::new("delta", "must be a number"));
+                None
+            }
+        };
+        let total = match (epsilon, delta) {
+            (Some(e), Some(d)) => match Budget::new(e, d) {
+                Ok(b) => Some(Amount {
+                    epsilon: b.epsilon(),
+                    delta: b.delta(),
+                }),
+                Err(err) => {
+                    errors.push(FieldError::new("epsilon", err.to_string()));
+                    None
+                }
+            },
+            _ => None,
+        };
+        let skip = match self.skip_bad_rows.as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                errors.push(FieldError::new("skip_bad_rows", "must be true or false"));
+                false
+            }
+        };
+        let schema = match self.schema.as_deref() {
+            None => {
+                errors.push(FieldError::new("schema", "required, before the data field"));
+                None
+            }
+            Some(text) => match Schema::from_json(text) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    errors.push(FieldError::new("schema", e.to_string()));
+                    None
+                }
+            },
+        };
+        match (errors.is_empty(), total, schema) {
+            (true, Some(total), Some(schema)) => {
+                let schema_json = serde_json::to_string(&schema)
+                    .map_err(|e| ApiError::Internal(e.to_string()))?;
+                Ok(CheckedMeta {
+                    name,
+                    total,
+                    skip,
+                    schema,
+                    schema_json,
+                })
+            }
+            _ => Err(ApiError::Validation(errors)),
+        }
+    }
+}
+
+fn multipart_error(e: MultipartError) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::TooLarge("the upload is larger than the limit".into())
+    } else {
+        ApiError::BadRequest(format!("malformed multipart body: {}", e.body_text()))
+    }
+}
+
+/// A blocking `Read` over chunks arriving on a channel.
+struct ChannelReader {
+    rx: mpsc::Receiver<Bytes>,
+    current: Bytes,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(chunk) => self.current = chunk,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current = self.current.slice(n..);
+        Ok(n)
+    }
+}
+
+/// What the upload produced.
+struct Parsed {
+    data: crate::data::Dataset,
+    skipped: usize,
+    errors: Vec<String>,
+}
+
+async fn upload(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Owner], "uploading a dataset")?;
+    let idem_key = idempotency_key(&headers)?;
+    let mut multipart = multipart.map_err(|_| {
+        ApiError::UnsupportedMediaType(
+            "expected multipart/form-data with fields name, epsilon, delta, schema, data".into(),
+        )
+    })?;
+    let mut meta = UploadMeta::default();
+    let mut hasher = Sha256::new();
+    let mut parsed: Option<(CheckedMeta, Parsed)> = None;
+    while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
+        let field_name = field.name().unwrap_or_default().to_owned();
+        hasher.update(field_name.as_bytes());
+        hasher.update([0]);
+        if field_name == "data" {
+            if parsed.is_some() {
+                return Err(ApiError::Validation(vec![FieldError::new(
+                    "data",
+                    "given twice",
+                )]));
+            }
+            let checked = meta.check()?;
+            let encoder = Encoder::new(&checked.schema).map_err(|e| {
+                ApiError::Validation(vec![FieldError::new("schema", e.to_string())])
+            })?;
+            let options = ReadOptions {
+                label: LabelMode::Required,
+                on_bad_row: if checked.skip {
+                    OnBadRow::Skip
+                } else {
+                    OnBadRow::Refuse
+                },
+                max_errors: MAX_REPORTED_ERRORS,
+            };
+            let (tx, rx) = mpsc::channel::<Bytes>(UPLOAD_CHANNEL_CHUNKS);
+            let reader = tokio::task::spawn_blocking(move || {
+                read_csv_with(
+                    ChannelReader {
+                        rx,
+                        current: Bytes::new(),
+                    },
+                    &encoder,
+                    &options,
+                )
+            });
+            let mut streamed = Ok(());
+            loop {
+                match field.chunk().await {
+                    Ok(Some(chunk)) => {
+                        hasher.update(&chunk);
+                        // A closed channel means the reader stopped early
+                        // (a refused row): stop sending, the result says why.
+                        if tx.send(chunk).await.is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        streamed = Err(multipart_error(e));
+                        break;
+                    }
+                }
+            }
+            drop(tx);
+            let result = reader
+                .await
+                .map_err(|e| ApiError::Internal(format!("CSV reader: {e}")))?;
+            streamed?;
+            let report = result.map_err(|e| {
+                ApiError::InvalidData(format!("the CSV was refused, nothing was stored: {e}"))
+            })?;
+            if report.dataset.n_rows() > state.config.max_upload_rows {
+                return Err(ApiError::TooLarge(format!(
+                    "the upload has more than {} rows",
+                    state.config.max_upload_rows
+                )));
+            }
+            parsed = Some((
+                checked,
+                Parsed {
+                    data: report.dataset,
+                    skipped: report.skipped,
+                    errors: report.errors.iter().map(ToString::to_string).collect(),
+                },
+            ));
+            continue;
+        }
+        let slot = match field_name.as_str() {
+            "name" => &mut meta.name,
+            "epsilon" => &mut meta.epsilon,
+            "delta" => &mut meta.delta,
+            "skip_bad_rows" => &mut meta.skip_bad_rows,
+            "schema" => &mut meta.schema,
+            other => {
+                return Err(ApiError::Validation(vec![FieldError::new(
+                    other,
+                    "unknown field (expected name, epsilon, delta, skip_bad_rows, schema, data)",
+                )]));
+            }
+        };
+        if parsed.is_some() {
+            return Err(ApiError::Validation(vec![FieldError::new(
+                field_name,
+                "must come before the data field",
+            )]));
+        }
+        let mut text = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+            if text.len() + chunk.len() > MAX_TEXT_FIELD {
+                return Err(ApiError::TooLarge(format!(
+                    "field {field_name} is larger than {MAX_TEXT_FIELD} bytes"
+                )));
+            }
+            text.extend_from_slice(&chunk);
+        }
+        hasher.update(&text);
+        hasher.update([0]);
+        *slot = Some(String::from_utf8(text).map_err(|_| {
+            ApiError::Validation(vec![FieldError::new(field_name.clone(), "not UTF-8")])
+        })?);
+    }
+    let Some((checked, parsed)) = parsed else {
+        // Report the missing metadata too, if any.
+        meta.check()?;
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "data",
+            "required: the CSV file, last",
+        )]));
+    };
+    let idem = idem_key
+        .map(|k| IdemRequest::new(&caller.id, &k, "POST", "/v1/datasets", &hasher.finalize()));
+    let accepted = parsed.data.n_rows();
+    let make_body = |info: &DatasetInfo| {
+        json!({
+            "dataset": info,
+            "accepted_rows": accepted,
+            "rejected_rows": parsed.skipped,
+            "rejected": parsed.errors,
+        })
+    };
+    let created = datasets::create(
+        &state.pool,
+        NewDataset {
+            owner_id: &caller.id,
+            name: &checked.name,
+            schema_json: &checked.schema_json,
+            data: &parsed.data,
+            rejected_rows: parsed.skipped,
+            total: checked.total,
+        },
+        idem.as_ref(),
+        |info| StoredResponse {
+            status: 201,
+            location: Some(format!("/v1/datasets/{}", info.id)),
+            body: make_body(info).to_string(),
+        },
+    )
+    .await?;
+    match created {
+        Created::New(info) => Ok((
+            StatusCode::CREATED,
+            [(header::LOCATION, format!("/v1/datasets/{}", info.id))],
+            axum::Json(make_body(&info)),
+        )
+            .into_response()),
+        Created::Replay(r) => Ok(replay(r)),
+        Created::Mismatch => Err(ApiError::IdempotencyMismatch),
+    }
+}
+
+/// The dataset if visible to the caller, else 404.
+pub(super) async fn visible(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<DatasetInfo, ApiError> {
+    datasets::get_visible(&state.pool, id, &caller.id)
+        .await?
+        .ok_or(ApiError::NotFound("dataset"))
+}
+
+/// The dataset if the caller owns it; 404 if invisible, 403 if only granted.
+async fn owned(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    what: &str,
+) -> Result<DatasetInfo, ApiError> {
+    let d = visible(state, caller, id).await?;
+    if d.owner_id != caller.id {
+        return Err(ApiError::Forbidden(format!(
+            "{what} is for the dataset's owner"
+        )));
+    }
+    Ok(d)
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    AppQuery(q): AppQuery<PageQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (after, size) = q.cursor()?;
+    Ok(axum::Json(page_json(
+        datasets::list_visible(&state.pool, &caller.id, after, size).await?,
+    )))
+}
+
+async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(visible(&state, &caller, &id).await?))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    owned(&state, &caller, &id, "deleting").await?;
+    for job in datasets::delete(&state.pool, &id, &caller.id).await? {
+        state.jobs.cancel(&job);
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn budget(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    visible(&state, &caller, &id).await?;
+    Ok(axum::Json(ledger::budget(&state.pool, &id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewTotal {
+    epsilon: f64,
+    #[serde(default)]
+    delta: f64,
+}
+
+async fn set_budget(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<NewTotal>,
+) -> Result<impl IntoResponse, ApiError> {
+    caller.require(&[Role::Owner], "changing a budget")?;
+    owned(&state, &caller, &id, "changing the budget").await?;
+    let total = Budget::new(body.epsilon, body.delta)
+        .map_err(|e| ApiError::Validation(vec![FieldError::new("epsilon", e.to_string())]))?;
+    let total = Amount {
+        epsilon: total.epsilon(),
+        delta: total.delta(),
+    };
+    match ledger::set_total(&state.pool, &id, total, &caller.id).await? {
+        SetTotal::Done(b) => Ok(axum::Json(b)),
+        SetTotal::BelowCharged(b) => Err(ApiError::Conflict(format!(
+            "the new total is below what is already charged (epsilon {}, delta {})",
+            b.charged().epsilon,
+            b.charged().delta
+        ))),
+    }
+}
+
+async fn ledger_entries(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    AppQuery(q): AppQuery<PageQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    visible(&state, &caller, &id).await?;
+    let (after, size) = q.cursor()?;
+    Ok(axum::Json(page_json(
+        ledger::entries(&state.pool, &id, after, size).await?,
+    )))
+}
+
+async fn grants(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    owned(&state, &caller, &id, "listing grants").await?;
+    Ok(axum::Json(
+        json!({ "analysts": datasets::grants(&state.pool, &id).await? }),
+    ))
+}
+
+async fn grant(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, key_id)): Path<(String, String)>,
+) -> Result<impl IntoResponse, ApiError> {
+    owned(&state, &caller, &id, "granting access").await?;
+    if datasets::grant(&state.pool, &id, &key_id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound("analyst key"))
+    }
+}
+
+async fn revoke_grant(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, key_id)): Path<(String, String)>,
+) -> Result<impl IntoResponse, ApiError> {
+    owned(&state, &caller, &id, "revoking access").await?;
+    if datasets::revoke_grant(&state.pool, &id, &key_id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound("grant"))
+    }
+}

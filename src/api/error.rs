@@ -1,0 +1,276 @@
+//! The one error type of the API and its mapping to `application/problem+json`
+//! (RFC 9457).
+//!
+//! Every error response of the service is a problem document: handler
+//! errors through [`ApiError`], extractor rejections through [`AppJson`] and
+//! [`AppQuery`], and responses made by layers (body limit, timeout, unknown
+//! route, wrong method) through [`normalize_errors`]. A 5xx body is generic;
+//! its cause is logged. Details say where, never what: no row values.
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{HeaderValue, StatusCode, header, request::Parts};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tracing::error;
+
+use crate::store::StoreError;
+use crate::store::ledger::Amount;
+
+/// Media type of problem documents.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// One invalid field of a request (422).
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldError {
+    /// The field, e.g. `epsilon` or `rows[3].odor`.
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl FieldError {
+    /// A field error.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> FieldError {
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Every error an API handler can return.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// No or unknown API key (401).
+    #[error("a valid API key is required (Authorization: Bearer <key>)")]
+    Unauthorized,
+    /// The key's role may not do this (403).
+    #[error("{0}")]
+    Forbidden(String),
+    /// Not found, or not visible to this key (404; never says which).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// Malformed request (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// Invalid fields (422).
+    #[error("the request has invalid fields")]
+    Validation(Vec<FieldError>),
+    /// Invalid uploaded data: owner-only (the uploader sees row/column positions) (422).
+    #[error("{0}")]
+    InvalidData(String),
+    /// The request conflicts with the resource's state (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// The charge does not fit the remaining budget (409).
+    #[error("the requested charge exceeds the dataset's remaining privacy budget")]
+    BudgetExceeded {
+        /// The charge asked for.
+        requested: Amount,
+        /// What is left.
+        remaining: Amount,
+    },
+    /// The Idempotency-Key was used for a different request (422).
+    #[error("this Idempotency-Key was already used with a different request")]
+    IdempotencyMismatch,
+    /// A size limit was exceeded (413).
+    #[error("{0}")]
+    TooLarge(String),
+    /// Wrong content type (415).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// Too many active jobs for this key (429).
+    #[error("{0}")]
+    TooManyRequests(String),
+    /// Not ready (503).
+    #[error("the service is not ready")]
+    Unavailable,
+    /// Anything else (500); the cause is logged, never returned.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ApiError {
+    fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Validation(_) | ApiError::InvalidData(_) | ApiError::IdempotencyMismatch => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            ApiError::Conflict(_) | ApiError::BudgetExceeded { .. } => StatusCode::CONFLICT,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn slug(&self) -> &'static str {
+        match self {
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::NotFound(_) => "not-found",
+            ApiError::BadRequest(_) => "bad-request",
+            ApiError::Validation(_) => "validation",
+            ApiError::InvalidData(_) => "invalid-data",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::BudgetExceeded { .. } => "budget-exceeded",
+            ApiError::IdempotencyMismatch => "idempotency-key-reused",
+            ApiError::TooLarge(_) => "too-large",
+            ApiError::UnsupportedMediaType(_) => "unsupported-media-type",
+            ApiError::TooManyRequests(_) => "too-many-requests",
+            ApiError::Unavailable => "unavailable",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+}
+
+/// A problem document body.
+pub(crate) fn problem(status: StatusCode, slug: &str, detail: &str, extensions: Value) -> Response {
+    let mut body = json!({
+        "type": format!("/problems/{slug}"),
+        "title": status.canonical_reason().unwrap_or("Error"),
+        "status": status.as_u16(),
+        "detail": detail,
+    });
+    if let (Value::Object(b), Value::Object(ext)) = (&mut body, extensions) {
+        b.extend(ext);
+    }
+    let mut response = (status, body.to_string()).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    response
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let detail = self.to_string();
+        let extensions = match &self {
+            ApiError::Validation(errors) => json!({ "errors": errors }),
+            ApiError::BudgetExceeded {
+                requested,
+                remaining,
+            } => {
+                json!({ "requested": requested, "remaining": remaining })
+            }
+            ApiError::Internal(cause) => {
+                error!(cause = %cause, "internal error");
+                json!({})
+            }
+            _ => json!({}),
+        };
+        let mut response = problem(status, self.slug(), &detail, extensions);
+        if matches!(self, ApiError::Unauthorized) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> ApiError {
+        match r {
+            JsonRejection::JsonDataError(e) => {
+                ApiError::Validation(vec![FieldError::new("body", e.body_text())])
+            }
+            JsonRejection::JsonSyntaxError(e) => ApiError::BadRequest(e.body_text()),
+            JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
+                "expected a request with Content-Type: application/json".into(),
+            ),
+            JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                ApiError::TooLarge("the request body is larger than the limit".into())
+            }
+            other => ApiError::BadRequest(other.body_text()),
+        }
+    }
+}
+
+/// `Json` whose rejections are problem documents.
+pub struct AppJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for AppJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(AppJson(v)),
+            Err(r) => Err(r.into()),
+        }
+    }
+}
+
+/// `Query` whose rejections are problem documents (422).
+pub struct AppQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for AppQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(v)) => Ok(AppQuery(v)),
+            Err(QueryRejection::FailedToDeserializeQueryString(e)) => Err(ApiError::Validation(
+                vec![FieldError::new("query", e.body_text())],
+            )),
+            Err(other) => Err(ApiError::BadRequest(other.body_text())),
+        }
+    }
+}
+
+/// Middleware: turn any error response that is not yet a problem document
+/// (made by a layer, a fallback or an extractor we do not wrap) into one,
+/// with a generic detail for its status. The original body is dropped, so
+/// nothing a layer wrote can leak.
+pub async fn normalize_errors(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
+    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+        return response;
+    }
+    let (slug, detail) = match status {
+        StatusCode::NOT_FOUND => ("not-found", "no such route"),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method-not-allowed",
+            "this route does not accept that method",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => ("too-large", "the request body is larger than the limit"),
+        StatusCode::REQUEST_TIMEOUT => (
+            "timeout",
+            "the request took longer than the server's time limit",
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            ("unsupported-media-type", "unsupported Content-Type")
+        }
+        s if s.is_server_error() => ("internal", "internal error"),
+        _ => ("bad-request", "the request could not be processed"),
+    };
+    let mut out = problem(status, slug, detail, json!({}));
+    // Keep headers such as Allow on 405.
+    for (name, value) in response.headers() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
+}

@@ -1,0 +1,297 @@
+//! Training jobs: submit (validate everything, then admit the charge and
+//! queue), estimate (the charge and noise a job would get; spends nothing),
+//! list, status with progress (rounds done of tau), cancel.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::Caller;
+use super::error::{ApiError, AppJson, AppQuery, FieldError};
+use super::{AppState, PageQuery, Routes, datasets::visible, idempotency_key, replay, to_json};
+use crate::jobs::JobParams;
+use crate::learn::params::{Calibration, default_parameters};
+use crate::learn::{ValidLazyBbParams, WeakLearnerKind};
+use crate::privacy::{Budget, Composition};
+use crate::store::datasets::DatasetInfo;
+use crate::store::idempotency::{IdemRequest, StoredResponse};
+use crate::store::jobs::{self, Cancelled, JobRecord, NewJob, Submitted};
+use crate::store::keys::Role;
+use crate::store::ledger::{self, Amount};
+
+pub(super) fn routes(r: Routes) -> Routes {
+    r.at(Method::POST, "/v1/jobs", submit)
+        .at(Method::GET, "/v1/jobs", list)
+        .at(Method::POST, "/v1/jobs/estimate", estimate)
+        .at(Method::GET, "/v1/jobs/{id}", get)
+        .at(Method::POST, "/v1/jobs/{id}/cancel", cancel)
+}
+
+/// The body of `POST /v1/jobs` and `POST /v1/jobs/estimate`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobRequest {
+    dataset_id: String,
+    /// Total epsilon of the job.
+    epsilon: f64,
+    /// Total delta (0: pure DP; > 0: advanced composition over rounds).
+    #[serde(default)]
+    delta: f64,
+    tau: Option<u32>,
+    lambda: Option<f64>,
+    kappa: Option<f64>,
+    weak_learner: Option<WeakLearnerKind>,
+    /// Accepted only to refuse it clearly (SPEC §2).
+    seed: Option<Value>,
+    /// Accepted only to refuse `false` clearly.
+    private: Option<bool>,
+}
+
+/// Check the request into job parameters, before any access or budget check.
+fn check(req: &JobRequest) -> Result<(JobParams, ValidLazyBbParams), ApiError> {
+    let mut errors = Vec::new();
+    if req.seed.is_some() {
+        errors.push(FieldError::new(
+            "seed",
+            "a private job takes no seed: noise comes from the operating system's CSPRNG (a known seed would let anyone remove the noise)",
+        ));
+    }
+    if req.private == Some(false) {
+        errors.push(FieldError::new(
+            "private",
+            "the service only runs differentially private jobs",
+        ));
+    }
+    if let Err(e) = Budget::new(req.epsilon, req.delta) {
+        let field = if e.to_string().contains("delta") {
+            "delta"
+        } else {
+            "epsilon"
+        };
+        errors.push(FieldError::new(field, e.to_string()));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let (tau, lambda, kappa) = default_parameters(req.epsilon);
+    let params = JobParams {
+        tau: req.tau.unwrap_or(tau),
+        lambda: req.lambda.unwrap_or(lambda),
+        kappa: req.kappa.unwrap_or(kappa),
+        weak_learner: req.weak_learner.unwrap_or(WeakLearnerKind::OneRule),
+        epsilon: req.epsilon,
+        delta: req.delta,
+        defaults_used: req.tau.is_none() && req.lambda.is_none() && req.kappa.is_none(),
+    };
+    let valid = params.to_lazybb().and_then(|p| p.check()).map_err(|e| {
+        let message = e.to_string();
+        let field = if message.contains("(tau)") {
+            "tau"
+        } else if message.contains("(lambda)") {
+            "lambda"
+        } else if message.contains("(kappa)") {
+            "kappa"
+        } else {
+            "params"
+        };
+        ApiError::Validation(vec![FieldError::new(field, message)])
+    })?;
+    Ok((params, valid))
+}
+
+/// Parse and check a request body; the dataset must be visible and ready.
+async fn prepare(
+    state: &AppState,
+    caller: &Caller,
+    body: Value,
+) -> Result<(JobParams, Calibration, DatasetInfo), ApiError> {
+    caller.require(&[Role::Owner, Role::Analyst], "training")?;
+    let req: JobRequest = serde_json::from_value(body)
+        .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?;
+    let (params, valid) = check(&req)?;
+    let dataset = visible(state, caller, &req.dataset_id).await?;
+    if dataset.state != "ready" {
+        return Err(ApiError::Conflict("the dataset was deleted".into()));
+    }
+    let n = usize::try_from(dataset.n_rows).map_err(|_| ApiError::Internal("row count".into()))?;
+    let calibration = valid
+        .calibrate(n)
+        .map_err(|e| ApiError::Validation(vec![FieldError::new("params", e.to_string())]))?
+        .ok_or_else(|| ApiError::Internal("a private job without calibration".into()))?;
+    Ok((params, calibration, dataset))
+}
+
+/// The noise a job gets (public: depends on parameters and n only).
+fn noise_json(c: &Calibration) -> Value {
+    json!({
+        "mechanism": "weighted exponential mechanism over one-rules (DP-1R), once per round",
+        "n_rows": c.n,
+        "epsilon_per_round": c.round.epsilon_round,
+        "composition": match c.round.composition { Composition::Basic => "basic", Composition::Advanced => "advanced" },
+        "eta": c.eta,
+        "zeta": c.zeta,
+    })
+}
+
+/// A job as JSON, with live progress when it runs in this process.
+fn job_json(state: &AppState, job: &JobRecord) -> Result<Value, ApiError> {
+    let mut v = to_json(job)?;
+    let rounds = match job.state.as_str() {
+        "running" => state.jobs.progress(&job.id).unwrap_or(job.rounds_done),
+        _ => job.rounds_done,
+    };
+    v["rounds_done"] = json!(rounds);
+    v["progress"] = json!({ "rounds_done": rounds, "tau": job.tau });
+    Ok(v)
+}
+
+async fn submit(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    AppJson(body): AppJson<Value>,
+) -> Result<Response, ApiError> {
+    let idem_key = idempotency_key(&headers)?;
+    // serde_json's map is sorted, so the hash ignores key order.
+    let canonical = body.to_string();
+    let (params, _calibration, dataset) = prepare(&state, &caller, body).await?;
+    let idem = idem_key
+        .map(|k| IdemRequest::new(&caller.id, &k, "POST", "/v1/jobs", canonical.as_bytes()));
+    let params_json =
+        serde_json::to_string(&params).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let charge = Amount {
+        epsilon: params.epsilon,
+        delta: params.delta,
+    };
+    let outcome = jobs::submit(
+        &state.pool,
+        NewJob {
+            dataset_id: &dataset.id,
+            submitted_by: &caller.id,
+            params_json: &params_json,
+            tau: params.tau,
+            charge,
+            max_active_per_key: state.config.max_active_jobs_per_key,
+        },
+        idem.as_ref(),
+        |job| StoredResponse {
+            status: 202,
+            location: Some(format!("/v1/jobs/{}", job.id)),
+            body: job_json(&state, job)
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+        },
+    )
+    .await?;
+    match outcome {
+        Submitted::New(job) => {
+            state.jobs.wake();
+            Ok((
+                StatusCode::ACCEPTED,
+                [
+                    (header::LOCATION, format!("/v1/jobs/{}", job.id)),
+                    (header::RETRY_AFTER, "1".to_owned()),
+                ],
+                axum::Json(job_json(&state, &job)?),
+            )
+                .into_response())
+        }
+        Submitted::Replay(r) => Ok(replay(r)),
+        Submitted::Mismatch => Err(ApiError::IdempotencyMismatch),
+        Submitted::OverBudget { requested, budget } => Err(ApiError::BudgetExceeded {
+            requested,
+            remaining: budget.remaining,
+        }),
+        Submitted::TooManyActive => Err(ApiError::TooManyRequests(format!(
+            "this key already has {} queued or running jobs",
+            state.config.max_active_jobs_per_key
+        ))),
+        Submitted::DatasetGone => Err(ApiError::Conflict("the dataset was deleted".into())),
+    }
+}
+
+async fn estimate(
+    State(state): State<AppState>,
+    caller: Caller,
+    AppJson(body): AppJson<Value>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (params, calibration, dataset) = prepare(&state, &caller, body).await?;
+    let budget = ledger::budget(&state.pool, &dataset.id).await?;
+    let charge = Amount {
+        epsilon: params.epsilon,
+        delta: params.delta,
+    };
+    Ok(axum::Json(json!({
+        "dataset_id": dataset.id,
+        "charge": charge,
+        "params": params,
+        "noise": noise_json(&calibration),
+        "budget": budget,
+        "admissible": charge.fits_within(budget.remaining),
+    })))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    AppQuery(q): AppQuery<PageQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (after, size) = q.cursor()?;
+    let page = jobs::list_visible(&state.pool, &caller.id, after, size).await?;
+    let items = page
+        .items
+        .iter()
+        .map(|j| job_json(&state, j))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(axum::Json(json!({
+        "items": items,
+        "next_page_token": page.next_after.map(|s| format!("after-{s}")),
+    })))
+}
+
+async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let job = jobs::get_visible(&state.pool, &id, &caller.id)
+        .await?
+        .ok_or(ApiError::NotFound("job"))?;
+    Ok(axum::Json(job_json(&state, &job)?))
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let job = jobs::get_visible(&state.pool, &id, &caller.id)
+        .await?
+        .ok_or(ApiError::NotFound("job"))?;
+    if job.submitted_by != caller.id {
+        let dataset = visible(&state, &caller, &job.dataset_id).await?;
+        if dataset.owner_id != caller.id {
+            return Err(ApiError::Forbidden(
+                "only the submitter or the dataset's owner can cancel a job".into(),
+            ));
+        }
+    }
+    match jobs::cancel(&state.pool, &id, &caller.id)
+        .await?
+        .ok_or(ApiError::NotFound("job"))?
+    {
+        Cancelled::Refunded(job) | Cancelled::Stopped(job) => {
+            Ok(axum::Json(job_json(&state, &job)?).into_response())
+        }
+        Cancelled::Requested(job) => {
+            state.jobs.cancel(&id);
+            Ok((StatusCode::ACCEPTED, axum::Json(job_json(&state, &job)?)).into_response())
+        }
+        Cancelled::AlreadyFinal(job) => Err(ApiError::Conflict(format!(
+            "the job already ended ({})",
+            job.state
+        ))),
+    }
+}

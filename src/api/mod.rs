@@ -1,0 +1,411 @@
+//! API: the HTTP layer of the service (SPEC §6).
+//!
+//! The last step of the data path: routes and thin handlers that extract the
+//! caller, the path and the body, validate, call [`crate::store`] and
+//! [`crate::jobs`], and map the result to a response. Only this module
+//! knows HTTP; it knows nothing of the algorithms' insides.
+//!
+//! - [`error`]: [`ApiError`](error::ApiError) and problem+json everywhere;
+//! - [`auth`]: the [`Caller`](auth::Caller) extractor;
+//! - `keys`, `datasets`, `jobs`, `models`, `ops`: one file per area, each with
+//!   its routes;
+//! - `metrics`: the Prometheus counters.
+//!
+//! Start-up order ([`Server::open`]): pool (WAL, busy timeout) and
+//! migrations, the admin key, recovery of interrupted jobs, workers. Then
+//! [`serve`] binds nothing itself: the caller passes the listener and the
+//! shutdown future, so tests run on port 0.
+
+pub mod auth;
+pub mod error;
+
+mod datasets;
+mod jobs;
+mod keys;
+mod metrics;
+mod models;
+mod ops;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::handler::Handler;
+use axum::http::{Method, StatusCode};
+use axum::routing::{MethodFilter, MethodRouter, on};
+use sqlx::SqlitePool;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use tracing::info;
+
+use crate::jobs::{JobQueue, Workers};
+use crate::store::{self, StoreError, keys::Role};
+
+pub use error::ApiError;
+
+/// Checked service settings (built by `privboost serve` from flags and env).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The SQLite file.
+    pub db_path: PathBuf,
+    /// Training workers (concurrent trainings).
+    pub workers: usize,
+    /// Use this admin key instead of generating one on first start.
+    pub admin_key: Option<String>,
+    /// Largest JSON request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest dataset upload (multipart body), in bytes.
+    pub max_upload_bytes: usize,
+    /// Most rows in one upload.
+    pub max_upload_rows: usize,
+    /// Most rows in one prediction request.
+    pub max_predict_rows: usize,
+    /// Most queued or running jobs per key.
+    pub max_active_jobs_per_key: u32,
+    /// Time limit of one request (uploads included).
+    pub request_timeout: Duration,
+}
+
+impl Config {
+    /// Defaults for everything but the file.
+    pub fn new(db_path: PathBuf) -> Config {
+        Config {
+            db_path,
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            admin_key: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
+            max_upload_rows: DEFAULT_MAX_UPLOAD_ROWS,
+            max_predict_rows: DEFAULT_MAX_PREDICT_ROWS,
+            max_active_jobs_per_key: DEFAULT_MAX_ACTIVE_JOBS_PER_KEY,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+/// 8 MiB: a prediction batch of 10,000 rows of ~25 columns fits; a runaway
+/// client cannot make the server buffer more.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
+/// 1 GiB: uploads are streamed into the encoder, so memory holds only the
+/// bit matrix (about n * d / 8 bytes), not the CSV text.
+pub const DEFAULT_MAX_UPLOAD_BYTES: usize = 1 << 30;
+/// 20 million rows: 20M x 200 literals is 500 MB of bits, within a 2-core,
+/// 24 GiB machine with room for training's per-row arrays (SPEC §7).
+pub const DEFAULT_MAX_UPLOAD_ROWS: usize = 20_000_000;
+/// 10,000 rows per prediction request: answers in a few milliseconds.
+pub const DEFAULT_MAX_PREDICT_ROWS: usize = 10_000;
+/// 32 queued or running jobs per key: one analyst cannot fill the queue.
+pub const DEFAULT_MAX_ACTIVE_JOBS_PER_KEY: u32 = 32;
+/// 300 s: an upload of the maximum size on a slow link; also bounds how long
+/// graceful shutdown waits for in-flight requests.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pool: SqlitePool,
+    jobs: JobQueue,
+    config: Arc<Config>,
+    metrics: Arc<metrics::Metrics>,
+    models: Arc<models::ModelCache>,
+}
+
+/// Errors at start-up.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Opening or migrating the database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// An opened service: database migrated, workers running, not yet serving.
+pub struct Server {
+    state: AppState,
+    workers: Workers,
+    shutdown_tx: watch::Sender<bool>,
+    /// The admin key generated on first start (to print once), if any.
+    pub new_admin_key: Option<String>,
+}
+
+impl Server {
+    /// Open the database, apply migrations, make sure an admin key exists,
+    /// re-queue jobs a crash left running, and start the workers.
+    pub async fn open(config: Config) -> Result<Server, StartError> {
+        // One connection per worker for writing results, plus request traffic.
+        let pool = store::open(&config.db_path, (config.workers as u32 + 8).max(8)).await?;
+        let new_admin_key = bootstrap_admin(&pool, config.admin_key.as_deref()).await?;
+        let recovered = store::jobs::recover(&pool).await?;
+        if recovered > 0 {
+            info!(
+                jobs = recovered,
+                "re-queued jobs interrupted by a previous stop; they re-run under their charges"
+            );
+        }
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let (jobs, workers) = JobQueue::start(pool.clone(), config.workers, shutdown_rx);
+        jobs.wake();
+        let state = AppState {
+            pool,
+            jobs,
+            config: Arc::new(config),
+            metrics: Arc::new(metrics::Metrics::default()),
+            models: Arc::new(models::ModelCache::default()),
+        };
+        Ok(Server {
+            state,
+            workers,
+            shutdown_tx,
+            new_admin_key,
+        })
+    }
+}
+
+async fn bootstrap_admin(
+    pool: &SqlitePool,
+    configured: Option<&str>,
+) -> Result<Option<String>, StoreError> {
+    if let Some(secret) = configured {
+        if !store::keys::secret_exists(pool, secret).await? {
+            store::keys::create(pool, Role::Admin, "admin (configured)", secret).await?;
+        }
+        return Ok(None);
+    }
+    if store::keys::admin_exists(pool).await? {
+        return Ok(None);
+    }
+    let secret = store::keys::generate_secret()?;
+    store::keys::create(pool, Role::Admin, "admin", &secret).await?;
+    Ok(Some(secret))
+}
+
+/// Serve until `shutdown` completes, then drain requests, stop the workers
+/// (running trainings stop at their next round and go back to the queue)
+/// and wait for them.
+pub async fn serve(
+    listener: TcpListener,
+    server: Server,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let Server {
+        state,
+        workers,
+        shutdown_tx,
+        ..
+    } = server;
+    let jobs = state.jobs.clone();
+    let pool = state.pool.clone();
+    let app = router(state);
+    let mut rx = shutdown_tx.subscribe();
+    // One signal, fanned out: the HTTP server and the workers both watch it.
+    tokio::spawn(async move {
+        shutdown.await;
+        jobs.stop();
+        let _ = shutdown_tx.send(true);
+    });
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        })
+        .await;
+    workers.join().await;
+    pool.close().await;
+    result
+}
+
+/// The route table: every route with its method, so that the router and
+/// `openapi.yaml` can be compared (tests/openapi.rs).
+pub(crate) struct Routes {
+    router: Router<AppState>,
+    list: Vec<(Method, &'static str)>,
+}
+
+impl Routes {
+    fn new() -> Routes {
+        Routes {
+            router: Router::new(),
+            list: Vec::new(),
+        }
+    }
+
+    /// Add `handler` for `method` at `path`.
+    pub(crate) fn at<H, T>(self, method: Method, path: &'static str, handler: H) -> Routes
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        let filter = MethodFilter::try_from(method.clone()).expect("a standard method");
+        self.at_router(method, path, on(filter, handler))
+    }
+
+    /// Add a prepared method router (with its own layers) for `method`.
+    pub(crate) fn at_router(
+        mut self,
+        method: Method,
+        path: &'static str,
+        mr: MethodRouter<AppState>,
+    ) -> Routes {
+        self.list.push((method, path));
+        self.router = self.router.route(path, mr);
+        self
+    }
+}
+
+fn routes(config: &Config) -> Routes {
+    let r = Routes::new();
+    let r = keys::routes(r);
+    let r = datasets::routes(r, config);
+    let r = jobs::routes(r);
+    let r = models::routes(r);
+    ops::routes(r)
+}
+
+/// Every `(METHOD, path)` the router serves.
+pub fn route_list() -> Vec<(String, String)> {
+    routes(&Config::new(PathBuf::new()))
+        .list
+        .into_iter()
+        .map(|(m, p)| (m.to_string(), p.to_owned()))
+        .collect()
+}
+
+/// The application with all layers. Order, outermost first: request id
+/// (so every log line and response carries it), tracing, metrics, the
+/// problem+json normaliser (so errors made by the inner layers are problem
+/// documents too), the timeout, and the default body limit (raised only on
+/// the upload route).
+pub fn router(state: AppState) -> Router {
+    let config = state.config.clone();
+    let routes = routes(&config);
+    routes
+        .router
+        .fallback(|| async { StatusCode::NOT_FOUND })
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout,
+        ))
+        .layer(axum::middleware::from_fn(error::normalize_errors))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::record,
+        ))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+                let path = req
+                    .extensions()
+                    .get::<axum::extract::MatchedPath>()
+                    .map_or("unmatched", |p| p.as_str());
+                let request_id = req
+                    .headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                tracing::info_span!("request", method = %req.method(), path, request_id)
+            }),
+        )
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(state)
+}
+
+/// Cursor pagination query (`page_size`, `page_token`).
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PageQuery {
+    page_size: Option<u32>,
+    page_token: Option<String>,
+}
+
+/// Largest page.
+const MAX_PAGE_SIZE: u32 = 1000;
+/// Page size when none is given.
+const DEFAULT_PAGE_SIZE: u32 = 100;
+
+impl PageQuery {
+    /// `(after, page_size)`, checked.
+    pub(crate) fn cursor(&self) -> Result<(i64, u32), ApiError> {
+        let size = self.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+        if size == 0 || size > MAX_PAGE_SIZE {
+            return Err(ApiError::Validation(vec![error::FieldError::new(
+                "page_size",
+                format!("must be between 1 and {MAX_PAGE_SIZE}"),
+            )]));
+        }
+        let after = match &self.page_token {
+            None => 0,
+            Some(t) => t
+                .strip_prefix("after-")
+                .and_then(|s| s.parse::<i64>().ok())
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| {
+                    ApiError::Validation(vec![error::FieldError::new(
+                        "page_token",
+                        "not a token this server issued",
+                    )])
+                })?,
+        };
+        Ok((after, size))
+    }
+}
+
+/// A page of items as JSON: `{"items": [...], "next_page_token": ...}`.
+pub(crate) fn page_json<T: serde::Serialize>(page: store::Page<T>) -> serde_json::Value {
+    serde_json::json!({
+        "items": page.items,
+        "next_page_token": page.next_after.map(|s| format!("after-{s}")),
+    })
+}
+
+/// The `Idempotency-Key` header, if present (1 to 255 visible characters).
+pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let text = value
+        .to_str()
+        .ok()
+        .filter(|t| !t.is_empty() && t.len() <= 255);
+    match text {
+        Some(t) => Ok(Some(t.to_owned())),
+        None => Err(ApiError::Validation(vec![error::FieldError::new(
+            "Idempotency-Key",
+            "must be 1 to 255 visible ASCII characters",
+        )])),
+    }
+}
+
+/// Replay a stored response.
+pub(crate) fn replay(stored: store::idempotency::StoredResponse) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+    let mut response = (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        stored.body,
+    )
+        .into_response();
+    if let Some(location) = stored
+        .location
+        .and_then(|l| axum::http::HeaderValue::from_str(&l).ok())
+    {
+        response
+            .headers_mut()
+            .insert(axum::http::header::LOCATION, location);
+    }
+    response.headers_mut().insert(
+        "idempotent-replayed",
+        axum::http::HeaderValue::from_static("true"),
+    );
+    response
+}
+
+/// Serialise a response body (our own types always serialise).
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(value).map_err(|e| ApiError::Internal(e.to_string()))
+}

@@ -1,0 +1,384 @@
+//! Models, deployments and predictions: list and get models (with the
+//! privacy statement and the inspection), predict on a model or a named
+//! deployment, re-point a deployment, and the Open Inference Protocol v2
+//! route for deployments. All of it is post-processing of released models:
+//! no budget is spent and no row is read.
+//!
+//! Access: a model is visible to whoever can see its dataset; a deployment
+//! is a publication, so any valid key may read it and predict with it, and
+//! only its creator may re-point it (to a model the creator can see).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Path, State};
+use axum::http::{Method, StatusCode};
+use axum::response::IntoResponse;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::auth::Caller;
+use super::error::{ApiError, AppJson, AppQuery, FieldError};
+use super::{AppState, PageQuery, Routes, page_json};
+use crate::data::Encoder;
+use crate::learn::{Model, Predictor, inspect};
+use crate::store::deployments::{self, Put};
+use crate::store::models::{self, ModelRecord};
+
+pub(super) fn routes(r: Routes) -> Routes {
+    r.at(Method::GET, "/v1/models", list)
+        .at(Method::GET, "/v1/models/{id}", get)
+        .at(Method::POST, "/v1/models/{id}/predict", predict_model)
+        .at(Method::GET, "/v1/deployments", list_deployments)
+        .at(Method::GET, "/v1/deployments/{name}", get_deployment)
+        .at(Method::PUT, "/v1/deployments/{name}", put_deployment)
+        .at(
+            Method::POST,
+            "/v1/deployments/{name}/predict",
+            predict_deployment,
+        )
+        .at(Method::POST, "/v2/models/{name}/infer", infer)
+}
+
+/// A model ready to predict: parsed once, then shared.
+pub(crate) struct Loaded {
+    model: Model,
+    encoder: Encoder,
+    predictor: Predictor,
+    positive: String,
+    negative: String,
+}
+
+/// Loaded models by id. Models never change, so entries never go stale;
+/// the map is cleared when it reaches [`MODEL_CACHE_SIZE`].
+#[derive(Default)]
+pub(crate) struct ModelCache {
+    map: Mutex<HashMap<String, Arc<Loaded>>>,
+}
+
+/// Models kept loaded.
+const MODEL_CACHE_SIZE: usize = 256;
+
+impl ModelCache {
+    fn load(&self, record: &ModelRecord) -> Result<Arc<Loaded>, ApiError> {
+        if let Some(l) = self
+            .map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&record.id)
+        {
+            return Ok(l.clone());
+        }
+        let model = Model::from_json(&record.model_json)
+            .map_err(|e| ApiError::Internal(format!("stored model: {e}")))?;
+        let encoder = model
+            .encoder()
+            .map_err(|e| ApiError::Internal(format!("stored model: {e}")))?;
+        let predictor = model.predictor();
+        let label = &model.schema.label;
+        let loaded = Arc::new(Loaded {
+            positive: label.positive.clone(),
+            negative: label
+                .negative
+                .clone()
+                .unwrap_or_else(|| format!("not {}", label.positive)),
+            model,
+            encoder,
+            predictor,
+        });
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= MODEL_CACHE_SIZE {
+            map.clear();
+        }
+        map.insert(record.id.clone(), loaded.clone());
+        Ok(loaded)
+    }
+}
+
+fn summary(record: &ModelRecord, model: &Model) -> Value {
+    json!({
+        "id": record.id,
+        "job_id": record.job_id,
+        "dataset_id": record.dataset_id,
+        "created_at": record.created_at,
+        "params": model.params,
+        "privacy": model.privacy,
+    })
+}
+
+async fn visible_model(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<(ModelRecord, Arc<Loaded>), ApiError> {
+    let record = models::get_visible(&state.pool, id, &caller.id)
+        .await?
+        .ok_or(ApiError::NotFound("model"))?;
+    let loaded = state.models.load(&record)?;
+    Ok((record, loaded))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    AppQuery(q): AppQuery<PageQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (after, size) = q.cursor()?;
+    let page = models::list_visible(&state.pool, &caller.id, after, size).await?;
+    let items = page
+        .items
+        .iter()
+        .map(|r| state.models.load(r).map(|l| summary(r, &l.model)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(axum::Json(json!({
+        "items": items,
+        "next_page_token": page.next_after.map(|s| format!("after-{s}")),
+    })))
+}
+
+async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (record, loaded) = visible_model(&state, &caller, &id).await?;
+    let mut body = summary(&record, &loaded.model);
+    body["inspection"] = serde_json::to_value(inspect(&loaded.model, &loaded.encoder))
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    body["model"] =
+        serde_json::from_str(&record.model_json).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(axum::Json(body))
+}
+
+/// `{"rows": [{column: value, ...}, ...]}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PredictRequest {
+    rows: Vec<Map<String, Value>>,
+}
+
+/// One prediction as JSON.
+#[derive(serde::Serialize)]
+struct PredictionOut<'a> {
+    class: &'a str,
+    positive: bool,
+    score: f64,
+    probability: f64,
+}
+
+/// Predict rows with a loaded model. Errors name the row and the column.
+fn predict_rows<'a>(
+    loaded: &'a Loaded,
+    rows: &[Map<String, Value>],
+    limit: usize,
+) -> Result<Vec<PredictionOut<'a>>, ApiError> {
+    if rows.is_empty() {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "rows",
+            "at least one row is required",
+        )]));
+    }
+    if rows.len() > limit {
+        return Err(ApiError::TooLarge(format!(
+            "at most {limit} rows per request; got {}",
+            rows.len()
+        )));
+    }
+    let mut active = Vec::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        loaded
+            .encoder
+            .encode_json_row(row, i + 1, &mut active)
+            .map_err(|e| {
+                ApiError::Validation(vec![FieldError::new(format!("rows[{i}]"), e.to_string())])
+            })?;
+        let p = loaded
+            .predictor
+            .prediction(loaded.predictor.vote_sum(&active));
+        out.push(PredictionOut {
+            class: if p.positive {
+                &loaded.positive
+            } else {
+                &loaded.negative
+            },
+            positive: p.positive,
+            score: p.score,
+            probability: p.probability,
+        });
+    }
+    Ok(out)
+}
+
+async fn predict_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<PredictRequest>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (record, loaded) = visible_model(&state, &caller, &id).await?;
+    let predictions = predict_rows(&loaded, &body.rows, state.config.max_predict_rows)?;
+    Ok(axum::Json(
+        json!({ "model_id": record.id, "predictions": predictions }),
+    ))
+}
+
+/// Deployment names: 1 to 100 of `[A-Za-z0-9._-]`.
+fn check_name(name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(vec![FieldError::new(
+            "name",
+            "1 to 100 characters from A-Z a-z 0-9 . _ -",
+        )]))
+    }
+}
+
+async fn deployed(state: &AppState, name: &str) -> Result<(ModelRecord, Arc<Loaded>), ApiError> {
+    let d = deployments::get(&state.pool, name)
+        .await?
+        .ok_or(ApiError::NotFound("deployment"))?;
+    let record = models::get(&state.pool, &d.model_id)
+        .await?
+        .ok_or(ApiError::NotFound("deployment"))?;
+    let loaded = state.models.load(&record)?;
+    Ok((record, loaded))
+}
+
+async fn list_deployments(
+    State(state): State<AppState>,
+    _caller: Caller,
+    AppQuery(q): AppQuery<PageQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (after, size) = q.cursor()?;
+    Ok(axum::Json(page_json(
+        deployments::list(&state.pool, after, size).await?,
+    )))
+}
+
+async fn get_deployment(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let d = deployments::get(&state.pool, &name)
+        .await?
+        .ok_or(ApiError::NotFound("deployment"))?;
+    Ok(axum::Json(d))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PutDeployment {
+    model_id: String,
+}
+
+async fn put_deployment(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    AppJson(body): AppJson<PutDeployment>,
+) -> Result<impl IntoResponse, ApiError> {
+    check_name(&name)?;
+    // The caller must see the model (else 404, as for any foreign resource).
+    visible_model(&state, &caller, &body.model_id).await?;
+    match deployments::put(&state.pool, &name, &body.model_id, &caller.id).await? {
+        Put::Created(d) => Ok((StatusCode::CREATED, axum::Json(d))),
+        Put::Updated(d) => Ok((StatusCode::OK, axum::Json(d))),
+        Put::Foreign => Err(ApiError::Conflict(
+            "this deployment name belongs to another key".into(),
+        )),
+    }
+}
+
+async fn predict_deployment(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(name): Path<String>,
+    AppJson(body): AppJson<PredictRequest>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (record, loaded) = deployed(&state, &name).await?;
+    let predictions = predict_rows(&loaded, &body.rows, state.config.max_predict_rows)?;
+    Ok(axum::Json(json!({
+        "deployment": name,
+        "model_id": record.id,
+        "predictions": predictions,
+    })))
+}
+
+/// An Open Inference Protocol v2 request: one input tensor per column.
+#[derive(Debug, Deserialize)]
+struct InferRequest {
+    id: Option<String>,
+    inputs: Vec<InferInput>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    parameters: Option<Value>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    outputs: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InferInput {
+    name: String,
+    shape: Vec<i64>,
+    #[allow(dead_code)]
+    datatype: String,
+    data: Vec<Value>,
+}
+
+async fn infer(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(name): Path<String>,
+    AppJson(body): AppJson<InferRequest>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (record, loaded) = deployed(&state, &name).await?;
+    let n = body.inputs.first().map_or(0, |i| i.data.len());
+    let mut errors = Vec::new();
+    for (k, input) in body.inputs.iter().enumerate() {
+        // Flatten [n] or [n, 1] tensors given nested or flat.
+        if input.data.len() != n || input.shape.first().copied() != Some(n as i64) {
+            errors.push(FieldError::new(
+                format!("inputs[{k}]"),
+                format!("every input must have shape [{n}] (one value per row) and as many values"),
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let rows: Vec<Map<String, Value>> = (0..n)
+        .map(|i| {
+            body.inputs
+                .iter()
+                .map(|input| {
+                    let v = match &input.data[i] {
+                        Value::Array(a) if a.len() == 1 => a[0].clone(),
+                        v => v.clone(),
+                    };
+                    (input.name.clone(), v)
+                })
+                .collect()
+        })
+        .collect();
+    let predictions = predict_rows(&loaded, &rows, state.config.max_predict_rows)?;
+    let n = predictions.len();
+    Ok(axum::Json(json!({
+        "model_name": name,
+        "model_version": record.id,
+        "id": body.id,
+        "outputs": [
+            {"name": "class", "datatype": "BYTES", "shape": [n], "data": predictions.iter().map(|p| p.class).collect::<Vec<_>>()},
+            {"name": "score", "datatype": "FP64", "shape": [n], "data": predictions.iter().map(|p| p.score).collect::<Vec<_>>()},
+            {"name": "probability", "datatype": "FP64", "shape": [n], "data": predictions.iter().map(|p| p.probability).collect::<Vec<_>>()},
+        ],
+    })))
+}

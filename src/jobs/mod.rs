@@ -1,0 +1,325 @@
+//! Jobs: the bounded worker pool that trains models, with cancellation and
+//! progress.
+//!
+//! On the data path this sits between the store (queued jobs, encoded rows)
+//! and the library's learner. Each of `workers` async tasks claims the oldest
+//! queued job from the store and runs its training on a blocking thread
+//! (`spawn_blocking`), never on the async executor; so at most `workers`
+//! trainings run at once. A worker wakes when a job is submitted
+//! ([`JobQueue::wake`]), and also every [`POLL_INTERVAL`] so that jobs
+//! queued by another process sharing the file are picked up.
+//!
+//! Cancellation and shutdown are checked between rounds through the
+//! learner's progress callback. A cancelled job ends `cancelled`; a job
+//! interrupted by shutdown goes back to the queue with its charge final, and
+//! is re-run under that charge after the restart (SPEC §2, §6).
+//!
+//! Progress is kept in memory ([`JobControl`]) and only says how many rounds
+//! are done (SPEC §2).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+use tracing::{Instrument, error, info, info_span, warn};
+
+use crate::data::{Encoder, Schema};
+use crate::learn::{LazyBbParams, LearnError, Model, PrivacyMode, WeakLearnerKind, train};
+use crate::privacy::{Budget, NoiseRng};
+use crate::store::{self, StoreError, jobs::ClaimedJob};
+
+/// How often an idle worker looks for work it was not woken for (jobs
+/// queued by another process on the same file, or after a store error).
+pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+
+/// The parameters of a job as stored (with defaults already filled in).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JobParams {
+    /// Rounds.
+    pub tau: u32,
+    /// Learning rate.
+    pub lambda: f64,
+    /// Density.
+    pub kappa: f64,
+    /// Weak learner.
+    pub weak_learner: WeakLearnerKind,
+    /// Total epsilon of the job.
+    pub epsilon: f64,
+    /// Total delta of the job.
+    pub delta: f64,
+    /// Whether tau, lambda and kappa came from the default rule.
+    pub defaults_used: bool,
+}
+
+impl JobParams {
+    /// The library's unchecked parameters (always private).
+    pub fn to_lazybb(&self) -> Result<LazyBbParams, LearnError> {
+        Ok(LazyBbParams {
+            tau: self.tau,
+            lambda: self.lambda,
+            kappa: self.kappa,
+            weak_learner: self.weak_learner,
+            privacy: PrivacyMode::Private(Budget::new(self.epsilon, self.delta)?),
+        })
+    }
+}
+
+/// The live state of a running job, shared between its worker and the API.
+#[derive(Debug, Default)]
+pub struct JobControl {
+    /// Rounds done so far.
+    pub rounds_done: AtomicU32,
+    /// Set by a cancel request; read by the training callback.
+    pub cancel: AtomicBool,
+}
+
+struct Inner {
+    pool: SqlitePool,
+    /// Wakes one idle worker; each worker that claims a job wakes the next,
+    /// so a burst of submissions reaches every idle worker.
+    notify: Notify,
+    /// Running jobs by id.
+    running: Mutex<HashMap<String, Arc<JobControl>>>,
+    /// Set once shutdown starts: training callbacks stop between rounds.
+    stopping: AtomicBool,
+}
+
+/// A cheap handle on the pool, kept in the API state.
+#[derive(Clone)]
+pub struct JobQueue {
+    inner: Arc<Inner>,
+}
+
+/// The worker tasks; [`Workers::join`] waits until every one has stopped.
+pub struct Workers {
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Wait for every worker to finish (after shutdown was signalled).
+    pub async fn join(self) {
+        for h in self.handles {
+            if let Err(e) = h.await {
+                error!(error = %e, "a worker task panicked");
+            }
+        }
+    }
+}
+
+impl JobQueue {
+    /// Start `workers` workers. They stop when `shutdown` becomes `true`.
+    pub fn start(
+        pool: SqlitePool,
+        workers: usize,
+        shutdown: watch::Receiver<bool>,
+    ) -> (JobQueue, Workers) {
+        let queue = JobQueue {
+            inner: Arc::new(Inner {
+                pool,
+                notify: Notify::new(),
+                running: Mutex::new(HashMap::new()),
+                stopping: AtomicBool::new(false),
+            }),
+        };
+        let handles = (0..workers.max(1))
+            .map(|n| {
+                let q = queue.clone();
+                let rx = shutdown.clone();
+                tokio::spawn(async move { q.worker(rx).await }.instrument(info_span!("worker", n)))
+            })
+            .collect();
+        (queue, Workers { handles })
+    }
+
+    /// Tell an idle worker that a job was queued.
+    pub fn wake(&self) {
+        self.inner.notify.notify_one();
+    }
+
+    /// Rounds done of a running job, if it runs in this process.
+    pub fn progress(&self, job_id: &str) -> Option<u32> {
+        let running = self.lock_running();
+        running
+            .get(job_id)
+            .map(|c| c.rounds_done.load(Ordering::Relaxed))
+    }
+
+    /// Ask a running job to stop between rounds.
+    pub fn cancel(&self, job_id: &str) {
+        if let Some(c) = self.lock_running().get(job_id) {
+            c.cancel.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Number of jobs training in this process right now.
+    pub fn running_count(&self) -> usize {
+        self.lock_running().len()
+    }
+
+    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<JobControl>>> {
+        // A poisoned lock means a thread panicked while inserting or removing
+        // an entry; the map itself is still consistent, so keep using it.
+        self.inner.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn worker(self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            if *shutdown.borrow() {
+                self.inner.stopping.store(true, Ordering::Relaxed);
+                self.inner.notify.notify_waiters();
+                return;
+            }
+            match store::jobs::claim(&self.inner.pool).await {
+                Ok(Some(job)) => {
+                    // There may be more: let another idle worker look.
+                    self.inner.notify.notify_one();
+                    let span = info_span!("job", job_id = %job.id, dataset_id = %job.dataset_id);
+                    self.run(job).instrument(span).await;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => error!(error = %e, "claiming a job failed"),
+            }
+            tokio::select! {
+                _ = self.inner.notify.notified() => {}
+                _ = shutdown.changed() => {}
+                _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+        }
+    }
+
+    /// Run one claimed job to a final state (or back to the queue on shutdown).
+    async fn run(&self, job: ClaimedJob) {
+        let control = Arc::new(JobControl::default());
+        control
+            .cancel
+            .store(job.cancel_requested, Ordering::Relaxed);
+        self.lock_running().insert(job.id.clone(), control.clone());
+        let outcome = self.train(&job, &control).await;
+        let rounds = control.rounds_done.load(Ordering::Relaxed);
+        let result = match outcome {
+            Ok(()) => {
+                info!("job succeeded");
+                Ok(())
+            }
+            Err(Failure::Cancelled)
+                if self.inner.stopping.load(Ordering::Relaxed)
+                    && !control.cancel.load(Ordering::Relaxed) =>
+            {
+                info!("job interrupted by shutdown; it will re-run under its charge");
+                store::jobs::requeue(&self.inner.pool, &job.id).await
+            }
+            Err(Failure::Cancelled) => {
+                info!("job cancelled");
+                store::jobs::finish(
+                    &self.inner.pool,
+                    &job.id,
+                    "cancelled",
+                    rounds,
+                    "cancelled while running; the charge is kept",
+                )
+                .await
+            }
+            Err(Failure::DatasetGone) => {
+                store::jobs::finish(
+                    &self.inner.pool,
+                    &job.id,
+                    "failed",
+                    rounds,
+                    "the dataset's rows were deleted",
+                )
+                .await
+            }
+            Err(Failure::Internal(e)) => {
+                // The cause goes to the log only; the job record gets fixed
+                // text (an error could in principle depend on the data).
+                error!(error = %e, "job failed");
+                store::jobs::finish(
+                    &self.inner.pool,
+                    &job.id,
+                    "failed",
+                    rounds,
+                    "internal error during training",
+                )
+                .await
+            }
+        };
+        if let Err(e) = result {
+            error!(error = %e, "recording the job's outcome failed");
+        }
+        self.lock_running().remove(&job.id);
+    }
+
+    async fn train(&self, job: &ClaimedJob, control: &Arc<JobControl>) -> Result<(), Failure> {
+        let Some((schema_json, data)) = store::datasets::load_rows(&self.inner.pool, job).await?
+        else {
+            return Err(Failure::DatasetGone);
+        };
+        let params: JobParams = serde_json::from_str(&job.params_json)
+            .map_err(|e| Failure::Internal(format!("stored parameters: {e}")))?;
+        let job_id = job.id.clone();
+        let control = control.clone();
+        let inner = self.inner.clone();
+        // CPU-bound: a blocking thread, never the executor.
+        let model_json = tokio::task::spawn_blocking(move || -> Result<String, Failure> {
+            let schema =
+                Schema::from_json(&schema_json).map_err(|e| Failure::Internal(e.to_string()))?;
+            let encoder = Encoder::new(&schema).map_err(|e| Failure::Internal(e.to_string()))?;
+            let valid = params.to_lazybb()?.check()?;
+            let mut noise = NoiseRng::from_os().map_err(|e| Failure::Internal(e.to_string()))?;
+            let mut on_round = |done: u32| {
+                control.rounds_done.store(done, Ordering::Relaxed);
+                !control.cancel.load(Ordering::Relaxed) && !inner.stopping.load(Ordering::Relaxed)
+            };
+            let ensemble = train(&data, &valid, Some(&mut noise), &mut on_round)?;
+            let mut model = Model::new(&schema, &encoder, &valid, params.defaults_used, &ensemble)?;
+            model.job_id = Some(job_id);
+            Ok(model.to_json())
+        })
+        .await
+        .map_err(|e| Failure::Internal(format!("training thread: {e}")))??;
+        let model_id = store::new_id("model");
+        let tau = params.tau;
+        store::jobs::succeed(&self.inner.pool, job, &model_id, &model_json, tau).await?;
+        Ok(())
+    }
+
+    /// Mark shutdown: running trainings stop at their next round.
+    pub fn stop(&self) {
+        self.inner.stopping.store(true, Ordering::Relaxed);
+        if let Ok(running) = self.inner.running.lock() {
+            if !running.is_empty() {
+                warn!(
+                    jobs = running.len(),
+                    "shutdown: stopping running jobs; they re-run after restart"
+                );
+            }
+        }
+    }
+}
+
+/// Why a job did not succeed.
+enum Failure {
+    Cancelled,
+    DatasetGone,
+    Internal(String),
+}
+
+impl From<LearnError> for Failure {
+    fn from(e: LearnError) -> Failure {
+        match e {
+            LearnError::Cancelled => Failure::Cancelled,
+            other => Failure::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Failure {
+        Failure::Internal(e.to_string())
+    }
+}

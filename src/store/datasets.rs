@@ -1,0 +1,332 @@
+//! Datasets: public metadata (schema, row count), the encoded private rows,
+//! and the analysts an owner granted access to.
+
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+use super::encoded::{self, EncodedRows};
+use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
+use super::jobs::ClaimedJob;
+use super::ledger::{self, Amount};
+use super::{Page, StoreError, new_id, now};
+use crate::data::Dataset;
+
+/// A dataset's public record. Never contains rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatasetInfo {
+    /// Id.
+    pub id: String,
+    /// The owner's key id.
+    pub owner_id: String,
+    /// A label.
+    pub name: String,
+    /// The owner's schema (public).
+    pub schema: serde_json::Value,
+    /// Rows stored (public under substitution neighbours).
+    pub n_rows: i64,
+    /// Literals of the encoding.
+    pub n_literals: i64,
+    /// `ready` or `deleted` (a tombstone: rows purged, ledger kept).
+    pub state: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339, when deleted.
+    pub deleted_at: Option<String>,
+}
+
+#[derive(sqlx::FromRow)]
+struct DatasetRow {
+    seq: i64,
+    id: String,
+    owner_id: String,
+    name: String,
+    schema_json: String,
+    n_rows: i64,
+    n_literals: i64,
+    state: String,
+    created_at: String,
+    deleted_at: Option<String>,
+}
+
+impl DatasetRow {
+    fn into_domain(self) -> Result<(i64, DatasetInfo), StoreError> {
+        let schema = serde_json::from_str(&self.schema_json)
+            .map_err(|e| StoreError::Corrupt(format!("schema: {e}")))?;
+        Ok((
+            self.seq,
+            DatasetInfo {
+                id: self.id,
+                owner_id: self.owner_id,
+                name: self.name,
+                schema,
+                n_rows: self.n_rows,
+                n_literals: self.n_literals,
+                state: self.state,
+                created_at: self.created_at,
+                deleted_at: self.deleted_at,
+            },
+        ))
+    }
+}
+
+/// `SELECT <all dataset columns> FROM datasets d <rest>`, as one literal.
+macro_rules! select_datasets {
+    ($rest:literal) => {
+        concat!(
+            "SELECT d.seq, d.id, d.owner_id, d.name, d.schema_json, d.n_rows, d.n_literals, d.state, d.created_at, d.deleted_at FROM datasets d ",
+            $rest
+        )
+    };
+}
+
+/// The condition "the caller (bound twice) owns or was granted `d`".
+macro_rules! visible_to {
+    () => {
+        "(d.owner_id = ? OR EXISTS (SELECT 1 FROM grants g WHERE g.dataset_id = d.id AND g.key_id = ?))"
+    };
+}
+
+/// A new dataset to store.
+pub(crate) struct NewDataset<'a> {
+    pub owner_id: &'a str,
+    pub name: &'a str,
+    pub schema_json: &'a str,
+    pub data: &'a Dataset,
+    pub rejected_rows: usize,
+    pub total: Amount,
+}
+
+/// What [`create`] did.
+pub(crate) enum Created {
+    /// Stored; the response was recorded under the idempotency key, if any.
+    New(DatasetInfo),
+    /// A retry: replay this.
+    Replay(StoredResponse),
+    /// The idempotency key was used for another request.
+    Mismatch,
+}
+
+/// Store a dataset, its rows and its initial total in one transaction.
+/// `respond` builds the response to record under the idempotency key.
+pub(crate) async fn create(
+    pool: &SqlitePool,
+    new: NewDataset<'_>,
+    idem: Option<&IdemRequest>,
+    respond: impl FnOnce(&DatasetInfo) -> StoredResponse,
+) -> Result<Created, StoreError> {
+    let rows: EncodedRows = encoded::encode(new.data)?;
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    if let Some(req) = idem {
+        match idempotency::lookup(&mut tx, req).await? {
+            Lookup::New => {}
+            Lookup::Replay(r) => return Ok(Created::Replay(r)),
+            Lookup::Mismatch => return Ok(Created::Mismatch),
+        }
+    }
+    let id = new_id("ds");
+    sqlx::query(
+        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'ready', ?)",
+    )
+    .bind(&id)
+    .bind(new.owner_id)
+    .bind(new.name)
+    .bind(new.schema_json)
+    .bind(rows.n_rows as i64)
+    .bind(rows.n_cols as i64)
+    .bind(new.rejected_rows as i64)
+    .bind(now())
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("INSERT INTO dataset_rows (dataset_id, n_rows, n_cols, features, labels) VALUES (?, ?, ?, ?, ?)")
+        .bind(&id)
+        .bind(rows.n_rows as i64)
+        .bind(rows.n_cols as i64)
+        .bind(&rows.features)
+        .bind(&rows.labels)
+        .execute(&mut *tx)
+        .await?;
+    ledger::append(&mut tx, &id, "total", None, new.total, Some(new.owner_id)).await?;
+    let row: DatasetRow = sqlx::query_as(select_datasets!("WHERE d.id = ?"))
+        .bind(&id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let (_, info) = row.into_domain()?;
+    if let Some(req) = idem {
+        idempotency::record(&mut tx, req, &respond(&info)).await?;
+    }
+    tx.commit().await?;
+    Ok(Created::New(info))
+}
+
+/// The dataset if the caller owns it or was granted it; `None` otherwise
+/// (the API answers 404 either way, SPEC §6).
+pub(crate) async fn get_visible(
+    pool: &SqlitePool,
+    id: &str,
+    caller_id: &str,
+) -> Result<Option<DatasetInfo>, StoreError> {
+    let row: Option<DatasetRow> = sqlx::query_as(concat!(
+        select_datasets!("WHERE d.id = ? AND "),
+        visible_to!()
+    ))
+    .bind(id)
+    .bind(caller_id)
+    .bind(caller_id)
+    .fetch_optional(pool)
+    .await?;
+    row.map(|r| r.into_domain().map(|(_, d)| d)).transpose()
+}
+
+/// A page of the datasets the caller owns or was granted.
+pub(crate) async fn list_visible(
+    pool: &SqlitePool,
+    caller_id: &str,
+    after: i64,
+    page_size: u32,
+) -> Result<Page<DatasetInfo>, StoreError> {
+    let rows: Vec<DatasetRow> = sqlx::query_as(concat!(
+        select_datasets!("WHERE d.seq > ? AND "),
+        visible_to!(),
+        " ORDER BY d.seq LIMIT ?"
+    ))
+    .bind(after)
+    .bind(caller_id)
+    .bind(caller_id)
+    .bind(i64::from(page_size) + 1)
+    .fetch_all(pool)
+    .await?;
+    let rows = rows
+        .into_iter()
+        .map(DatasetRow::into_domain)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::from_rows(rows, page_size))
+}
+
+/// Delete a dataset: purge its rows, keep the record and the ledger as a
+/// tombstone, cancel (and refund) its queued jobs that never started, and
+/// ask its running jobs to stop. Returns the ids of the jobs asked to stop.
+pub(crate) async fn delete(
+    pool: &SqlitePool,
+    id: &str,
+    by: &str,
+) -> Result<Vec<String>, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    sqlx::query("DELETE FROM dataset_rows WHERE dataset_id = ?")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "UPDATE datasets SET state = 'deleted', deleted_at = ? WHERE id = ? AND state <> 'deleted'",
+    )
+    .bind(now())
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    let refundable: Vec<(String, f64, f64)> = sqlx::query_as(
+        "SELECT id, epsilon, delta FROM jobs WHERE dataset_id = ? AND state = 'queued' AND started_at IS NULL ORDER BY seq",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (job_id, epsilon, delta) in refundable {
+        sqlx::query("UPDATE jobs SET state = 'cancelled', finished_at = ?, error = 'the dataset was deleted' WHERE id = ?")
+            .bind(now())
+            .bind(&job_id)
+            .execute(&mut *tx)
+            .await?;
+        ledger::append(
+            &mut tx,
+            id,
+            "refund",
+            Some(&job_id),
+            Amount { epsilon, delta },
+            Some(by),
+        )
+        .await?;
+    }
+    let stopping: Vec<(String,)> = sqlx::query_as(
+        "UPDATE jobs SET cancel_requested = 1 WHERE dataset_id = ? AND state IN ('queued', 'running') RETURNING id",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(stopping.into_iter().map(|(j,)| j).collect())
+}
+
+/// Grant an analyst key access; false if the key is not an active analyst.
+pub(crate) async fn grant(
+    pool: &SqlitePool,
+    dataset_id: &str,
+    key_id: &str,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "INSERT OR IGNORE INTO grants (dataset_id, key_id, created_at) SELECT ?, id, ? FROM api_keys WHERE id = ? AND role = 'analyst' AND revoked_at IS NULL",
+    )
+    .bind(dataset_id)
+    .bind(now())
+    .bind(key_id)
+    .execute(pool)
+    .await?;
+    if done.rows_affected() == 1 {
+        return Ok(true);
+    }
+    // Already granted counts as success (PUT is idempotent).
+    let n: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM grants WHERE dataset_id = ? AND key_id = ?")
+            .bind(dataset_id)
+            .bind(key_id)
+            .fetch_one(pool)
+            .await?;
+    Ok(n == 1)
+}
+
+/// Remove a grant; false if there was none.
+pub(crate) async fn revoke_grant(
+    pool: &SqlitePool,
+    dataset_id: &str,
+    key_id: &str,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query("DELETE FROM grants WHERE dataset_id = ? AND key_id = ?")
+        .bind(dataset_id)
+        .bind(key_id)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The analyst key ids granted access.
+pub(crate) async fn grants(pool: &SqlitePool, dataset_id: &str) -> Result<Vec<String>, StoreError> {
+    let rows: Vec<(String,)> = sqlx::query_as(
+        "SELECT key_id FROM grants WHERE dataset_id = ? ORDER BY created_at, key_id",
+    )
+    .bind(dataset_id)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(k,)| k).collect())
+}
+
+/// The training rows of a claimed job's dataset, with its schema JSON.
+/// Only a [`ClaimedJob`] (whose charge was admitted) opens rows. `None` when
+/// the rows were deleted.
+pub(crate) async fn load_rows(
+    pool: &SqlitePool,
+    job: &ClaimedJob,
+) -> Result<Option<(String, Dataset)>, StoreError> {
+    let row: Option<(String, i64, i64, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+        "SELECT d.schema_json, r.n_rows, r.n_cols, r.features, r.labels FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id WHERE r.dataset_id = ?",
+    )
+    .bind(&job.dataset_id)
+    .fetch_optional(pool)
+    .await?;
+    let Some((schema_json, n_rows, n_cols, features, labels)) = row else {
+        return Ok(None);
+    };
+    let rows = EncodedRows {
+        n_rows: usize::try_from(n_rows).map_err(|_| StoreError::Corrupt("n_rows".into()))?,
+        n_cols: usize::try_from(n_cols).map_err(|_| StoreError::Corrupt("n_cols".into()))?,
+        features,
+        labels,
+    };
+    Ok(Some((schema_json, encoded::decode(&rows)?)))
+}

@@ -1,0 +1,95 @@
+//! The encoded rows of a dataset as bytes for storage: the bit matrix's
+//! column words and the label words, little-endian `u64`s. Built only from
+//! the public accessors of [`crate::data`].
+
+use crate::data::{BitMatrix, BitVec, Dataset};
+
+use super::StoreError;
+
+/// A dataset's rows as stored.
+pub(crate) struct EncodedRows {
+    pub n_rows: usize,
+    pub n_cols: usize,
+    pub features: Vec<u8>,
+    pub labels: Vec<u8>,
+}
+
+/// Encode a labelled dataset.
+pub(crate) fn encode(data: &Dataset) -> Result<EncodedRows, StoreError> {
+    let labels = data
+        .labels
+        .as_ref()
+        .ok_or_else(|| StoreError::Corrupt("a stored dataset needs labels".into()))?;
+    let n_cols = data.features.n_cols();
+    let mut features = Vec::with_capacity(n_cols * data.features.words_per_column() * 8);
+    for j in 0..n_cols {
+        for w in data.features.column(j) {
+            features.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+    Ok(EncodedRows {
+        n_rows: data.n_rows(),
+        n_cols,
+        features,
+        labels: labels
+            .words()
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect(),
+    })
+}
+
+/// Decode what [`encode`] wrote.
+pub(crate) fn decode(rows: &EncodedRows) -> Result<Dataset, StoreError> {
+    let words_per_column = rows.n_rows.div_ceil(64);
+    let corrupt = || StoreError::Corrupt("stored rows have the wrong length".into());
+    if rows.features.len() != rows.n_cols * words_per_column * 8 {
+        return Err(corrupt());
+    }
+    let columns: Vec<BitVec> = if words_per_column == 0 {
+        (0..rows.n_cols).map(|_| BitVec::new()).collect()
+    } else {
+        rows.features
+            .chunks(words_per_column * 8)
+            .map(|bytes| BitVec::from_words(words(bytes), rows.n_rows).ok_or_else(corrupt))
+            .collect::<Result<_, _>>()?
+    };
+    let labels = BitVec::from_words(words(&rows.labels), rows.n_rows).ok_or_else(corrupt)?;
+    Ok(Dataset {
+        features: BitMatrix::from_columns(rows.n_rows, &columns),
+        labels: Some(labels),
+    })
+}
+
+fn words(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        // Invariant: chunks_exact(8) yields 8-byte slices.
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        for n in [1usize, 63, 64, 65, 200] {
+            let cols: Vec<BitVec> = (0..3)
+                .map(|j| {
+                    BitVec::from_bools(&(0..n).map(|i| (i * 7 + j) % 3 == 0).collect::<Vec<_>>())
+                })
+                .collect();
+            let data = Dataset {
+                features: BitMatrix::from_columns(n, &cols),
+                labels: Some(BitVec::from_bools(
+                    &(0..n).map(|i| i % 2 == 0).collect::<Vec<_>>(),
+                )),
+            };
+            let back = decode(&encode(&data).unwrap()).unwrap();
+            assert_eq!(back.features, data.features);
+            assert_eq!(back.labels, data.labels);
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! Training jobs: submission with ledger admission, claiming by workers,
+//! cancellation with refunds, completion, and recovery after a restart.
+//!
+//! States: `queued` -> `running` -> `succeeded` | `failed` | `cancelled`,
+//! and `queued` -> `cancelled`. A job interrupted by a shutdown or a crash
+//! goes back to `queued` with its `started_at` kept, which marks its charge
+//! as final (it may have read rows), so it is re-run under the same charge
+//! and never refunded.
+
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
+use super::ledger::{self, Amount, BudgetState};
+use super::{Page, StoreError, new_id, now};
+
+/// A job as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobRecord {
+    /// Id.
+    pub id: String,
+    /// The dataset trained on.
+    pub dataset_id: String,
+    /// The key that submitted it.
+    pub submitted_by: String,
+    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub state: String,
+    /// The checked parameters (JSON as submitted, with defaults filled in).
+    pub params: serde_json::Value,
+    /// Rounds of the run.
+    pub tau: u32,
+    /// Rounds done (the only progress reported, SPEC §2).
+    pub rounds_done: u32,
+    /// The charge admitted to the ledger.
+    pub charge: Amount,
+    /// The model, once succeeded.
+    pub model_id: Option<String>,
+    /// Why it failed or was cancelled (fixed text; never data-dependent).
+    pub error: Option<String>,
+    /// Whether a cancellation was requested.
+    pub cancel_requested: bool,
+    /// RFC 3339.
+    pub created_at: String,
+    /// When a worker first claimed it.
+    pub started_at: Option<String>,
+    /// When it reached a final state.
+    pub finished_at: Option<String>,
+}
+
+#[derive(sqlx::FromRow)]
+struct JobRow {
+    seq: i64,
+    id: String,
+    dataset_id: String,
+    submitted_by: String,
+    state: String,
+    params_json: String,
+    tau: i64,
+    rounds_done: i64,
+    epsilon: f64,
+    delta: f64,
+    model_id: Option<String>,
+    error: Option<String>,
+    cancel_requested: i64,
+    created_at: String,
+    started_at: Option<String>,
+    finished_at: Option<String>,
+}
+
+impl JobRow {
+    fn into_domain(self) -> Result<(i64, JobRecord), StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("job {what}"));
+        Ok((
+            self.seq,
+            JobRecord {
+                id: self.id,
+                dataset_id: self.dataset_id,
+                submitted_by: self.submitted_by,
+                state: self.state,
+                params: serde_json::from_str(&self.params_json).map_err(|_| corrupt("params"))?,
+                tau: u32::try_from(self.tau).map_err(|_| corrupt("tau"))?,
+                rounds_done: u32::try_from(self.rounds_done).map_err(|_| corrupt("rounds"))?,
+                charge: Amount {
+                    epsilon: self.epsilon,
+                    delta: self.delta,
+                },
+                model_id: self.model_id,
+                error: self.error,
+                cancel_requested: self.cancel_requested != 0,
+                created_at: self.created_at,
+                started_at: self.started_at,
+                finished_at: self.finished_at,
+            },
+        ))
+    }
+}
+
+macro_rules! select_jobs {
+    ($rest:literal) => {
+        concat!(
+            "SELECT j.seq, j.id, j.dataset_id, j.submitted_by, j.state, j.params_json, j.tau, j.rounds_done, j.epsilon, j.delta, j.model_id, j.error, j.cancel_requested, j.created_at, j.started_at, j.finished_at FROM jobs j ",
+            $rest
+        )
+    };
+}
+
+/// "The caller (bound twice) owns or was granted the job's dataset."
+macro_rules! job_visible_to {
+    () => {
+        "EXISTS (SELECT 1 FROM datasets d WHERE d.id = j.dataset_id AND (d.owner_id = ? OR EXISTS (SELECT 1 FROM grants g WHERE g.dataset_id = d.id AND g.key_id = ?)))"
+    };
+}
+
+/// A job to admit.
+pub(crate) struct NewJob<'a> {
+    pub dataset_id: &'a str,
+    pub submitted_by: &'a str,
+    pub params_json: &'a str,
+    pub tau: u32,
+    pub charge: Amount,
+    /// Refuse when the key already has this many queued or running jobs.
+    pub max_active_per_key: u32,
+}
+
+/// What [`submit`] did.
+pub(crate) enum Submitted {
+    /// Admitted: the charge is in the ledger and the job is queued.
+    New(JobRecord),
+    /// A retry with the same idempotency key and body.
+    Replay(StoredResponse),
+    /// The idempotency key was used for another request.
+    Mismatch,
+    /// The charge does not fit; nothing was written.
+    OverBudget {
+        requested: Amount,
+        budget: BudgetState,
+    },
+    /// The key has too many active jobs; nothing was written.
+    TooManyActive,
+    /// The dataset was deleted (or never had rows); nothing was written.
+    DatasetGone,
+}
+
+/// Admit a job's charge and queue it, in one `BEGIN IMMEDIATE` transaction
+/// (SPEC §2): SQLite takes the write lock at `BEGIN`, so no other
+/// connection or process can admit a charge between our read of the budget
+/// and our write of the charge. The caller has checked the parameters and
+/// the caller's access to the dataset.
+pub(crate) async fn submit(
+    pool: &SqlitePool,
+    new: NewJob<'_>,
+    idem: Option<&IdemRequest>,
+    respond: impl FnOnce(&JobRecord) -> StoredResponse,
+) -> Result<Submitted, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    if let Some(req) = idem {
+        match idempotency::lookup(&mut tx, req).await? {
+            Lookup::New => {}
+            Lookup::Replay(r) => return Ok(Submitted::Replay(r)),
+            Lookup::Mismatch => return Ok(Submitted::Mismatch),
+        }
+    }
+    let state: Option<String> = sqlx::query_scalar("SELECT state FROM datasets WHERE id = ?")
+        .bind(new.dataset_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if state.as_deref() != Some("ready") {
+        return Ok(Submitted::DatasetGone);
+    }
+    let active: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM jobs WHERE submitted_by = ? AND state IN ('queued', 'running')",
+    )
+    .bind(new.submitted_by)
+    .fetch_one(&mut *tx)
+    .await?;
+    if active >= i64::from(new.max_active_per_key) {
+        return Ok(Submitted::TooManyActive);
+    }
+    let budget = ledger::budget_on(&mut tx, new.dataset_id).await?;
+    if !new.charge.fits_within(budget.remaining) {
+        // Dropping the transaction rolls it back: nothing changes.
+        return Ok(Submitted::OverBudget {
+            requested: new.charge,
+            budget,
+        });
+    }
+    let id = new_id("job");
+    sqlx::query(
+        "INSERT INTO jobs (id, dataset_id, submitted_by, state, params_json, tau, epsilon, delta, created_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+    )
+    .bind(&id)
+    .bind(new.dataset_id)
+    .bind(new.submitted_by)
+    .bind(new.params_json)
+    .bind(i64::from(new.tau))
+    .bind(new.charge.epsilon)
+    .bind(new.charge.delta)
+    .bind(now())
+    .execute(&mut *tx)
+    .await?;
+    ledger::append(
+        &mut tx,
+        new.dataset_id,
+        "charge",
+        Some(&id),
+        new.charge,
+        Some(new.submitted_by),
+    )
+    .await?;
+    let row: JobRow = sqlx::query_as(select_jobs!("WHERE j.id = ?"))
+        .bind(&id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let (_, job) = row.into_domain()?;
+    if let Some(req) = idem {
+        idempotency::record(&mut tx, req, &respond(&job)).await?;
+    }
+    tx.commit().await?;
+    Ok(Submitted::New(job))
+}
+
+/// A job a worker claimed. Only [`claim`] makes one, and only jobs whose
+/// charge was admitted exist, so holding one proves the charge is in the
+/// ledger; [`super::datasets::load_rows`] requires it.
+#[derive(Debug)]
+pub(crate) struct ClaimedJob {
+    pub id: String,
+    pub dataset_id: String,
+    pub params_json: String,
+    pub cancel_requested: bool,
+}
+
+/// Claim the oldest queued job (one atomic statement, so two workers or two
+/// processes never claim the same job). Sets `started_at` on first claim:
+/// from here on the charge is final.
+pub(crate) async fn claim(pool: &SqlitePool) -> Result<Option<ClaimedJob>, StoreError> {
+    let row: Option<(String, String, String, i64)> = sqlx::query_as(
+        "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, ?), attempts = attempts + 1, rounds_done = 0 \
+         WHERE seq = (SELECT seq FROM jobs WHERE state = 'queued' ORDER BY seq LIMIT 1) AND state = 'queued' \
+         RETURNING id, dataset_id, params_json, cancel_requested",
+    )
+    .bind(now())
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(id, dataset_id, params_json, cancel)| ClaimedJob {
+        id,
+        dataset_id,
+        params_json,
+        cancel_requested: cancel != 0,
+    }))
+}
+
+/// Record success: store the model and finish the job in one transaction.
+pub(crate) async fn succeed(
+    pool: &SqlitePool,
+    job: &ClaimedJob,
+    model_id: &str,
+    model_json: &str,
+    tau: u32,
+) -> Result<(), StoreError> {
+    let mut tx = pool.begin().await?;
+    let created_at = now();
+    sqlx::query("INSERT INTO models (id, job_id, dataset_id, model_json, created_at) VALUES (?, ?, ?, ?, ?)")
+        .bind(model_id)
+        .bind(&job.id)
+        .bind(&job.dataset_id)
+        .bind(model_json)
+        .bind(&created_at)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "UPDATE jobs SET state = 'succeeded', model_id = ?, rounds_done = ?, finished_at = ? WHERE id = ? AND state = 'running'",
+    )
+    .bind(model_id)
+    .bind(i64::from(tau))
+    .bind(&created_at)
+    .bind(&job.id)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Finish a running job as `failed` or `cancelled` with a fixed message.
+pub(crate) async fn finish(
+    pool: &SqlitePool,
+    job_id: &str,
+    state: &'static str,
+    rounds_done: u32,
+    message: &str,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE jobs SET state = ?, rounds_done = ?, error = ?, finished_at = ? WHERE id = ? AND state = 'running'")
+        .bind(state)
+        .bind(i64::from(rounds_done))
+        .bind(message)
+        .bind(now())
+        .bind(job_id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Put a running job back in the queue (shutdown): it keeps `started_at`,
+/// so its charge stays final and it re-runs under it.
+pub(crate) async fn requeue(pool: &SqlitePool, job_id: &str) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE jobs SET state = 'queued', rounds_done = 0 WHERE id = ? AND state = 'running'",
+    )
+    .bind(job_id)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// At start: jobs left `running` by a crash go back to the queue. Returns
+/// how many. (Assumes one process runs the workers of a file; see
+/// docs/service.md.)
+pub(crate) async fn recover(pool: &SqlitePool) -> Result<u64, StoreError> {
+    let done =
+        sqlx::query("UPDATE jobs SET state = 'queued', rounds_done = 0 WHERE state = 'running'")
+            .execute(pool)
+            .await?;
+    Ok(done.rows_affected())
+}
+
+/// A job if the caller can see its dataset.
+pub(crate) async fn get_visible(
+    pool: &SqlitePool,
+    id: &str,
+    caller_id: &str,
+) -> Result<Option<JobRecord>, StoreError> {
+    let row: Option<JobRow> = sqlx::query_as(concat!(
+        select_jobs!("WHERE j.id = ? AND "),
+        job_visible_to!()
+    ))
+    .bind(id)
+    .bind(caller_id)
+    .bind(caller_id)
+    .fetch_optional(pool)
+    .await?;
+    row.map(|r| r.into_domain().map(|(_, j)| j)).transpose()
+}
+
+/// A page of the jobs on datasets the caller can see.
+pub(crate) async fn list_visible(
+    pool: &SqlitePool,
+    caller_id: &str,
+    after: i64,
+    page_size: u32,
+) -> Result<Page<JobRecord>, StoreError> {
+    let rows: Vec<JobRow> = sqlx::query_as(concat!(
+        select_jobs!("WHERE j.seq > ? AND "),
+        job_visible_to!(),
+        " ORDER BY j.seq LIMIT ?"
+    ))
+    .bind(after)
+    .bind(caller_id)
+    .bind(caller_id)
+    .bind(i64::from(page_size) + 1)
+    .fetch_all(pool)
+    .await?;
+    let rows = rows
+        .into_iter()
+        .map(JobRow::into_domain)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::from_rows(rows, page_size))
+}
+
+/// What [`cancel`] did.
+pub(crate) enum Cancelled {
+    /// Queued and never started: cancelled, charge refunded.
+    Refunded(JobRecord),
+    /// Queued but started before (interrupted): cancelled, charge kept.
+    Stopped(JobRecord),
+    /// Running: asked to stop between rounds; the charge is kept.
+    Requested(JobRecord),
+    /// Already finished.
+    AlreadyFinal(JobRecord),
+}
+
+/// Cancel a job (the caller has checked access).
+pub(crate) async fn cancel(
+    pool: &SqlitePool,
+    id: &str,
+    by: &str,
+) -> Result<Option<Cancelled>, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let Some(row) = sqlx::query_as::<_, JobRow>(select_jobs!("WHERE j.id = ?"))
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let (_, job) = row.into_domain()?;
+    let outcome = match (job.state.as_str(), job.started_at.is_some()) {
+        ("queued", false) => {
+            sqlx::query("UPDATE jobs SET state = 'cancelled', cancel_requested = 1, error = 'cancelled before it started; charge refunded', finished_at = ? WHERE id = ?")
+                .bind(now())
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            ledger::append(
+                &mut tx,
+                &job.dataset_id,
+                "refund",
+                Some(id),
+                job.charge,
+                Some(by),
+            )
+            .await?;
+            Cancelled::Refunded
+        }
+        ("queued", true) => {
+            sqlx::query("UPDATE jobs SET state = 'cancelled', cancel_requested = 1, error = 'cancelled', finished_at = ? WHERE id = ?")
+                .bind(now())
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            Cancelled::Stopped
+        }
+        ("running", _) => {
+            sqlx::query("UPDATE jobs SET cancel_requested = 1 WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            Cancelled::Requested
+        }
+        _ => Cancelled::AlreadyFinal,
+    };
+    let row: JobRow = sqlx::query_as(select_jobs!("WHERE j.id = ?"))
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    let (_, job) = row.into_domain()?;
+    Ok(Some(outcome(job)))
+}
+
+/// Number of jobs in each state (for /metrics).
+pub(crate) async fn count_by_state(pool: &SqlitePool) -> Result<Vec<(String, i64)>, StoreError> {
+    Ok(
+        sqlx::query_as("SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state")
+            .fetch_all(pool)
+            .await?,
+    )
+}

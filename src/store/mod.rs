@@ -1,0 +1,105 @@
+//! Store: everything the service keeps, in one SQLite file (SPEC §6).
+//!
+//! On the data path this sits between the library (which knows no SQL) and
+//! the API (which knows no SQL either): datasets and their encoded rows, the
+//! privacy ledger, jobs, models, deployments, API keys and idempotency
+//! records. Functions take a `&SqlitePool` for one statement, or open their
+//! own transaction when they read, check and write; the ledger admission runs
+//! in a `BEGIN IMMEDIATE` transaction so that concurrent requests, even from
+//! several server processes on one file, can never overspend (SPEC §2).
+
+pub(crate) mod datasets;
+pub(crate) mod deployments;
+pub(crate) mod encoded;
+pub(crate) mod idempotency;
+pub(crate) mod jobs;
+pub(crate) mod keys;
+pub(crate) mod ledger;
+pub(crate) mod models;
+
+use std::path::Path;
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+/// How long a connection waits for another writer (possibly another
+/// process) before giving up with "database is locked". Admission
+/// transactions are short, so a few seconds covers heavy contention.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Errors of the store. The API maps them to responses; the variants that
+/// carry `sqlx` errors become a generic 500 whose cause is only logged.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A database error.
+    #[error("database: {0}")]
+    Sqlx(#[from] sqlx::Error),
+    /// A migration failed at start.
+    #[error("migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A stored value could not be decoded (a bug or a corrupted file).
+    #[error("corrupt stored value: {0}")]
+    Corrupt(String),
+}
+
+/// Open (creating if needed) the SQLite file at `path` in WAL mode and apply
+/// the embedded migrations.
+pub async fn open(path: &Path, max_connections: u32) -> Result<SqlitePool, StoreError> {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // FULL: every commit (a ledger admission above all) is on disk
+        // before the response says it happened, even across a power loss.
+        .synchronous(SqliteSynchronous::Full)
+        .foreign_keys(true)
+        .busy_timeout(BUSY_TIMEOUT);
+    let pool = SqlitePoolOptions::new()
+        .max_connections(max_connections)
+        .connect_with(options)
+        .await?;
+    sqlx::migrate!("./migrations").run(&pool).await?;
+    Ok(pool)
+}
+
+/// The current time as RFC 3339 (UTC).
+pub(crate) fn now() -> String {
+    // Invariant: formatting an OffsetDateTime as RFC 3339 fails only for years
+    // outside 0..=9999, which the system clock does not produce.
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("the current time formats as RFC 3339")
+}
+
+/// A new random identifier with a readable prefix, e.g. `ds_...`.
+pub(crate) fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// One page of a list, in stable `seq` order.
+#[derive(Debug)]
+pub(crate) struct Page<T> {
+    /// The items.
+    pub items: Vec<T>,
+    /// The `seq` of the last item when more may follow.
+    pub next_after: Option<i64>,
+}
+
+impl<T> Page<T> {
+    /// Build a page from up to `page_size + 1` rows (the extra one tells
+    /// whether another page follows).
+    pub(crate) fn from_rows(mut rows: Vec<(i64, T)>, page_size: u32) -> Page<T> {
+        let more = rows.len() > page_size as usize;
+        rows.truncate(page_size as usize);
+        let next_after = if more {
+            rows.last().map(|(s, _)| *s)
+        } else {
+            None
+        };
+        Page {
+            items: rows.into_iter().map(|(_, t)| t).collect(),
+            next_after,
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Trained models: the JSON model file of [`crate::learn::Model`], keyed by
+//! id, with the job and dataset that produced it. A model is a release, so
+//! reading it costs nothing; access still follows the dataset's grants.
+
+use sqlx::SqlitePool;
+
+use super::{Page, StoreError};
+
+/// A stored model.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct ModelRecord {
+    pub seq: i64,
+    pub id: String,
+    pub job_id: String,
+    pub dataset_id: String,
+    pub model_json: String,
+    pub created_at: String,
+}
+
+macro_rules! select_models {
+    ($rest:literal) => {
+        concat!(
+            "SELECT m.seq, m.id, m.job_id, m.dataset_id, m.model_json, m.created_at FROM models m ",
+            $rest
+        )
+    };
+}
+
+macro_rules! model_visible_to {
+    () => {
+        "EXISTS (SELECT 1 FROM datasets d WHERE d.id = m.dataset_id AND (d.owner_id = ? OR EXISTS (SELECT 1 FROM grants g WHERE g.dataset_id = d.id AND g.key_id = ?)))"
+    };
+}
+
+/// A model if the caller can see its dataset.
+pub(crate) async fn get_visible(
+    pool: &SqlitePool,
+    id: &str,
+    caller_id: &str,
+) -> Result<Option<ModelRecord>, StoreError> {
+    Ok(sqlx::query_as(concat!(
+        select_models!("WHERE m.id = ? AND "),
+        model_visible_to!()
+    ))
+    .bind(id)
+    .bind(caller_id)
+    .bind(caller_id)
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// A model by id, without an access check (deployments are public to every key).
+pub(crate) async fn get(pool: &SqlitePool, id: &str) -> Result<Option<ModelRecord>, StoreError> {
+    Ok(sqlx::query_as(select_models!("WHERE m.id = ?"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// A page of the models the caller can see.
+pub(crate) async fn list_visible(
+    pool: &SqlitePool,
+    caller_id: &str,
+    after: i64,
+    page_size: u32,
+) -> Result<Page<ModelRecord>, StoreError> {
+    let rows: Vec<ModelRecord> = sqlx::query_as(concat!(
+        select_models!("WHERE m.seq > ? AND "),
+        model_visible_to!(),
+        " ORDER BY m.seq LIMIT ?"
+    ))
+    .bind(after)
+    .bind(caller_id)
+    .bind(caller_id)
+    .bind(i64::from(page_size) + 1)
+    .fetch_all(pool)
+    .await?;
+    Ok(Page::from_rows(
+        rows.into_iter().map(|m| (m.seq, m)).collect(),
+        page_size,
+    ))
+}
