@@ -12,19 +12,37 @@ async fn over_budget_job_gets_409_with_requested_and_remaining_and_changes_nothi
     let s = TestServer::start().await;
     let (_, owner) = s.key("owner", "o").await;
     let dataset = s.upload_small(&owner, 1.0, 300).await;
-    let job = expect_status(s.post(&owner, "/v1/jobs", &json!({"dataset_id": dataset, "epsilon": 0.75})).await, StatusCode::ACCEPTED).await;
+    let job = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.75}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
     s.wait_job(&owner, job["id"].as_str().unwrap()).await;
     let before = s.ledger(&owner, &dataset).await;
 
     let refused = expect_status(
-        s.post(&owner, "/v1/jobs", &json!({"dataset_id": dataset, "epsilon": 0.5})).await,
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.5}),
+        )
+        .await,
         StatusCode::CONFLICT,
     )
     .await;
     assert_eq!(refused["requested"], json!({"epsilon": 0.5, "delta": 0.0}));
     assert_eq!(refused["remaining"], json!({"epsilon": 0.25, "delta": 0.0}));
     assert_eq!(refused["type"], "/problems/budget-exceeded");
-    assert_eq!(s.ledger(&owner, &dataset).await, before, "a refusal writes nothing");
+    assert_eq!(
+        s.ledger(&owner, &dataset).await,
+        before,
+        "a refusal writes nothing"
+    );
     let jobs = expect_status(s.get(&owner, "/v1/jobs").await, StatusCode::OK).await;
     assert_eq!(jobs["items"].as_array().unwrap().len(), 1);
 
@@ -67,7 +85,14 @@ async fn twenty_concurrent_submissions_admit_exactly_k() {
         let owner = owner.clone();
         let body = json!({"dataset_id": dataset, "epsilon": 0.125, "tau": 5});
         tasks.push(tokio::spawn(async move {
-            client.post(url).bearer_auth(owner).json(&body).send().await.unwrap().status()
+            client
+                .post(url)
+                .bearer_auth(owner)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
         }));
     }
     let mut accepted = 0;
@@ -87,7 +112,12 @@ async fn twenty_concurrent_submissions_admit_exactly_k() {
         .collect();
     assert_eq!(charges.len(), k);
     assert!(charges.iter().sum::<f64>() <= 1.0);
-    let budget = expect_status(s.get(&owner, &format!("/v1/datasets/{dataset}/budget")).await, StatusCode::OK).await;
+    let budget = expect_status(
+        s.get(&owner, &format!("/v1/datasets/{dataset}/budget"))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(budget["remaining"]["epsilon"], 0.0);
     s.stop().await;
 }
@@ -108,7 +138,14 @@ async fn two_servers_on_one_file_never_overspend() {
         let owner = owner.clone();
         let body = json!({"dataset_id": dataset, "epsilon": 0.25, "tau": 5});
         tasks.push(tokio::spawn(async move {
-            client.post(url).bearer_auth(owner).json(&body).send().await.unwrap().status()
+            client
+                .post(url)
+                .bearer_auth(owner)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
         }));
     }
     let mut accepted = 0;
@@ -118,7 +155,12 @@ async fn two_servers_on_one_file_never_overspend() {
         }
     }
     assert_eq!(accepted, 4);
-    let charges = a.ledger(&owner, &dataset).await.iter().filter(|e| e["kind"] == "charge").count();
+    let charges = a
+        .ledger(&owner, &dataset)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "charge")
+        .count();
     assert_eq!(charges, 4);
     b.stop().await;
     a.stop().await;
@@ -131,34 +173,68 @@ async fn cancelling_a_job_that_never_started_refunds_it() {
     let (_, owner) = s.key("owner", "o").await;
     let dataset = s.upload_mushroom(&owner, 10.0).await;
     let long = expect_status(
-        s.post(&owner, "/v1/jobs", &json!({"dataset_id": dataset, "epsilon": 1.0, "tau": 9999})).await,
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 1.0, "tau": 9999}),
+        )
+        .await,
         StatusCode::ACCEPTED,
     )
     .await;
     let queued = expect_status(
-        s.post(&owner, "/v1/jobs", &json!({"dataset_id": dataset, "epsilon": 2.0, "tau": 5})).await,
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 2.0, "tau": 5}),
+        )
+        .await,
         StatusCode::ACCEPTED,
     )
     .await;
-    let budget = expect_status(s.get(&owner, &format!("/v1/datasets/{dataset}/budget")).await, StatusCode::OK).await;
+    let budget = expect_status(
+        s.get(&owner, &format!("/v1/datasets/{dataset}/budget"))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(budget["remaining"]["epsilon"], 7.0);
     let cancelled = expect_status(
-        s.post(&owner, &format!("/v1/jobs/{}/cancel", queued["id"].as_str().unwrap()), &json!({})).await,
+        s.post(
+            &owner,
+            &format!("/v1/jobs/{}/cancel", queued["id"].as_str().unwrap()),
+            &json!({}),
+        )
+        .await,
         StatusCode::OK,
     )
     .await;
     assert_eq!(cancelled["state"], "cancelled");
     let entries = s.ledger(&owner, &dataset).await;
-    let refund = entries.iter().find(|e| e["kind"] == "refund").expect("a refund entry");
+    let refund = entries
+        .iter()
+        .find(|e| e["kind"] == "refund")
+        .expect("a refund entry");
     assert_eq!(refund["job_id"], queued["id"]);
     assert_eq!(refund["epsilon"], 2.0);
     // The running one is cancelled between rounds and keeps its charge.
     let long_id = long["id"].as_str().unwrap();
-    let r = s.post(&owner, &format!("/v1/jobs/{long_id}/cancel"), &json!({})).await;
-    assert!(r.status() == StatusCode::ACCEPTED || r.status() == StatusCode::OK, "{}", r.status());
+    let r = s
+        .post(&owner, &format!("/v1/jobs/{long_id}/cancel"), &json!({}))
+        .await;
+    assert!(
+        r.status() == StatusCode::ACCEPTED || r.status() == StatusCode::OK,
+        "{}",
+        r.status()
+    );
     let done = s.wait_job(&owner, long_id).await;
     assert_eq!(done["state"], "cancelled");
-    let budget = expect_status(s.get(&owner, &format!("/v1/datasets/{dataset}/budget")).await, StatusCode::OK).await;
+    let budget = expect_status(
+        s.get(&owner, &format!("/v1/datasets/{dataset}/budget"))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(budget["spent"]["epsilon"], 1.0);
     assert_eq!(budget["remaining"]["epsilon"], 9.0);
     s.stop().await;

@@ -45,31 +45,61 @@ async fn full_flow_on_mushroom_matches_the_cli() {
     .await;
 
     // Estimate: the charge and the noise, nothing spent.
-    let request = json!({"dataset_id": dataset, "epsilon": 1.0, "tau": 15, "lambda": 0.25, "kappa": 0.25});
-    let estimate = expect_status(s.post(&analyst, "/v1/jobs/estimate", &request).await, StatusCode::OK).await;
+    let request =
+        json!({"dataset_id": dataset, "epsilon": 1.0, "tau": 15, "lambda": 0.25, "kappa": 0.25});
+    let estimate = expect_status(
+        s.post(&analyst, "/v1/jobs/estimate", &request).await,
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(estimate["charge"]["epsilon"], 1.0);
     assert_eq!(estimate["noise"]["n_rows"], 8124);
     assert!(estimate["noise"]["eta"].as_f64().unwrap() > 0.0);
     assert_eq!(estimate["admissible"], true);
-    let budget = expect_status(s.get(&analyst, &format!("/v1/datasets/{dataset}/budget")).await, StatusCode::OK).await;
-    assert_eq!(budget["remaining"]["epsilon"], 2.0, "an estimate spends nothing");
+    let budget = expect_status(
+        s.get(&analyst, &format!("/v1/datasets/{dataset}/budget"))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(
+        budget["remaining"]["epsilon"], 2.0,
+        "an estimate spends nothing"
+    );
 
     // Train and poll.
     let r = s.post(&analyst, "/v1/jobs", &request).await;
     let location = r.headers()["location"].to_str().unwrap().to_owned();
     assert!(r.headers().contains_key("retry-after"));
     let job = expect_status(r, StatusCode::ACCEPTED).await;
-    assert_eq!(location, format!("/v1/jobs/{}", job["id"].as_str().unwrap()));
+    assert_eq!(
+        location,
+        format!("/v1/jobs/{}", job["id"].as_str().unwrap())
+    );
     let job = s.wait_job(&analyst, job["id"].as_str().unwrap()).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     assert_eq!(job["progress"], json!({"rounds_done": 15, "tau": 15}));
     let model_id = job["model_id"].as_str().unwrap().to_owned();
 
     // Inspect: privacy statement and vote table.
-    let model = expect_status(s.get(&analyst, &format!("/v1/models/{model_id}")).await, StatusCode::OK).await;
+    let model = expect_status(
+        s.get(&analyst, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(model["privacy"]["epsilon"], 1.0);
-    assert!(model["privacy"]["neighbouring"].as_str().unwrap().contains("substitution"));
-    assert!(!model["inspection"]["vote_table"].as_array().unwrap().is_empty());
+    assert!(
+        model["privacy"]["neighbouring"]
+            .as_str()
+            .unwrap()
+            .contains("substitution")
+    );
+    assert!(
+        !model["inspection"]["vote_table"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     assert!(model["inspection"]["features_used"].as_array().is_some());
     let listed = expect_status(s.get(&analyst, "/v1/models").await, StatusCode::OK).await;
     assert_eq!(listed["items"][0]["id"], model_id.as_str());
@@ -87,13 +117,23 @@ async fn full_flow_on_mushroom_matches_the_cli() {
     assert_eq!(d["model_id"], model_id.as_str());
     let (rows, csv) = mushroom_rows(1000);
     let one = expect_status(
-        s.post(&analyst, "/v1/deployments/mushroom/predict", &json!({"rows": [rows[0]]})).await,
+        s.post(
+            &analyst,
+            "/v1/deployments/mushroom/predict",
+            &json!({"rows": [rows[0]]}),
+        )
+        .await,
         StatusCode::OK,
     )
     .await;
     assert_eq!(one["predictions"].as_array().unwrap().len(), 1);
     let batch = expect_status(
-        s.post(&analyst, "/v1/deployments/mushroom/predict", &json!({"rows": rows})).await,
+        s.post(
+            &analyst,
+            "/v1/deployments/mushroom/predict",
+            &json!({"rows": rows}),
+        )
+        .await,
         StatusCode::OK,
     )
     .await;
@@ -101,7 +141,12 @@ async fn full_flow_on_mushroom_matches_the_cli() {
     assert_eq!(served.len(), 1000);
     assert_eq!(served[0], one["predictions"][0]);
     let by_model = expect_status(
-        s.post(&analyst, &format!("/v1/models/{model_id}/predict"), &json!({"rows": rows})).await,
+        s.post(
+            &analyst,
+            &format!("/v1/models/{model_id}/predict"),
+            &json!({"rows": rows}),
+        )
+        .await,
         StatusCode::OK,
     )
     .await;
@@ -111,7 +156,11 @@ async fn full_flow_on_mushroom_matches_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let model_path = dir.path().join("model.json");
     let data_path = dir.path().join("rows.csv");
-    std::fs::write(&model_path, serde_json::to_string_pretty(&model["model"]).unwrap()).unwrap();
+    std::fs::write(
+        &model_path,
+        serde_json::to_string_pretty(&model["model"]).unwrap(),
+    )
+    .unwrap();
     std::fs::write(&data_path, csv).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_privboost"))
         .args(["predict", "--model"])
@@ -120,14 +169,30 @@ async fn full_flow_on_mushroom_matches_the_cli() {
         .arg(&data_path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "CLI failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "CLI failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
-    let cli: Vec<Vec<String>> = text.lines().skip(1).map(|l| l.split(',').map(str::to_owned).collect()).collect();
+    let cli: Vec<Vec<String>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .collect();
     assert_eq!(cli.len(), 1000);
     for (i, (c, p)) in cli.iter().zip(served).enumerate() {
         assert_eq!(c[0], p["class"].as_str().unwrap(), "row {i}");
-        assert_eq!(c[1].parse::<f64>().unwrap(), p["score"].as_f64().unwrap(), "row {i}");
-        assert_eq!(c[2].parse::<f64>().unwrap(), p["probability"].as_f64().unwrap(), "row {i}");
+        assert_eq!(
+            c[1].parse::<f64>().unwrap(),
+            p["score"].as_f64().unwrap(),
+            "row {i}"
+        );
+        assert_eq!(
+            c[2].parse::<f64>().unwrap(),
+            p["probability"].as_f64().unwrap(),
+            "row {i}"
+        );
     }
 
     // Open Inference Protocol v2: one tensor per column.
@@ -137,7 +202,12 @@ async fn full_flow_on_mushroom_matches_the_cli() {
         .map(|c| json!({"name": c, "shape": [3], "datatype": "BYTES", "data": rows[..3].iter().map(|r| r[*c].clone()).collect::<Vec<_>>()}))
         .collect();
     let infer = expect_status(
-        s.post(&analyst, "/v2/models/mushroom/infer", &json!({"id": "r1", "inputs": inputs})).await,
+        s.post(
+            &analyst,
+            "/v2/models/mushroom/infer",
+            &json!({"id": "r1", "inputs": inputs}),
+        )
+        .await,
         StatusCode::OK,
     )
     .await;
@@ -148,7 +218,13 @@ async fn full_flow_on_mushroom_matches_the_cli() {
     }
 
     // Re-pointing a deployment is one atomic update.
-    let second = s.post(&analyst, "/v1/jobs", &json!({"dataset_id": dataset, "epsilon": 0.5})).await;
+    let second = s
+        .post(
+            &analyst,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.5}),
+        )
+        .await;
     let second = expect_status(second, StatusCode::ACCEPTED).await;
     let second = s.wait_job(&analyst, second["id"].as_str().unwrap()).await;
     let updated = s
@@ -161,7 +237,12 @@ async fn full_flow_on_mushroom_matches_the_cli() {
         )
         .await;
     assert_eq!(updated["model_id"], second["model_id"]);
-    let budget = expect_status(s.get(&owner, &format!("/v1/datasets/{dataset}/budget")).await, StatusCode::OK).await;
+    let budget = expect_status(
+        s.get(&owner, &format!("/v1/datasets/{dataset}/budget"))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(budget["spent"]["epsilon"], 1.5);
     assert_eq!(budget["remaining"]["epsilon"], 0.5);
     s.stop().await;

@@ -16,16 +16,30 @@ const LONG_TAU: u32 = 4001;
 async fn assert_one_charge_per_job(s: &TestServer, key: &str, dataset: &str, jobs: &[String]) {
     let entries = s.ledger(key, dataset).await;
     for job in jobs {
-        let charges = entries.iter().filter(|e| e["kind"] == "charge" && e["job_id"] == job.as_str()).count();
+        let charges = entries
+            .iter()
+            .filter(|e| e["kind"] == "charge" && e["job_id"] == job.as_str())
+            .count();
         assert_eq!(charges, 1, "job {job}: {entries:?}");
     }
-    assert_eq!(entries.iter().filter(|e| e["kind"] == "charge").count(), jobs.len());
-    assert!(!entries.iter().any(|e| e["kind"] == "refund"), "no refunds: {entries:?}");
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "charge").count(),
+        jobs.len()
+    );
+    assert!(
+        !entries.iter().any(|e| e["kind"] == "refund"),
+        "no refunds: {entries:?}"
+    );
 }
 
 async fn submit(s: &TestServer, key: &str, dataset: &str, tau: u32) -> String {
     let job = expect_status(
-        s.post(key, "/v1/jobs", &json!({"dataset_id": dataset, "epsilon": 0.5, "tau": tau})).await,
+        s.post(
+            key,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.5, "tau": tau}),
+        )
+        .await,
         StatusCode::ACCEPTED,
     )
     .await;
@@ -51,21 +65,36 @@ async fn graceful_restart_with_queued_and_running_jobs() {
     let (_, owner) = s.key("owner", "o").await;
     let dataset = s.upload_mushroom(&owner, 10.0).await;
     let long = submit(&s, &owner, &dataset, LONG_TAU).await;
-    let queued = vec![submit(&s, &owner, &dataset, 5).await, submit(&s, &owner, &dataset, 7).await];
+    let queued = vec![
+        submit(&s, &owner, &dataset, 5).await,
+        submit(&s, &owner, &dataset, 7).await,
+    ];
     wait_running(&s, &owner, &long).await;
     let (db, dir) = s.stop().await;
 
     let s = TestServer::start_on(&db, |c| c.workers = 1).await;
     let mut all = vec![long.clone()];
     all.extend(queued);
-    let before = expect_status(s.get(&owner, &format!("/v1/jobs/{long}")).await, StatusCode::OK).await;
-    assert!(before["state"] == "queued" || before["state"] == "running", "{before}");
+    let before = expect_status(
+        s.get(&owner, &format!("/v1/jobs/{long}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(
+        before["state"] == "queued" || before["state"] == "running",
+        "{before}"
+    );
     for job in &all {
         let done = s.wait_job(&owner, job).await;
         assert_eq!(done["state"], "succeeded", "{done}");
     }
     assert_one_charge_per_job(&s, &owner, &dataset, &all).await;
-    let budget = expect_status(s.get(&owner, &format!("/v1/datasets/{dataset}/budget")).await, StatusCode::OK).await;
+    let budget = expect_status(
+        s.get(&owner, &format!("/v1/datasets/{dataset}/budget"))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(budget["spent"]["epsilon"], 1.5);
     s.stop().await;
     drop(dir);
@@ -73,7 +102,11 @@ async fn graceful_restart_with_queued_and_running_jobs() {
 
 /// A free port (bound and released; the server binds it right after).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,7 +115,15 @@ async fn crash_with_running_job_reruns_under_the_same_charge() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_privboost"))
-        .args(["serve", "--bind", &format!("127.0.0.1:{port}"), "--workers", "1", "--admin-key", ADMIN_KEY])
+        .args([
+            "serve",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--workers",
+            "1",
+            "--admin-key",
+            ADMIN_KEY,
+        ])
         .arg("--data-dir")
         .arg(dir.path())
         .stdout(std::process::Stdio::null())
@@ -113,7 +154,10 @@ async fn crash_with_running_job_reruns_under_the_same_charge() {
         .text("name", "m")
         .text("epsilon", "10")
         .text("schema", schema)
-        .part("data", reqwest::multipart::Part::bytes(std::fs::read(common::mushroom_csv()).unwrap()));
+        .part(
+            "data",
+            reqwest::multipart::Part::bytes(std::fs::read(common::mushroom_csv()).unwrap()),
+        );
     let up: Value = client
         .post(format!("{url}/v1/datasets"))
         .bearer_auth(&owner)

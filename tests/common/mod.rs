@@ -81,7 +81,9 @@ impl TestServer {
         config.admin_key = Some(ADMIN_KEY.into());
         tweak(&mut config);
         let server = Server::open(config).await.expect("server opens");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let (tx, rx) = oneshot::channel::<()>();
         let handle = tokio::spawn(api::serve(listener, server, async {
@@ -125,12 +127,23 @@ impl TestServer {
                     .json(&json!({"role": role, "name": name})),
             )
             .await;
-        (body["id"].as_str().unwrap().into(), body["key"].as_str().unwrap().into())
+        (
+            body["id"].as_str().unwrap().into(),
+            body["key"].as_str().unwrap().into(),
+        )
     }
 
     /// Upload a dataset (multipart); returns the raw response.
-    pub async fn upload(&self, key: &str, name: &str, epsilon: f64, schema: &str, csv: Vec<u8>) -> Response {
-        self.upload_form(key, name, &epsilon.to_string(), schema, csv, &[]).await
+    pub async fn upload(
+        &self,
+        key: &str,
+        name: &str,
+        epsilon: f64,
+        schema: &str,
+        csv: Vec<u8>,
+    ) -> Response {
+        self.upload_form(key, name, &epsilon.to_string(), schema, csv, &[])
+            .await
     }
 
     /// Upload with extra text fields (sent before `data`).
@@ -150,7 +163,10 @@ impl TestServer {
         for (k, v) in extra {
             form = form.text(k.to_string(), v.to_string());
         }
-        form = form.part("data", reqwest::multipart::Part::bytes(csv).file_name("data.csv"));
+        form = form.part(
+            "data",
+            reqwest::multipart::Part::bytes(csv).file_name("data.csv"),
+        );
         self.client
             .post(self.at("/v1/datasets"))
             .bearer_auth(key)
@@ -171,17 +187,36 @@ impl TestServer {
 
     /// Upload the small synthetic data; returns the dataset id.
     pub async fn upload_small(&self, key: &str, epsilon: f64, rows: usize) -> String {
-        let r = self.upload(key, "small", epsilon, SMALL_SCHEMA, small_csv(rows).into_bytes()).await;
+        let r = self
+            .upload(
+                key,
+                "small",
+                epsilon,
+                SMALL_SCHEMA,
+                small_csv(rows).into_bytes(),
+            )
+            .await;
         let body = expect_status(r, StatusCode::CREATED).await;
         body["dataset"]["id"].as_str().unwrap().into()
     }
 
     pub async fn get(&self, key: &str, path: &str) -> Response {
-        self.client.get(self.at(path)).bearer_auth(key).send().await.expect("sent")
+        self.client
+            .get(self.at(path))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("sent")
     }
 
     pub async fn post(&self, key: &str, path: &str, body: &Value) -> Response {
-        self.client.post(self.at(path)).bearer_auth(key).json(body).send().await.expect("sent")
+        self.client
+            .post(self.at(path))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .expect("sent")
     }
 
     /// Send and check the status; returns the JSON body.
@@ -193,12 +228,19 @@ impl TestServer {
     pub async fn wait_job(&self, key: &str, job_id: &str) -> Value {
         let deadline = Instant::now() + JOB_DEADLINE;
         loop {
-            let job = expect_status(self.get(key, &format!("/v1/jobs/{job_id}")).await, StatusCode::OK).await;
+            let job = expect_status(
+                self.get(key, &format!("/v1/jobs/{job_id}")).await,
+                StatusCode::OK,
+            )
+            .await;
             let state = job["state"].as_str().unwrap().to_owned();
             if ["succeeded", "failed", "cancelled"].contains(&state.as_str()) {
                 return job;
             }
-            assert!(Instant::now() < deadline, "job {job_id} still {state} at the deadline: {job}");
+            assert!(
+                Instant::now() < deadline,
+                "job {job_id} still {state} at the deadline: {job}"
+            );
             tokio::task::yield_now().await;
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -206,7 +248,15 @@ impl TestServer {
 
     /// The ledger entries of a dataset.
     pub async fn ledger(&self, key: &str, dataset: &str) -> Vec<Value> {
-        let body = expect_status(self.get(key, &format!("/v1/datasets/{dataset}/ledger?page_size=1000")).await, StatusCode::OK).await;
+        let body = expect_status(
+            self.get(
+                key,
+                &format!("/v1/datasets/{dataset}/ledger?page_size=1000"),
+            )
+            .await,
+            StatusCode::OK,
+        )
+        .await;
         body["items"].as_array().unwrap().clone()
     }
 }
@@ -223,7 +273,10 @@ pub async fn expect_status(r: Response, status: StatusCode) -> Value {
     let text = r.text().await.expect("body");
     assert_eq!(got, status, "expected {status}, got {got}; body: {text}");
     if got.is_client_error() || got.is_server_error() {
-        assert_eq!(content_type, "application/problem+json", "error without problem+json: {text}");
+        assert_eq!(
+            content_type, "application/problem+json",
+            "error without problem+json: {text}"
+        );
     }
     if text.is_empty() {
         Value::Null

@@ -1,0 +1,194 @@
+//! The auth matrix: no key -> 401; another owner's dataset and an
+//! ungranted analyst -> 404 (existence not revealed); roles enforced.
+
+mod common;
+
+use common::{TestServer, expect_status};
+use reqwest::StatusCode;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_matrix() {
+    let s = TestServer::start().await;
+    let (_, a) = s.key("owner", "A").await;
+    let (_, b) = s.key("owner", "B").await;
+    let (granted_id, granted) = s.key("analyst", "granted").await;
+    let (_, stranger) = s.key("analyst", "stranger").await;
+    let dataset = s.upload_small(&a, 1.0, 100).await;
+    s.expect(
+        StatusCode::NO_CONTENT,
+        s.client
+            .put(s.at(&format!("/v1/datasets/{dataset}/grants/{granted_id}")))
+            .bearer_auth(&a),
+    )
+    .await;
+    let job = expect_status(
+        s.post(
+            &a,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.1, "tau": 5}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job_id = job["id"].as_str().unwrap();
+    let done = s.wait_job(&a, job_id).await;
+    let model_id = done["model_id"].as_str().unwrap();
+
+    // No key, a bad key: 401 with problem+json.
+    for path in [
+        "/v1/datasets",
+        &format!("/v1/datasets/{dataset}"),
+        "/v1/jobs",
+        "/v1/models",
+    ] {
+        expect_status(
+            s.client.get(s.at(path)).send().await.unwrap(),
+            StatusCode::UNAUTHORIZED,
+        )
+        .await;
+        expect_status(s.get("pb_not_a_key", path).await, StatusCode::UNAUTHORIZED).await;
+    }
+
+    // Owner B and the ungranted analyst: everything about A's dataset is 404.
+    let paths = [
+        format!("/v1/datasets/{dataset}"),
+        format!("/v1/datasets/{dataset}/budget"),
+        format!("/v1/datasets/{dataset}/ledger"),
+        format!("/v1/jobs/{job_id}"),
+        format!("/v1/models/{model_id}"),
+    ];
+    for key in [&b, &stranger] {
+        for p in &paths {
+            expect_status(s.get(key, p).await, StatusCode::NOT_FOUND).await;
+        }
+        expect_status(
+            s.post(
+                key,
+                "/v1/jobs",
+                &json!({"dataset_id": dataset, "epsilon": 0.1}),
+            )
+            .await,
+            StatusCode::NOT_FOUND,
+        )
+        .await;
+        expect_status(
+            s.post(
+                key,
+                "/v1/jobs/estimate",
+                &json!({"dataset_id": dataset, "epsilon": 0.1}),
+            )
+            .await,
+            StatusCode::NOT_FOUND,
+        )
+        .await;
+        expect_status(
+            s.post(
+                key,
+                &format!("/v1/models/{model_id}/predict"),
+                &json!({"rows": [{"x": 1, "c": "a"}]}),
+            )
+            .await,
+            StatusCode::NOT_FOUND,
+        )
+        .await;
+        let list = expect_status(s.get(key, "/v1/datasets").await, StatusCode::OK).await;
+        assert!(list["items"].as_array().unwrap().is_empty());
+        let list = expect_status(s.get(key, "/v1/models").await, StatusCode::OK).await;
+        assert!(list["items"].as_array().unwrap().is_empty());
+    }
+    expect_status(
+        s.client
+            .delete(s.at(&format!("/v1/datasets/{dataset}")))
+            .bearer_auth(&b)
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    // The granted analyst sees it, but cannot upload, change the budget or delete.
+    for p in &paths {
+        expect_status(s.get(&granted, p).await, StatusCode::OK).await;
+    }
+    let r = s
+        .upload(
+            &granted,
+            "x",
+            1.0,
+            common::SMALL_SCHEMA,
+            common::small_csv(10).into_bytes(),
+        )
+        .await;
+    expect_status(r, StatusCode::FORBIDDEN).await;
+    expect_status(
+        s.client
+            .patch(s.at(&format!("/v1/datasets/{dataset}/budget")))
+            .bearer_auth(&granted)
+            .json(&json!({"epsilon": 100.0}))
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    expect_status(
+        s.client
+            .delete(s.at(&format!("/v1/datasets/{dataset}")))
+            .bearer_auth(&granted)
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    // Only the admin manages keys.
+    expect_status(
+        s.post(&a, "/v1/keys", &json!({"role": "owner", "name": "sneaky"}))
+            .await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    // Revoking a grant hides the dataset again.
+    s.expect(
+        StatusCode::NO_CONTENT,
+        s.client
+            .delete(s.at(&format!("/v1/datasets/{dataset}/grants/{granted_id}")))
+            .bearer_auth(&a),
+    )
+    .await;
+    expect_status(
+        s.get(&granted, &format!("/v1/datasets/{dataset}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    // Deleting purges the rows but keeps the ledger as a tombstone.
+    s.expect(
+        StatusCode::NO_CONTENT,
+        s.client
+            .delete(s.at(&format!("/v1/datasets/{dataset}")))
+            .bearer_auth(&a),
+    )
+    .await;
+    let tomb = expect_status(
+        s.get(&a, &format!("/v1/datasets/{dataset}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(tomb["state"], "deleted");
+    assert_eq!(s.ledger(&a, &dataset).await.len(), 2);
+    expect_status(
+        s.post(
+            &a,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.1}),
+        )
+        .await,
+        StatusCode::CONFLICT,
+    )
+    .await;
+    s.stop().await;
+}

@@ -1,0 +1,254 @@
+//! Bad input gets problem+json with a useful detail, and stores or charges
+//! nothing.
+
+mod common;
+
+use common::{SMALL_SCHEMA, TestServer, expect_status, small_csv};
+use reqwest::StatusCode;
+use serde_json::json;
+
+async fn no_datasets(s: &TestServer, key: &str) {
+    let list = expect_status(s.get(key, "/v1/datasets").await, StatusCode::OK).await;
+    assert!(
+        list["items"].as_array().unwrap().is_empty(),
+        "nothing stored: {list}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_uploads_store_nothing_and_say_where() {
+    let s = TestServer::start_with(|c| c.max_upload_bytes = 64 * 1024).await;
+    let (_, owner) = s.key("owner", "o").await;
+
+    // Wrong field count in data row 3.
+    let csv = "x,c,y\n1,a,1\n2,b,0\n3,b\n4,a,1\n";
+    let p = expect_status(
+        s.upload(&owner, "m", 1.0, SMALL_SCHEMA, csv.into()).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(p["detail"].as_str().unwrap().contains("row 3"), "{p}");
+    // An unparsable number: the column is named, the value is not.
+    let csv = "x,c,y\n1,a,1\nnot-a-number-417,b,0\n";
+    let p = expect_status(
+        s.upload(&owner, "m", 1.0, SMALL_SCHEMA, csv.into()).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains("row 2") && detail.contains("\"x\""), "{p}");
+    assert!(!detail.contains("not-a-number-417"), "{p}");
+    // Header that does not match the schema.
+    let csv = "x,y\n1,1\n";
+    let p = expect_status(
+        s.upload(&owner, "m", 1.0, SMALL_SCHEMA, csv.into()).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(p["detail"].as_str().unwrap().contains("header"), "{p}");
+    // An invalid schema and an invalid budget: field errors.
+    let p = expect_status(
+        s.upload(&owner, "m", 1.0, "{\"label\": 3}", small_csv(5).into())
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "schema");
+    let p = expect_status(
+        s.upload_form(&owner, "m", "-1", SMALL_SCHEMA, small_csv(5).into(), &[])
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "epsilon");
+    // Over the upload limit.
+    let r = s
+        .upload(&owner, "m", 1.0, SMALL_SCHEMA, small_csv(20_000).into())
+        .await;
+    expect_status(r, StatusCode::PAYLOAD_TOO_LARGE).await;
+    // Not multipart.
+    let r = s
+        .client
+        .post(s.at("/v1/datasets"))
+        .bearer_auth(&owner)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    expect_status(r, StatusCode::UNSUPPORTED_MEDIA_TYPE).await;
+    no_datasets(&s, &owner).await;
+
+    // With skip_bad_rows the owner gets the counts and positions.
+    let csv = "x,c,y\n1,a,1\n2,zzz,0\n3,b,1\n";
+    let r = s
+        .upload_form(
+            &owner,
+            "m",
+            "1",
+            SMALL_SCHEMA,
+            csv.into(),
+            &[("skip_bad_rows", "true")],
+        )
+        .await;
+    let body = expect_status(r, StatusCode::CREATED).await;
+    assert_eq!(body["accepted_rows"], 2);
+    assert_eq!(body["rejected_rows"], 1);
+    let reason = body["rejected"][0].as_str().unwrap();
+    assert!(
+        reason.contains("row 2") && !reason.contains("zzz"),
+        "{body}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_problems_and_charge_nothing() {
+    let s = TestServer::start_with(|c| {
+        c.max_body_bytes = 16 * 1024;
+        c.max_predict_rows = 50;
+    })
+    .await;
+    let (_, owner) = s.key("owner", "o").await;
+    let dataset = s.upload_small(&owner, 1.0, 100).await;
+
+    // Invalid parameters: 422 naming the field, before any charge.
+    for (body, field) in [
+        (
+            json!({"dataset_id": dataset, "epsilon": 0.1, "kappa": 1.5}),
+            "kappa",
+        ),
+        (
+            json!({"dataset_id": dataset, "epsilon": 0.1, "lambda": 0.0}),
+            "lambda",
+        ),
+        (
+            json!({"dataset_id": dataset, "epsilon": 0.1, "tau": 0}),
+            "tau",
+        ),
+        (json!({"dataset_id": dataset, "epsilon": -1.0}), "epsilon"),
+        (
+            json!({"dataset_id": dataset, "epsilon": 0.1, "delta": 1.0}),
+            "delta",
+        ),
+        (
+            json!({"dataset_id": dataset, "epsilon": 0.1, "seed": 42}),
+            "seed",
+        ),
+        (
+            json!({"dataset_id": dataset, "epsilon": 0.1, "private": false}),
+            "private",
+        ),
+        (
+            json!({"dataset_id": dataset, "epsilon": 0.1, "bogus": 1}),
+            "body",
+        ),
+        (json!({"dataset_id": dataset}), "body"),
+    ] {
+        let p = expect_status(
+            s.post(&owner, "/v1/jobs", &body).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        assert_eq!(p["errors"][0]["field"], field, "{p}");
+        expect_status(
+            s.post(&owner, "/v1/jobs/estimate", &body).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+    }
+    assert_eq!(s.ledger(&owner, &dataset).await.len(), 1, "only the total");
+
+    // Malformed JSON, wrong content type, unknown route, wrong method.
+    let r = s
+        .client
+        .post(s.at("/v1/jobs"))
+        .bearer_auth(&owner)
+        .header("content-type", "application/json")
+        .body("{")
+        .send()
+        .await
+        .unwrap();
+    expect_status(r, StatusCode::BAD_REQUEST).await;
+    let r = s
+        .client
+        .post(s.at("/v1/jobs"))
+        .bearer_auth(&owner)
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    expect_status(r, StatusCode::UNSUPPORTED_MEDIA_TYPE).await;
+    expect_status(
+        s.get(&owner, "/v1/nothing-here").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    let r = s
+        .client
+        .delete(s.at("/v1/jobs"))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap();
+    expect_status(r, StatusCode::METHOD_NOT_ALLOWED).await;
+    expect_status(
+        s.get(&owner, "/v1/jobs?page_size=0").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    expect_status(
+        s.get(&owner, "/v1/jobs?page_token=garbage").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+
+    // Predictions: an unknown column names the row and column; limits.
+    let job = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.5, "tau": 5}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let predict = format!("/v1/models/{}/predict", job["model_id"].as_str().unwrap());
+    let rows = json!({"rows": [{"x": 3, "c": "a"}, {"x": 3, "c": "a", "colour": "red"}]});
+    let p = expect_status(
+        s.post(&owner, &predict, &rows).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "rows[1]");
+    assert!(
+        p["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("colour"),
+        "{p}"
+    );
+    let many: Vec<_> = (0..51).map(|i| json!({"x": i, "c": "b"})).collect();
+    expect_status(
+        s.post(&owner, &predict, &json!({"rows": many})).await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+    )
+    .await;
+    let big = "x".repeat(20 * 1024);
+    let p = expect_status(
+        s.post(&owner, &predict, &json!({"rows": [{"x": 1, "c": big}]}))
+            .await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+    )
+    .await;
+    assert_eq!(p["status"], 413);
+    let ok = expect_status(
+        s.post(&owner, &predict, &json!({"rows": [{"x": 3, "c": "a"}]}))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(ok["predictions"].as_array().unwrap().len(), 1);
+    s.stop().await;
+}
