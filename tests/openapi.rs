@@ -1,0 +1,92 @@
+//! `openapi.yaml` describes exactly the routes the router serves, and the
+//! server serves the document.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::TestServer;
+use openapiv3::{OpenAPI, ReferenceOr};
+
+fn document() -> OpenAPI {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml")).unwrap();
+    yaml_serde::from_str(&text).expect("openapi.yaml parses as OpenAPI 3.0")
+}
+
+#[test]
+fn router_and_document_agree() {
+    let doc = document();
+    let mut documented = BTreeSet::new();
+    for (path, item) in &doc.paths.paths {
+        let ReferenceOr::Item(item) = item else {
+            panic!("{path}: path references are not used");
+        };
+        for (method, _) in item.iter() {
+            documented.insert(format!("{} {path}", method.to_uppercase()));
+        }
+    }
+    let routed: BTreeSet<String> = privboost::api::route_list()
+        .into_iter()
+        .map(|(m, p)| format!("{m} {p}"))
+        .collect();
+    let missing: Vec<_> = routed.difference(&documented).collect();
+    let extra: Vec<_> = documented.difference(&routed).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "routes not in openapi.yaml: {missing:?}; documented but not routed: {extra:?}"
+    );
+}
+
+#[test]
+fn every_operation_documents_its_errors() {
+    let doc = document();
+    for (path, item) in &doc.paths.paths {
+        let ReferenceOr::Item(item) = item else {
+            continue;
+        };
+        for (method, op) in item.iter() {
+            let codes: Vec<String> = op
+                .responses
+                .responses
+                .keys()
+                .map(|c| c.to_string())
+                .collect();
+            let public =
+                ["/healthz", "/readyz", "/metrics", "/openapi.yaml"].contains(&path.as_str());
+            if !public {
+                assert!(
+                    codes.iter().any(|c| c == "401"),
+                    "{method} {path} lacks 401"
+                );
+            }
+            if op.request_body.is_some() && !path.starts_with("/v1/datasets") {
+                for code in ["415", "422"] {
+                    assert!(
+                        codes.iter().any(|c| c == code),
+                        "{method} {path} lacks {code}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_serves_the_document() {
+    let s = TestServer::start().await;
+    let r = s.client.get(s.at("/openapi.yaml")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let served = r.text().await.unwrap();
+    let file =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml")).unwrap();
+    assert_eq!(served, file);
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        assert_eq!(
+            s.client.get(s.at(path)).send().await.unwrap().status(),
+            200,
+            "{path}"
+        );
+    }
+    s.stop().await;
+}
