@@ -14,7 +14,7 @@ fn mushroom_rows(n: usize) -> (Vec<Map<String, Value>>, String) {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let mut rows = Vec::new();
-    let mut csv = String::from(header.join(","));
+    let mut csv = header.join(",");
     csv.push('\n');
     for line in lines.take(n) {
         csv.push_str(line);

@@ -291,13 +291,9 @@ impl JobQueue {
     /// Mark shutdown: running trainings stop at their next round.
     pub fn stop(&self) {
         self.inner.stopping.store(true, Ordering::Relaxed);
-        if let Ok(running) = self.inner.running.lock() {
-            if !running.is_empty() {
-                warn!(
-                    jobs = running.len(),
-                    "shutdown: stopping running jobs; they re-run after restart"
-                );
-            }
+        let running = self.lock_running().len();
+        if running > 0 {
+            warn!(jobs = running, "shutdown: stopping running jobs; they re-run after restart");
         }
     }
 }

@@ -306,6 +306,9 @@ pub(crate) async fn grants(pool: &SqlitePool, dataset_id: &str) -> Result<Vec<St
     Ok(rows.into_iter().map(|(k,)| k).collect())
 }
 
+/// `(schema_json, n_rows, n_cols, features, labels)` as read.
+type StoredRows = (String, i64, i64, Vec<u8>, Vec<u8>);
+
 /// The training rows of a claimed job's dataset, with its schema JSON.
 /// Only a [`ClaimedJob`] (whose charge was admitted) opens rows. `None` when
 /// the rows were deleted.
@@ -313,7 +316,7 @@ pub(crate) async fn load_rows(
     pool: &SqlitePool,
     job: &ClaimedJob,
 ) -> Result<Option<(String, Dataset)>, StoreError> {
-    let row: Option<(String, i64, i64, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+    let row: Option<StoredRows> = sqlx::query_as(
         "SELECT d.schema_json, r.n_rows, r.n_cols, r.features, r.labels FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id WHERE r.dataset_id = ?",
     )
     .bind(&job.dataset_id)
