@@ -18,7 +18,11 @@ use serde_json::{Map, Value, json};
 const ADMIN: &str = "pb_bench_admin_key";
 
 fn rows(n: usize) -> Vec<Map<String, Value>> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/mushroom/mushroom.csv")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/mushroom/mushroom.csv"
+    ))
+    .unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     lines
@@ -34,7 +38,14 @@ fn rows(n: usize) -> Vec<Map<String, Value>> {
         .collect()
 }
 
-async fn run_load(client: &reqwest::Client, url: &str, key: &str, body: Value, clients: usize, requests: usize) {
+async fn run_load(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    body: Value,
+    clients: usize,
+    requests: usize,
+) {
     let body = std::sync::Arc::new(serde_json::to_vec(&body).unwrap());
     let per_client = requests / clients;
     let start = Instant::now();
@@ -69,7 +80,11 @@ async fn run_load(client: &reqwest::Client, url: &str, key: &str, body: Value, c
     }
     let elapsed = start.elapsed();
     all.sort();
-    let q = |p: f64| all[((all.len() as f64 * p).ceil() as usize).saturating_sub(1).min(all.len() - 1)];
+    let q = |p: f64| {
+        all[((all.len() as f64 * p).ceil() as usize)
+            .saturating_sub(1)
+            .min(all.len() - 1)]
+    };
     println!(
         "  {} requests, {clients} clients: {:.0} requests/s; latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         all.len(),
@@ -82,10 +97,16 @@ async fn run_load(client: &reqwest::Client, url: &str, key: &str, body: Value, c
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     let clients: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(16);
     let requests: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async move {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::new(dir.path().join("privboost.db"));

@@ -119,6 +119,26 @@ async fn twenty_concurrent_submissions_admit_exactly_k() {
     )
     .await;
     assert_eq!(budget["remaining"]["epsilon"], 0.0);
+
+    // The job list pages through all k jobs in a stable order.
+    let mut seen = Vec::new();
+    let mut path = "/v1/jobs?page_size=3".to_owned();
+    loop {
+        let page = expect_status(s.get(&owner, &path).await, StatusCode::OK).await;
+        for j in page["items"].as_array().unwrap() {
+            seen.push(j["id"].as_str().unwrap().to_owned());
+        }
+        match page["next_page_token"].as_str() {
+            Some(t) => path = format!("/v1/jobs?page_size=3&page_token={t}"),
+            None => break,
+        }
+    }
+    let charged: Vec<String> = entries
+        .iter()
+        .filter(|e| e["kind"] == "charge")
+        .map(|e| e["job_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(seen, charged, "pages in submission order, each job once");
     s.stop().await;
 }
 

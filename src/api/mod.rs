@@ -39,9 +39,10 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use sqlx::SqlitePool;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tower_http::LatencyUnit;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::info;
 
 use crate::jobs::{JobQueue, Workers};
@@ -239,6 +240,8 @@ impl Routes {
         H: Handler<T, AppState>,
         T: 'static,
     {
+        // Invariant: callers pass the standard methods (GET, POST, PUT,
+        // PATCH, DELETE), which all have a filter.
         let filter = MethodFilter::try_from(method.clone()).expect("a standard method");
         self.at_router(method, path, on(filter, handler))
     }
@@ -297,18 +300,25 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
-                let path = req
-                    .extensions()
-                    .get::<axum::extract::MatchedPath>()
-                    .map_or("unmatched", |p| p.as_str());
-                let request_id = req
-                    .headers()
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                tracing::info_span!("request", method = %req.method(), path, request_id)
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &axum::http::Request<_>| {
+                    let path = req
+                        .extensions()
+                        .get::<axum::extract::MatchedPath>()
+                        .map_or("unmatched", |p| p.as_str());
+                    let request_id = req
+                        .headers()
+                        .get("x-request-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("");
+                    tracing::info_span!("request", method = %req.method(), path, request_id)
+                })
+                // One INFO line per response: status and latency, nothing else.
+                .on_response(
+                    DefaultOnResponse::new()
+                        .level(tracing::Level::INFO)
+                        .latency_unit(LatencyUnit::Micros),
+                ),
         )
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)

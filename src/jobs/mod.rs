@@ -293,7 +293,10 @@ impl JobQueue {
         self.inner.stopping.store(true, Ordering::Relaxed);
         let running = self.lock_running().len();
         if running > 0 {
-            warn!(jobs = running, "shutdown: stopping running jobs; they re-run after restart");
+            warn!(
+                jobs = running,
+                "shutdown: stopping running jobs; they re-run after restart"
+            );
         }
     }
 }

@@ -226,3 +226,125 @@ pub(crate) async fn charged_all(pool: &SqlitePool) -> Result<f64, StoreError> {
     .fetch_one(pool)
     .await?)
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::data::{BitMatrix, BitVec, Dataset};
+    use crate::store::datasets::{self, Created, NewDataset};
+    use crate::store::idempotency::StoredResponse;
+    use crate::store::jobs::{self, NewJob, Submitted};
+    use crate::store::keys::{self, Role};
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Submit(f64),
+        Cancel(usize),
+        SetTotal(f64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (1u32..=8).prop_map(|k| Op::Submit(f64::from(k) * 0.1)),
+            (0usize..8).prop_map(Op::Cancel),
+            (1u32..=30).prop_map(|k| Op::SetTotal(f64::from(k) * 0.1)),
+        ]
+    }
+
+    fn respond(_: &impl serde::Serialize) -> StoredResponse {
+        StoredResponse {
+            status: 200,
+            location: None,
+            body: String::new(),
+        }
+    }
+
+    /// Run `ops` against a fresh file; after each one the charges fit the
+    /// total, and a refused charge leaves the ledger as it was.
+    async fn run(ops: Vec<Op>) {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = crate::store::open(&dir.path().join("t.db"), 4)
+            .await
+            .unwrap();
+        let owner = keys::create(&pool, Role::Owner, "o", "secret")
+            .await
+            .unwrap();
+        let data = Dataset {
+            features: BitMatrix::from_columns(3, &[BitVec::from_bools(&[true, false, true])]),
+            labels: Some(BitVec::from_bools(&[true, false, false])),
+        };
+        let new = NewDataset {
+            owner_id: &owner.id,
+            name: "d",
+            schema_json: "{}",
+            data: &data,
+            rejected_rows: 0,
+            total: Amount {
+                epsilon: 1.0,
+                delta: 0.0,
+            },
+        };
+        let Created::New(d) = datasets::create(&pool, new, None, respond).await.unwrap() else {
+            panic!("created")
+        };
+        let mut job_ids = Vec::new();
+        for op in ops {
+            let before = entries(&pool, &d.id, 0, 1000).await.unwrap().items.len();
+            match op {
+                Op::Submit(eps) => {
+                    let new = NewJob {
+                        dataset_id: &d.id,
+                        submitted_by: &owner.id,
+                        params_json: "{}",
+                        tau: 1,
+                        charge: Amount {
+                            epsilon: eps,
+                            delta: 0.0,
+                        },
+                        max_active_per_key: 1000,
+                    };
+                    match jobs::submit(&pool, new, None, respond).await.unwrap() {
+                        Submitted::New(j) => job_ids.push(j.id),
+                        Submitted::OverBudget { .. } => {
+                            let after = entries(&pool, &d.id, 0, 1000).await.unwrap().items.len();
+                            assert_eq!(before, after, "a refusal writes nothing");
+                        }
+                        _ => panic!("unexpected outcome"),
+                    }
+                }
+                Op::Cancel(i) => {
+                    if let Some(id) = job_ids.get(i) {
+                        jobs::cancel(&pool, id, &owner.id).await.unwrap();
+                    }
+                }
+                Op::SetTotal(eps) => {
+                    set_total(
+                        &pool,
+                        &d.id,
+                        Amount {
+                            epsilon: eps,
+                            delta: 0.0,
+                        },
+                        &owner.id,
+                    )
+                    .await
+                    .unwrap();
+                }
+            }
+            let b = budget(&pool, &d.id).await.unwrap();
+            assert!(b.charged().fits_within(b.total), "overspent: {b:?}");
+            assert!(b.remaining.epsilon >= 0.0, "{b:?}");
+        }
+        pool.close().await;
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn no_sequence_of_operations_overspends(ops in proptest::collection::vec(op(), 1..25)) {
+            tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run(ops));
+        }
+    }
+}
