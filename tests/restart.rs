@@ -204,11 +204,56 @@ async fn crash_with_running_job_reruns_under_the_same_charge() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let s = TestServer::start_on(&dir.path().join("privboost.db"), |c| c.workers = 1).await;
+    // The killed process stopped renewing its job's lease; with a 2 s lease
+    // the new server takes the job over within seconds.
+    let s = TestServer::start_on(&dir.path().join("privboost.db"), |c| {
+        c.workers = 1;
+        c.job_lease = Duration::from_secs(2);
+    })
+    .await;
     for job in &jobs {
         let done = s.wait_job(&owner, job).await;
         assert_eq!(done["state"], "succeeded", "{done}");
     }
     assert_one_charge_per_job(&s, &owner, &dataset, &jobs).await;
     s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_on_the_file_sees_progress_and_cancels_across_processes() {
+    let lease = |c: &mut privboost::api::Config| {
+        c.workers = 1;
+        c.job_lease = Duration::from_secs(2);
+    };
+    let a = TestServer::start_with(lease).await;
+    let (_, owner) = a.key("owner", "o").await;
+    let dataset = a.upload_mushroom(&owner, 10.0).await;
+    let job = submit(&a, &owner, &dataset, 9999).await;
+    wait_running(&a, &owner, &job).await;
+    // B starts while A trains: A's lease is live, so B leaves the job alone.
+    let b = TestServer::start_on(&a.db, lease).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let j = expect_status(
+            b.get(&owner, &format!("/v1/jobs/{job}")).await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(j["state"], "running", "{j}");
+        if j["progress"]["rounds_done"].as_u64().unwrap() > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no progress seen through B: {j}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Cancel through B; A's worker sees it at its next heartbeat.
+    let r = b
+        .post(&owner, &format!("/v1/jobs/{job}/cancel"), &json!({}))
+        .await;
+    expect_status(r, StatusCode::ACCEPTED).await;
+    let done = a.wait_job(&owner, &job).await;
+    assert_eq!(done["state"], "cancelled", "{done}");
+    assert_one_charge_per_job(&a, &owner, &dataset, std::slice::from_ref(&job)).await;
+    b.stop().await;
+    a.stop().await;
 }

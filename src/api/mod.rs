@@ -71,6 +71,9 @@ pub struct Config {
     pub max_active_jobs_per_key: u32,
     /// Time limit of one request (uploads included).
     pub request_timeout: Duration,
+    /// A running job whose worker stopped renewing its lease this long ago
+    /// (its process died) is re-queued by any process sharing the file.
+    pub job_lease: Duration,
 }
 
 impl Config {
@@ -86,6 +89,7 @@ impl Config {
             max_predict_rows: DEFAULT_MAX_PREDICT_ROWS,
             max_active_jobs_per_key: DEFAULT_MAX_ACTIVE_JOBS_PER_KEY,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            job_lease: crate::jobs::DEFAULT_LEASE,
         }
     }
 }
@@ -141,7 +145,7 @@ impl Server {
         // One connection per worker for writing results, plus request traffic.
         let pool = store::open(&config.db_path, (config.workers as u32 + 8).max(8)).await?;
         let new_admin_key = bootstrap_admin(&pool, config.admin_key.as_deref()).await?;
-        let recovered = store::jobs::recover(&pool).await?;
+        let recovered = store::jobs::requeue_expired(&pool, config.job_lease).await?;
         if recovered > 0 {
             info!(
                 jobs = recovered,
@@ -149,7 +153,8 @@ impl Server {
             );
         }
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let (jobs, workers) = JobQueue::start(pool.clone(), config.workers, shutdown_rx);
+        let (jobs, workers) =
+            JobQueue::start(pool.clone(), config.workers, config.job_lease, shutdown_rx);
         jobs.wake();
         let state = AppState {
             pool,

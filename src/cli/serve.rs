@@ -49,6 +49,10 @@ pub struct ServeArgs {
     /// Time limit of one request, in seconds.
     #[arg(long, env = "PRIVBOOST_REQUEST_TIMEOUT", default_value_t = api::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     request_timeout: u64,
+    /// Seconds after which a running job whose process stopped renewing its
+    /// lease (it crashed) is re-queued.
+    #[arg(long, env = "PRIVBOOST_JOB_LEASE", default_value_t = privboost::jobs::DEFAULT_LEASE.as_secs())]
+    job_lease: u64,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "PRIVBOOST_LOG_JSON")]
     log_json: bool,
@@ -80,6 +84,11 @@ impl ServeArgs {
         c.max_predict_rows = self.max_predict_rows;
         c.max_active_jobs_per_key = self.max_active_jobs;
         c.request_timeout = Duration::from_secs(self.request_timeout);
+        anyhow::ensure!(
+            self.job_lease >= 2,
+            "--job-lease must be at least 2 seconds"
+        );
+        c.job_lease = Duration::from_secs(self.job_lease);
         Ok(c)
     }
 }

@@ -15,7 +15,10 @@
 //! is re-run under that charge after the restart (SPEC §2, §6).
 //!
 //! Progress is kept in memory ([`JobControl`]) and only says how many rounds
-//! are done (SPEC §2).
+//! are done (SPEC §2). While a job trains, its worker renews the job's lease
+//! in the store every quarter of the lease, writing the rounds done and
+//! reading cancellations made by any process; a job whose lease expired
+//! (its process died) is re-queued by any idle worker.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -35,6 +38,16 @@ use crate::store::{self, StoreError, jobs::ClaimedJob};
 /// How often an idle worker looks for work it was not woken for (jobs
 /// queued by another process on the same file, or after a store error).
 pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How often a running job renews its lease: a quarter of the lease, so
+/// that a few missed renewals (a busy database) do not lose it.
+fn heartbeat_interval(lease: Duration) -> Duration {
+    (lease / 4).max(Duration::from_millis(100))
+}
+
+/// The lease of a running job when none is configured: a crashed process's
+/// jobs re-run this long after it stopped renewing them.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// The parameters of a job as stored (with defaults already filled in).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -86,6 +99,8 @@ struct Inner {
     running: Mutex<HashMap<String, Arc<JobControl>>>,
     /// Set once shutdown starts: training callbacks stop between rounds.
     stopping: AtomicBool,
+    /// A running job whose heartbeat is older than this is re-queued.
+    lease: Duration,
 }
 
 /// A cheap handle on the pool, kept in the API state.
@@ -112,9 +127,12 @@ impl Workers {
 
 impl JobQueue {
     /// Start `workers` workers. They stop when `shutdown` becomes `true`.
+    /// A running job whose worker has not renewed its lease for `lease` is
+    /// re-queued (its process died).
     pub fn start(
         pool: SqlitePool,
         workers: usize,
+        lease: Duration,
         shutdown: watch::Receiver<bool>,
     ) -> (JobQueue, Workers) {
         let queue = JobQueue {
@@ -123,6 +141,7 @@ impl JobQueue {
                 notify: Notify::new(),
                 running: Mutex::new(HashMap::new()),
                 stopping: AtomicBool::new(false),
+                lease,
             }),
         };
         let handles = (0..workers.max(1))
@@ -181,7 +200,20 @@ impl JobQueue {
                     self.run(job).instrument(span).await;
                     continue;
                 }
-                Ok(None) => {}
+                Ok(None) => {
+                    // Idle: take over the jobs of dead processes.
+                    match store::jobs::requeue_expired(&self.inner.pool, self.inner.lease).await {
+                        Ok(0) => {}
+                        Ok(n) => {
+                            info!(
+                                jobs = n,
+                                "re-queued jobs whose lease expired; they re-run under their charges"
+                            );
+                            continue;
+                        }
+                        Err(e) => error!(error = %e, "re-queueing expired jobs failed"),
+                    }
+                }
                 Err(e) => error!(error = %e, "claiming a job failed"),
             }
             tokio::select! {
@@ -206,18 +238,22 @@ impl JobQueue {
                 info!("job succeeded");
                 Ok(())
             }
+            Err(Failure::LostLease) => {
+                warn!("the job's lease was lost to another worker; this run released nothing");
+                Ok(())
+            }
             Err(Failure::Cancelled)
                 if self.inner.stopping.load(Ordering::Relaxed)
                     && !control.cancel.load(Ordering::Relaxed) =>
             {
                 info!("job interrupted by shutdown; it will re-run under its charge");
-                store::jobs::requeue(&self.inner.pool, &job.id).await
+                store::jobs::requeue(&self.inner.pool, &job).await
             }
             Err(Failure::Cancelled) => {
                 info!("job cancelled");
                 store::jobs::finish(
                     &self.inner.pool,
-                    &job.id,
+                    &job,
                     "cancelled",
                     rounds,
                     "cancelled while running; the charge is kept",
@@ -227,7 +263,7 @@ impl JobQueue {
             Err(Failure::DatasetGone) => {
                 store::jobs::finish(
                     &self.inner.pool,
-                    &job.id,
+                    &job,
                     "failed",
                     rounds,
                     "the dataset's rows were deleted",
@@ -240,7 +276,7 @@ impl JobQueue {
                 error!(error = %e, "job failed");
                 store::jobs::finish(
                     &self.inner.pool,
-                    &job.id,
+                    &job,
                     "failed",
                     rounds,
                     "internal error during training",
@@ -264,8 +300,11 @@ impl JobQueue {
         let job_id = job.id.clone();
         let control = control.clone();
         let inner = self.inner.clone();
+        let lost = Arc::new(AtomicBool::new(false));
+        let trainer = control.clone();
         // CPU-bound: a blocking thread, never the executor.
-        let model_json = tokio::task::spawn_blocking(move || -> Result<String, Failure> {
+        let mut handle = tokio::task::spawn_blocking(move || -> Result<String, Failure> {
+            let control = trainer;
             let schema =
                 Schema::from_json(&schema_json).map_err(|e| Failure::Internal(e.to_string()))?;
             let encoder = Encoder::new(&schema).map_err(|e| Failure::Internal(e.to_string()))?;
@@ -279,13 +318,44 @@ impl JobQueue {
             let mut model = Model::new(&schema, &encoder, &valid, params.defaults_used, &ensemble)?;
             model.job_id = Some(job_id);
             Ok(model.to_json())
-        })
-        .await
-        .map_err(|e| Failure::Internal(format!("training thread: {e}")))??;
+        });
+        // While it trains: renew the lease, publish the progress (rounds
+        // done only) and pick up cancellations made by any process.
+        let mut beat = tokio::time::interval(heartbeat_interval(self.inner.lease));
+        beat.tick().await;
+        let result = loop {
+            tokio::select! {
+                result = &mut handle => break result,
+                _ = beat.tick() => {
+                    let rounds = control.rounds_done.load(Ordering::Relaxed);
+                    match store::jobs::heartbeat(&self.inner.pool, job, rounds).await {
+                        Ok(Some(cancel)) => {
+                            if cancel {
+                                control.cancel.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        Ok(None) => {
+                            // Another worker owns the job now: stop, record nothing.
+                            lost.store(true, Ordering::Relaxed);
+                            control.cancel.store(true, Ordering::Relaxed);
+                        }
+                        Err(e) => warn!(error = %e, "renewing the job's lease failed"),
+                    }
+                }
+            }
+        };
+        if lost.load(Ordering::Relaxed) {
+            return Err(Failure::LostLease);
+        }
+        let model_json =
+            result.map_err(|e| Failure::Internal(format!("training thread: {e}")))??;
         let model_id = store::new_id("model");
         let tau = params.tau;
-        store::jobs::succeed(&self.inner.pool, job, &model_id, &model_json, tau).await?;
-        Ok(())
+        if store::jobs::succeed(&self.inner.pool, job, &model_id, &model_json, tau).await? {
+            Ok(())
+        } else {
+            Err(Failure::LostLease)
+        }
     }
 
     /// Mark shutdown: running trainings stop at their next round.
@@ -303,6 +373,8 @@ impl JobQueue {
 
 /// Why a job did not succeed.
 enum Failure {
+    /// Another worker re-claimed the job (this one was presumed dead).
+    LostLease,
     Cancelled,
     DatasetGone,
     Internal(String),

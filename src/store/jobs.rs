@@ -228,38 +228,85 @@ pub(crate) struct ClaimedJob {
     pub dataset_id: String,
     pub params_json: String,
     pub cancel_requested: bool,
+    /// The claim's number (`attempts` after it): every later update of this
+    /// run matches only while no other worker has re-claimed the job.
+    pub attempt: i64,
+}
+
+/// Seconds since the Unix epoch (the lease clock).
+fn unix_now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
 /// Claim the oldest queued job (one atomic statement, so two workers or two
 /// processes never claim the same job). Sets `started_at` on first claim:
 /// from here on the charge is final.
 pub(crate) async fn claim(pool: &SqlitePool) -> Result<Option<ClaimedJob>, StoreError> {
-    let row: Option<(String, String, String, i64)> = sqlx::query_as(
-        "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, ?), attempts = attempts + 1, rounds_done = 0 \
+    let row: Option<(String, String, String, i64, i64)> = sqlx::query_as(
+        "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, ?), attempts = attempts + 1, rounds_done = 0, heartbeat = ? \
          WHERE seq = (SELECT seq FROM jobs WHERE state = 'queued' ORDER BY seq LIMIT 1) AND state = 'queued' \
-         RETURNING id, dataset_id, params_json, cancel_requested",
+         RETURNING id, dataset_id, params_json, cancel_requested, attempts",
     )
     .bind(now())
+    .bind(unix_now())
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(id, dataset_id, params_json, cancel)| ClaimedJob {
-        id,
-        dataset_id,
-        params_json,
-        cancel_requested: cancel != 0,
-    }))
+    Ok(row.map(
+        |(id, dataset_id, params_json, cancel, attempt)| ClaimedJob {
+            id,
+            dataset_id,
+            params_json,
+            cancel_requested: cancel != 0,
+            attempt,
+        },
+    ))
 }
 
-/// Record success: store the model and finish the job in one transaction.
+/// Renew a running job's lease and record its progress. Returns
+/// `Some(cancel_requested)` while the job is still this worker's, `None` if
+/// the lease was lost (another worker re-claimed it, or it was cancelled).
+pub(crate) async fn heartbeat(
+    pool: &SqlitePool,
+    job: &ClaimedJob,
+    rounds_done: u32,
+) -> Result<Option<bool>, StoreError> {
+    let row: Option<(i64,)> = sqlx::query_as(
+        "UPDATE jobs SET heartbeat = ?, rounds_done = ? WHERE id = ? AND attempts = ? AND state = 'running' RETURNING cancel_requested",
+    )
+    .bind(unix_now())
+    .bind(i64::from(rounds_done))
+    .bind(&job.id)
+    .bind(job.attempt)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(c,)| c != 0))
+}
+
+/// Record success: finish the job and store its model in one transaction.
+/// Returns false (and stores nothing) if this run lost its lease: at most
+/// one model is ever released per job.
 pub(crate) async fn succeed(
     pool: &SqlitePool,
     job: &ClaimedJob,
     model_id: &str,
     model_json: &str,
     tau: u32,
-) -> Result<(), StoreError> {
-    let mut tx = pool.begin().await?;
+) -> Result<bool, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let created_at = now();
+    let done = sqlx::query(
+        "UPDATE jobs SET state = 'succeeded', model_id = ?, rounds_done = ?, finished_at = ? WHERE id = ? AND attempts = ? AND state = 'running'",
+    )
+    .bind(model_id)
+    .bind(i64::from(tau))
+    .bind(&created_at)
+    .bind(&job.id)
+    .bind(job.attempt)
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Ok(false);
+    }
     sqlx::query("INSERT INTO models (id, job_id, dataset_id, model_json, created_at) VALUES (?, ?, ?, ?, ?)")
         .bind(model_id)
         .bind(&job.id)
@@ -268,58 +315,59 @@ pub(crate) async fn succeed(
         .bind(&created_at)
         .execute(&mut *tx)
         .await?;
-    sqlx::query(
-        "UPDATE jobs SET state = 'succeeded', model_id = ?, rounds_done = ?, finished_at = ? WHERE id = ? AND state = 'running'",
-    )
-    .bind(model_id)
-    .bind(i64::from(tau))
-    .bind(&created_at)
-    .bind(&job.id)
-    .execute(&mut *tx)
-    .await?;
     tx.commit().await?;
-    Ok(())
+    Ok(true)
 }
 
-/// Finish a running job as `failed` or `cancelled` with a fixed message.
+/// Finish this run of a job as `failed` or `cancelled` with a fixed message.
 pub(crate) async fn finish(
     pool: &SqlitePool,
-    job_id: &str,
+    job: &ClaimedJob,
     state: &'static str,
     rounds_done: u32,
     message: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query("UPDATE jobs SET state = ?, rounds_done = ?, error = ?, finished_at = ? WHERE id = ? AND state = 'running'")
-        .bind(state)
-        .bind(i64::from(rounds_done))
-        .bind(message)
-        .bind(now())
-        .bind(job_id)
-        .execute(pool)
-        .await?;
-    Ok(())
-}
-
-/// Put a running job back in the queue (shutdown): it keeps `started_at`,
-/// so its charge stays final and it re-runs under it.
-pub(crate) async fn requeue(pool: &SqlitePool, job_id: &str) -> Result<(), StoreError> {
     sqlx::query(
-        "UPDATE jobs SET state = 'queued', rounds_done = 0 WHERE id = ? AND state = 'running'",
+        "UPDATE jobs SET state = ?, rounds_done = ?, error = ?, finished_at = ? WHERE id = ? AND attempts = ? AND state = 'running'",
     )
-    .bind(job_id)
+    .bind(state)
+    .bind(i64::from(rounds_done))
+    .bind(message)
+    .bind(now())
+    .bind(&job.id)
+    .bind(job.attempt)
     .execute(pool)
     .await?;
     Ok(())
 }
 
-/// At start: jobs left `running` by a crash go back to the queue. Returns
-/// how many. (Assumes one process runs the workers of a file; see
-/// docs/service.md.)
-pub(crate) async fn recover(pool: &SqlitePool) -> Result<u64, StoreError> {
-    let done =
-        sqlx::query("UPDATE jobs SET state = 'queued', rounds_done = 0 WHERE state = 'running'")
-            .execute(pool)
-            .await?;
+/// Put this run of a job back in the queue (shutdown): it keeps
+/// `started_at`, so its charge stays final and it re-runs under it.
+pub(crate) async fn requeue(pool: &SqlitePool, job: &ClaimedJob) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE jobs SET state = 'queued', rounds_done = 0, heartbeat = NULL WHERE id = ? AND attempts = ? AND state = 'running'",
+    )
+    .bind(&job.id)
+    .bind(job.attempt)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Re-queue `running` jobs whose lease expired (their process crashed or
+/// was killed). Returns how many. They keep `started_at`: they re-run under
+/// their existing charge.
+pub(crate) async fn requeue_expired(
+    pool: &SqlitePool,
+    lease: std::time::Duration,
+) -> Result<u64, StoreError> {
+    let cutoff = unix_now() - i64::try_from(lease.as_secs()).unwrap_or(i64::MAX);
+    let done = sqlx::query(
+        "UPDATE jobs SET state = 'queued', rounds_done = 0, heartbeat = NULL WHERE state = 'running' AND (heartbeat IS NULL OR heartbeat < ?)",
+    )
+    .bind(cutoff)
+    .execute(pool)
+    .await?;
     Ok(done.rows_affected())
 }
 
