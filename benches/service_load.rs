@@ -9,6 +9,8 @@
 //!
 //! Run: `cargo bench --bench service_load` (optionally
 //! `-- <clients> <requests>`). Client and server share the machine's cores.
+//! To load a separately started server instead, set `PRIVBOOST_BENCH_URL`
+//! (e.g. `http://127.0.0.1:8080`) and `PRIVBOOST_BENCH_ADMIN_KEY`.
 
 use std::time::{Duration, Instant};
 
@@ -108,20 +110,30 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async move {
+        // An external server (e.g. `privboost serve --admin-key ...`), or one
+        // started here in-process.
+        let external = std::env::var("PRIVBOOST_BENCH_URL").ok();
+        let admin = std::env::var("PRIVBOOST_BENCH_ADMIN_KEY").unwrap_or_else(|_| ADMIN.to_owned());
         let dir = tempfile::tempdir().unwrap();
-        let mut config = Config::new(dir.path().join("privboost.db"));
-        config.admin_key = Some(ADMIN.into());
-        let server = Server::open(config).await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(api::serve(listener, server, async {
-            let _ = rx.await;
-        }));
+        let (base, stop) = match external {
+            Some(url) => (url, None),
+            None => {
+                let mut config = Config::new(dir.path().join("privboost.db"));
+                config.admin_key = Some(ADMIN.into());
+                let server = Server::open(config).await.unwrap();
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let base = format!("http://{}", listener.local_addr().unwrap());
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                let handle = tokio::spawn(api::serve(listener, server, async {
+                    let _ = rx.await;
+                }));
+                (base, Some((tx, handle)))
+            }
+        };
         let client = reqwest::Client::new();
         let key: Value = client
             .post(format!("{base}/v1/keys"))
-            .bearer_auth(ADMIN)
+            .bearer_auth(&admin)
             .json(&json!({"role": "owner", "name": "bench"}))
             .send()
             .await
@@ -133,10 +145,23 @@ fn main() {
         let form = reqwest::multipart::Form::new()
             .text("name", "mushroom")
             .text("epsilon", "1")
-            .text("schema", std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/mushroom/schema.json")).unwrap())
+            .text(
+                "schema",
+                std::fs::read_to_string(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/data/mushroom/schema.json"
+                ))
+                .unwrap(),
+            )
             .part(
                 "data",
-                reqwest::multipart::Part::bytes(std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/data/mushroom/mushroom.csv")).unwrap()),
+                reqwest::multipart::Part::bytes(
+                    std::fs::read(concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/data/mushroom/mushroom.csv"
+                    ))
+                    .unwrap(),
+                ),
             );
         let up: Value = client
             .post(format!("{base}/v1/datasets"))
@@ -162,7 +187,15 @@ fn main() {
         let job_url = format!("{base}/v1/jobs/{}", job["id"].as_str().unwrap());
         let deadline = Instant::now() + Duration::from_secs(60);
         let model_id = loop {
-            let j: Value = client.get(&job_url).bearer_auth(&owner).send().await.unwrap().json().await.unwrap();
+            let j: Value = client
+                .get(&job_url)
+                .bearer_auth(&owner)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             if j["state"] == "succeeded" {
                 break j["model_id"].as_str().unwrap().to_owned();
             }
@@ -178,14 +211,45 @@ fn main() {
             .unwrap();
         let url = format!("{base}/v1/deployments/mushroom/predict");
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        println!("predict load benchmark ({cores} cores, client and server in one process, loopback HTTP/1.1)");
+        let mode = if stop.is_some() {
+            "client and server in one process"
+        } else {
+            "external server"
+        };
+        println!("predict load benchmark ({cores} cores, {mode}, loopback HTTP/1.1)");
         // Warm-up.
-        run_load(&client, &url, &owner, json!({"rows": rows(1)}), clients, clients * 50).await;
+        run_load(
+            &client,
+            &url,
+            &owner,
+            json!({"rows": rows(1)}),
+            clients,
+            clients * 50,
+        )
+        .await;
         println!("single-row requests:");
-        run_load(&client, &url, &owner, json!({"rows": rows(1)}), clients, requests).await;
+        run_load(
+            &client,
+            &url,
+            &owner,
+            json!({"rows": rows(1)}),
+            clients,
+            requests,
+        )
+        .await;
         println!("100-row requests:");
-        run_load(&client, &url, &owner, json!({"rows": rows(100)}), clients, requests / 4).await;
-        let _ = tx.send(());
-        handle.await.unwrap().unwrap();
+        run_load(
+            &client,
+            &url,
+            &owner,
+            json!({"rows": rows(100)}),
+            clients,
+            requests / 4,
+        )
+        .await;
+        if let Some((tx, handle)) = stop {
+            let _ = tx.send(());
+            handle.await.unwrap().unwrap();
+        }
     });
 }
