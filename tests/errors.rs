@@ -134,6 +134,11 @@ async fn bad_requests_get_problems_and_charge_nothing() {
             json!({"dataset_id": dataset, "epsilon": 0.1, "seed": 42}),
             "seed",
         ),
+        (json!({"dataset_id": dataset, "epsilon": 1e6}), "epsilon"),
+        (
+            json!({"dataset_id": dataset, "epsilon": 0.1, "kappa": 1e-320}),
+            "params",
+        ),
         (
             json!({"dataset_id": dataset, "epsilon": 0.1, "private": false}),
             "private",

@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 
 use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
-use super::{AppState, Config, PageQuery, Routes, idempotency_key, page_json, replay};
+use super::{AppState, Config, MAX_EPSILON, PageQuery, Routes, idempotency_key, page_json, replay};
 use crate::data::{Encoder, LabelMode, OnBadRow, ReadOptions, Schema, read_csv_with};
 use crate::privacy::Budget;
 use crate::store::datasets::{self, Created, DatasetInfo, NewDataset};
@@ -114,6 +114,13 @@ impl UploadMeta {
             }
         };
         let total = match (epsilon, delta) {
+            (Some(e), Some(_)) if e > MAX_EPSILON => {
+                errors.push(FieldError::new(
+                    "epsilon",
+                    format!("must be at most {MAX_EPSILON}"),
+                ));
+                None
+            }
             (Some(e), Some(d)) => match Budget::new(e, d) {
                 Ok(b) => Some(Amount {
                     epsilon: b.epsilon(),
@@ -459,6 +466,12 @@ async fn set_budget(
 ) -> Result<impl IntoResponse, ApiError> {
     caller.require(&[Role::Owner], "changing a budget")?;
     owned(&state, &caller, &id, "changing the budget").await?;
+    if body.epsilon > MAX_EPSILON {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "epsilon",
+            format!("must be at most {MAX_EPSILON}"),
+        )]));
+    }
     let total = Budget::new(body.epsilon, body.delta)
         .map_err(|e| ApiError::Validation(vec![FieldError::new("epsilon", e.to_string())]))?;
     let total = Amount {

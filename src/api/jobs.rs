@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 
 use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
-use super::{AppState, PageQuery, Routes, datasets::visible, idempotency_key, replay, to_json};
+use super::{
+    AppState, MAX_EPSILON, PageQuery, Routes, datasets::visible, idempotency_key, replay, to_json,
+};
 use crate::jobs::JobParams;
 use crate::learn::params::{Calibration, default_parameters};
 use crate::learn::{ValidLazyBbParams, WeakLearnerKind};
@@ -64,7 +66,12 @@ fn check(req: &JobRequest) -> Result<(JobParams, ValidLazyBbParams), ApiError> {
             "the service only runs differentially private jobs",
         ));
     }
-    if let Err(e) = Budget::new(req.epsilon, req.delta) {
+    if req.epsilon > MAX_EPSILON {
+        errors.push(FieldError::new(
+            "epsilon",
+            format!("must be at most {MAX_EPSILON}"),
+        ));
+    } else if let Err(e) = Budget::new(req.epsilon, req.delta) {
         let field = if e.to_string().contains("delta") {
             "delta"
         } else {
@@ -120,6 +127,21 @@ async fn prepare(
         .calibrate(n)
         .map_err(|e| ApiError::Validation(vec![FieldError::new("params", e.to_string())]))?
         .ok_or_else(|| ApiError::Internal("a private job without calibration".into()))?;
+    // Extreme but in-range values (kappa near 0, say) can overflow the
+    // calibration; such a job could not produce a meaningful model.
+    let finite = [
+        calibration.eta,
+        calibration.zeta,
+        calibration.round.epsilon_round,
+    ]
+    .iter()
+    .all(|v| v.is_finite() && *v > 0.0);
+    if !finite {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "params",
+            "these parameters give a non-finite noise calibration (check kappa, tau and epsilon)",
+        )]));
+    }
     Ok((params, calibration, dataset))
 }
 

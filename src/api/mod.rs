@@ -111,6 +111,11 @@ pub const DEFAULT_MAX_ACTIVE_JOBS_PER_KEY: u32 = 32;
 /// graceful shutdown waits for in-flight requests.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Largest epsilon accepted for a job or a dataset's total. Far above any
+/// meaningful guarantee (e^1000); a larger value is a typo, and it keeps the
+/// noise calibration finite.
+pub const MAX_EPSILON: f64 = 1000.0;
+
 /// What handlers share.
 #[derive(Clone)]
 pub struct AppState {
