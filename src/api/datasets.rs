@@ -127,7 +127,7 @@ impl UploadMeta {
                     delta: b.delta(),
                 }),
                 Err(err) => {
-                    errors.push(FieldError::new("epsilon", err.to_string()));
+                    errors.push(FieldError::new(budget_field(&err), err.to_string()));
                     None
                 }
             },
@@ -168,6 +168,15 @@ impl UploadMeta {
             }
             _ => Err(ApiError::Validation(errors)),
         }
+    }
+}
+
+/// The field a budget error is about (the message names it).
+fn budget_field(e: &crate::privacy::PrivacyError) -> &'static str {
+    if e.to_string().contains("delta") {
+        "delta"
+    } else {
+        "epsilon"
     }
 }
 
@@ -472,8 +481,9 @@ async fn set_budget(
             format!("must be at most {MAX_EPSILON}"),
         )]));
     }
-    let total = Budget::new(body.epsilon, body.delta)
-        .map_err(|e| ApiError::Validation(vec![FieldError::new("epsilon", e.to_string())]))?;
+    let total = Budget::new(body.epsilon, body.delta).map_err(|e| {
+        ApiError::Validation(vec![FieldError::new(budget_field(&e), e.to_string())])
+    })?;
     let total = Amount {
         epsilon: total.epsilon(),
         delta: total.delta(),
