@@ -41,21 +41,35 @@ impl Hypothesis {
         }
     }
 
-    /// Add `y_i h(x_i)` to each margin (the LazyBB margin update, SPEC §4.1).
-    pub(crate) fn add_margins(&self, features: &BitMatrix, labels: &[i8], margins: &mut [i32]) {
+    /// Add `step * y_i h(x_i)` to each entry of `margins` (the LazyBB margin
+    /// update, SPEC §4.1, with `step = 1`; LazyBB keeps `2 s + label` per row
+    /// and uses `step = 2`).
+    pub(crate) fn add_margins(
+        &self,
+        features: &BitMatrix,
+        labels: &[i8],
+        margins: &mut [i32],
+        step: i32,
+    ) {
         match *self {
             Hypothesis::Constant { positive } => {
-                let h = if positive { 1 } else { -1 };
+                let h = if positive { step } else { -step };
                 for (m, &y) in margins.iter_mut().zip(labels) {
                     *m += h * i32::from(y);
                 }
             }
             Hypothesis::Literal { literal, negated } => {
+                let flip = if negated { u64::MAX } else { 0 };
                 let column = features.column(literal as usize);
-                for (i, (m, &y)) in margins.iter_mut().zip(labels).enumerate() {
-                    let bit = (column[i / 64] >> (i % 64)) & 1 == 1;
-                    let h = if bit != negated { 1 } else { -1 };
-                    *m += h * i32::from(y);
+                for ((chunk_m, chunk_y), &word) in
+                    margins.chunks_mut(64).zip(labels.chunks(64)).zip(column)
+                {
+                    let bits = word ^ flip;
+                    for (b, (m, &y)) in chunk_m.iter_mut().zip(chunk_y).enumerate() {
+                        // h = +1 when the bit is set, -1 otherwise; branch-free.
+                        let h = 2 * ((bits >> b) & 1) as i32 - 1;
+                        *m += step * h * i32::from(y);
+                    }
                 }
             }
         }

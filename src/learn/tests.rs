@@ -94,8 +94,8 @@ fn errors_match_brute_force() {
         .map(|i| if labels.get(i) { -p[i] } else { p[i] })
         .collect();
     let p_positive: f64 = (0..200).filter(|&i| labels.get(i)).map(|i| p[i]).sum();
-    let mut learner = OneRule::default();
-    learner.compute_errors(&data.features, &signed, p_positive);
+    let mut learner = OneRule::new(&data.features);
+    learner.compute_errors(&signed, p_positive);
     for (got, want) in learner.errors().iter().zip(brute_force_errors(&data, &p)) {
         assert!((got - want).abs() < 1e-12, "{got} vs {want}");
     }
