@@ -76,7 +76,7 @@ impl OneRule {
             let zeros_listed = 2 * ones > n;
             for (w, &word) in column.iter().enumerate() {
                 let mut bits = if zeros_listed { !word } else { word };
-                if w == column.len() - 1 && n % 64 != 0 {
+                if w == column.len() - 1 && !n.is_multiple_of(64) {
                     bits &= (1u64 << (n % 64)) - 1;
                 }
                 while bits != 0 {
