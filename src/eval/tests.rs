@@ -2,7 +2,7 @@
 //! reproduces. The margins are honest: each threshold is the issue's
 //! acceptance figure, below an independent correctly calibrated
 //! implementation's measurement (SPEC §7), and our measured means sit above it
-//! by several standard errors (docs/results-core.md has the figures).
+//! by several standard errors (docs/accuracy.md has the figures).
 
 use super::*;
 use crate::data::{LabelMode, Schema, read_csv};
