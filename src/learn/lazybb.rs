@@ -54,6 +54,31 @@ pub fn train(
     noise: Option<&mut NoiseRng>,
     on_round: &mut dyn FnMut(u32) -> bool,
 ) -> Result<Ensemble, LearnError> {
+    train_with_fault(data, params, noise, on_round, None)
+}
+
+/// Deliberately broken variants of LazyBB, which the privacy audit must
+/// detect. Constructed only in this crate's tests: no build that serves
+/// users can select one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) enum Fault {
+    /// Multiply the calibrated eta by this factor (e.g. 4: a 4x epsilon).
+    EtaTimes(f64),
+    /// Skip the cap of the projection when the density already holds (the
+    /// authors' code's shortcut, PAPERS.md §4 item 4): weights above 1 break
+    /// the 1/(kappa n) smoothness the sensitivity argument needs.
+    UncappedProjection,
+}
+
+/// [`train`], optionally with a [`Fault`] (tests only pass `Some`).
+pub(crate) fn train_with_fault(
+    data: &Dataset,
+    params: &ValidLazyBbParams,
+    noise: Option<&mut NoiseRng>,
+    on_round: &mut dyn FnMut(u32) -> bool,
+    fault: Option<Fault>,
+) -> Result<Ensemble, LearnError> {
     let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
     let n = data.n_rows();
     if n == 0 {
@@ -109,9 +134,13 @@ pub fn train(
             })
             .collect();
         let log_c = log_scale(&mut groups, p.kappa);
-        let mu: Vec<f64> = (0..classes / 2)
+        let mut mu: Vec<f64> = (0..classes / 2)
             .map(|k| (log_c + log_m(k)).min(0.0).exp()) // mu = min(1, c m)
             .collect();
+        if fault == Some(Fault::UncappedProjection) && log_c == 0.0 {
+            // Case A without the cap: mu = m, entries above 1 kept.
+            mu = (0..classes / 2).map(|k| log_m(k).exp()).collect();
+        }
         let total: f64 = count
             .chunks_exact(2)
             .zip(&mu)
@@ -129,7 +158,13 @@ pub fn train(
         }
 
         let selection = match (&calibration, noise.as_deref_mut()) {
-            (Some(c), Some(rng)) => Selection::Exponential { eta: c.eta, rng },
+            (Some(c), Some(rng)) => Selection::Exponential {
+                eta: match fault {
+                    Some(Fault::EtaTimes(factor)) => c.eta * factor,
+                    _ => c.eta,
+                },
+                rng,
+            },
             _ => Selection::Best,
         };
         let index = learner.select(&signed, p_positive, selection)?;
