@@ -61,7 +61,7 @@ pub fn train(
 /// detect. Constructed only in this crate's tests: no build that serves
 /// users can select one.
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(not(test), allow(dead_code))]
+#[allow(dead_code)] // constructed only by the privacy audit's tests
 pub(crate) enum Fault {
     /// Multiply the calibrated eta by this factor (e.g. 4: a 4x epsilon).
     EtaTimes(f64),
