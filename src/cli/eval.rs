@@ -49,6 +49,17 @@ pub struct EvalArgs {
     /// Density kappa (comma-separated list allowed).
     #[arg(long, value_delimiter = ',')]
     density: Vec<f64>,
+    /// The weak learner: `one-rule` (DP 1-Rules) or `top-down` (DP TopDown trees).
+    #[arg(long, value_enum, default_value_t = super::train::WeakLearnerArg::OneRule)]
+    weak_learner: super::train::WeakLearnerArg,
+    /// Internal nodes per TopDown tree (comma-separated list allowed).
+    #[arg(long, value_delimiter = ',', default_value = "3")]
+    internal_nodes: Vec<u32>,
+    /// TopDown calibration: `proven` (16 zeta, meets epsilon) or `paper`
+    /// (the paper's 4 zeta: does NOT meet the stated epsilon; for reproducing
+    /// its figures only).
+    #[arg(long, value_enum, default_value_t = CalibrationArg::Proven)]
+    calibration: CalibrationArg,
     /// Use the paper's Table 1 grid for every parameter not given.
     #[arg(long)]
     grid: bool,
@@ -63,9 +74,26 @@ pub struct EvalArgs {
     json: Option<PathBuf>,
 }
 
+/// Which TopDown sensitivity bound to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CalibrationArg {
+    /// 16 zeta per split (proved in docs/privacy.md).
+    Proven,
+    /// The paper's 4 zeta (too small; not private at the stated epsilon).
+    Paper,
+}
+
 /// Run the evaluation and print one line per cell.
 pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let methods = methods(&args)?;
+    if args.calibration == CalibrationArg::Paper {
+        if args.weak_learner != super::train::WeakLearnerArg::TopDown {
+            bail!("--calibration paper applies to --weak-learner top-down only");
+        }
+        eprintln!(
+            "WARNING: --calibration paper uses the paper's TopDown sensitivity (4 zeta), which is too small: these runs do NOT meet the stated epsilon (see docs/privacy.md). Use them only to compare with the paper's figures."
+        );
+    }
     let schema = files::load_schema(&args.schema)?;
     let encoder = Encoder::new(&schema)?;
     let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
@@ -190,13 +218,23 @@ fn methods(args: &EvalArgs) -> anyhow::Result<Vec<Method>> {
         for &tau in &taus {
             for &lambda in &pick(&args.learning_rate, &paper_grid::LAMBDA, default_lambda) {
                 for &kappa in &pick(&args.density, &paper_grid::KAPPA, default_kappa) {
-                    methods.push(Method::Lazybb {
-                        epsilon,
-                        delta: args.delta,
-                        tau,
-                        lambda,
-                        kappa,
-                    });
+                    let nodes: Vec<Option<u32>> = match args.weak_learner {
+                        super::train::WeakLearnerArg::OneRule => vec![None],
+                        super::train::WeakLearnerArg::TopDown => {
+                            args.internal_nodes.iter().map(|&t| Some(t)).collect()
+                        }
+                    };
+                    for internal_nodes in nodes {
+                        methods.push(Method::Lazybb {
+                            epsilon,
+                            delta: args.delta,
+                            tau,
+                            lambda,
+                            kappa,
+                            internal_nodes,
+                            paper_calibration: args.calibration == CalibrationArg::Paper,
+                        });
+                    }
                 }
             }
         }
@@ -224,7 +262,7 @@ fn parse_epsilon(text: &str) -> anyhow::Result<Option<f64>> {
 
 fn header() -> String {
     format!(
-        "{:<12} {:>8} {:>7} {:>4} {:>6} {:>6}  {:<17}  {:<17}  {:>8}  {:>8}",
+        "{:<14} {:>8} {:>7} {:>4} {:>6} {:>6}  {:<17}  {:<17}  {:>8}  {:>8}",
         "method",
         "epsilon",
         "delta",
@@ -246,8 +284,14 @@ fn row(r: &MethodResult) -> String {
             tau,
             lambda,
             kappa,
+            internal_nodes,
+            paper_calibration,
         } => (
-            "lazybb",
+            match (internal_nodes, paper_calibration) {
+                (None, _) => "lazybb-1r".to_string(),
+                (Some(t), false) => format!("lazybb-td{t}"),
+                (Some(t), true) => format!("lazybb-td{t}-PAPER"),
+            },
             epsilon.map_or("inf".into(), |e| format!("{e}")),
             format!("{delta}"),
             tau.to_string(),
@@ -255,7 +299,7 @@ fn row(r: &MethodResult) -> String {
             format!("{kappa:.2}"),
         ),
         Method::OneRule => (
-            "1-rule (NP)",
+            "1-rule (NP)".to_string(),
             "-".into(),
             "-".into(),
             "-".into(),
@@ -263,7 +307,7 @@ fn row(r: &MethodResult) -> String {
             "-".into(),
         ),
         Method::Majority => (
-            "majority",
+            "majority".to_string(),
             "-".into(),
             "-".into(),
             "-".into(),
@@ -272,7 +316,7 @@ fn row(r: &MethodResult) -> String {
         ),
     };
     format!(
-        "{:<12} {:>8} {:>7} {:>4} {:>6} {:>6}  {:<17}  {:<17}  {:>8.1}  {:>8.1}",
+        "{:<14} {:>8} {:>7} {:>4} {:>6} {:>6}  {:<17}  {:<17}  {:>8.1}  {:>8.1}",
         name,
         epsilon,
         delta,

@@ -6,7 +6,9 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use privboost::data::{Encoder, LabelMode};
-use privboost::learn::{self, LazyBbParams, Model, PrivacyMode, WeakLearnerKind, params};
+use privboost::learn::{
+    self, LazyBbParams, Model, PrivacyMode, SensitivityBound, WeakLearnerKind, params,
+};
 use privboost::privacy::{Budget, NoiseRng};
 
 use super::files;
@@ -35,9 +37,37 @@ pub struct TrainArgs {
     /// Density kappa in (0, 1) [default: 0.25].
     #[arg(long)]
     density: Option<f64>,
+    /// The weak learner.
+    #[arg(long, value_enum, default_value_t = WeakLearnerArg::OneRule)]
+    weak_learner: WeakLearnerArg,
+    /// Internal nodes per tree, for `--weak-learner top-down`.
+    #[arg(long, default_value_t = 3)]
+    internal_nodes: u32,
     /// Where to write the model.
     #[arg(long)]
     out: PathBuf,
+}
+
+/// The weak learner, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WeakLearnerArg {
+    /// DP decision stumps (LazyBB §4.1).
+    OneRule,
+    /// DP TopDown trees (LazyBB §4.2), calibrated with the proven bound.
+    TopDown,
+}
+
+impl WeakLearnerArg {
+    /// The library's weak learner; TopDown always with the proven bound.
+    pub fn kind(self, internal_nodes: u32) -> WeakLearnerKind {
+        match self {
+            WeakLearnerArg::OneRule => WeakLearnerKind::OneRule,
+            WeakLearnerArg::TopDown => WeakLearnerKind::TopDown {
+                internal_nodes,
+                bound: SensitivityBound::Proven,
+            },
+        }
+    }
 }
 
 /// Train and save.
@@ -51,7 +81,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         tau: args.rounds.unwrap_or(default_tau),
         lambda: args.learning_rate.unwrap_or(default_lambda),
         kappa: args.density.unwrap_or(default_kappa),
-        weak_learner: WeakLearnerKind::OneRule,
+        weak_learner: args.weak_learner.kind(args.internal_nodes),
         privacy: PrivacyMode::Private(budget),
     }
     .check()?;
@@ -74,7 +104,12 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     files::write_atomically(&args.out, model.to_json().as_bytes())?;
     // Only public facts: no accuracy, no margins (SPEC §2).
     eprintln!(
-        "trained LazyBB + DP-1R: tau = {}, lambda = {}, kappa = {}{} on {} rows; spent epsilon = {}, delta = {} ({:?} composition, eta = {:.3}); wrote {}",
+        "trained LazyBB + {}: tau = {}, lambda = {}, kappa = {}{} on {} rows; spent epsilon = {}, delta = {} ({:?} composition, eta = {:.3}); wrote {}",
+        match p.weak_learner {
+            WeakLearnerKind::OneRule => "DP-1R".to_string(),
+            WeakLearnerKind::TopDown { internal_nodes, .. } =>
+                format!("DP-TopDown (t = {internal_nodes})"),
+        },
         p.tau,
         p.lambda,
         p.kappa,

@@ -32,6 +32,8 @@ fn lazybb(epsilon: f64, tau: u32, lambda: f64, kappa: f64) -> Method {
         tau,
         lambda,
         kappa,
+        internal_nodes: None,
+        paper_calibration: false,
     }
 }
 

@@ -29,6 +29,7 @@ use super::hypothesis::Hypothesis;
 use super::one_rule::{OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
+use super::top_down::{TopDown, TreeSelection};
 use crate::data::Dataset;
 use crate::privacy::NoiseRng;
 
@@ -55,6 +56,12 @@ pub fn train(
     on_round: &mut dyn FnMut(u32) -> bool,
 ) -> Result<Ensemble, LearnError> {
     train_with_fault(data, params, noise, on_round, None)
+}
+
+/// The weak learner with its buffers.
+enum Learner {
+    OneRule(OneRule),
+    TopDown(TopDown),
 }
 
 /// Deliberately broken variants of LazyBB, which the privacy audit must
@@ -97,7 +104,6 @@ pub(crate) fn train_with_fault(
         (Some(_), None) => return Err(LearnError::NoNoiseSource),
         (None, _) => None,
     };
-    let WeakLearnerKind::OneRule = p.weak_learner;
 
     let d = data.features.n_cols();
     let tau = p.tau as i32;
@@ -116,7 +122,12 @@ pub(crate) fn train_with_fault(
     }
     let mut signed_of_class = vec![0.0f64; classes];
     let mut signed = vec![0.0f64; n];
-    let mut learner = OneRule::new(&data.features);
+    let mut learner = match p.weak_learner {
+        WeakLearnerKind::OneRule => Learner::OneRule(OneRule::new(&data.features)),
+        WeakLearnerKind::TopDown { internal_nodes, .. } => {
+            Learner::TopDown(TopDown::new(&data.features, internal_nodes))
+        }
+    };
     let mut hypotheses = Vec::with_capacity(p.tau as usize);
     // ln m(s) = ln kappa - lambda s (SPEC §4.1), never exponentiated raw.
     let log_m = |margin_index: usize| p.kappa.ln() - p.lambda * (margin_index as i32 - tau) as f64;
@@ -157,18 +168,32 @@ pub(crate) fn train_with_fault(
             *out = signed_of_class[c as usize];
         }
 
-        let selection = match (&calibration, noise.as_deref_mut()) {
-            (Some(c), Some(rng)) => Selection::Exponential {
-                eta: match fault {
-                    Some(Fault::EtaTimes(factor)) => c.eta * factor,
-                    _ => c.eta,
-                },
-                rng,
-            },
-            _ => Selection::Best,
+        let eta = |c: &Calibration| match fault {
+            Some(Fault::EtaTimes(factor)) => c.eta * factor,
+            _ => c.eta,
         };
-        let index = learner.select(&signed, p_positive, selection)?;
-        let h = Hypothesis::from_candidate_index(index, d);
+        let h = match &mut learner {
+            Learner::OneRule(learner) => {
+                let selection = match (&calibration, noise.as_deref_mut()) {
+                    (Some(c), Some(rng)) => Selection::Exponential { eta: eta(c), rng },
+                    _ => Selection::Best,
+                };
+                let index = learner.select(&signed, p_positive, selection)?;
+                Hypothesis::from_candidate_index(index, d)
+            }
+            Learner::TopDown(learner) => {
+                let selection = match (&calibration, noise.as_deref_mut()) {
+                    (Some(c), Some(rng)) => TreeSelection::Private {
+                        eta: eta(c),
+                        // Invariant: calibrate() sets a leaf scale for TopDown.
+                        leaf_scale: c.leaf_scale.expect("TopDown calibration has a leaf scale"),
+                        rng,
+                    },
+                    _ => TreeSelection::Best,
+                };
+                learner.fit(&data.features, &signed, selection)?
+            }
+        };
         // s(i) += y_i h(x_i), i.e. the class index moves by 2 y_i h(x_i).
         h.add_margins(&data.features, &y, &mut class, 2);
         count.iter_mut().for_each(|c| *c = 0);
