@@ -21,6 +21,7 @@ use crate::learn::{
 };
 use crate::privacy::{Budget, NoiseRng, PrivacyError};
 
+pub mod experiment;
 #[cfg(test)]
 mod tests;
 
