@@ -23,10 +23,10 @@ pub struct TrainArgs {
     #[arg(long)]
     schema: PathBuf,
     /// Total privacy budget epsilon (> 0).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     epsilon: f64,
     /// Total delta; 0 (the default) is pure DP, > 0 uses advanced composition.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     delta: f64,
     /// Boosting rounds tau [default: from the default rule for epsilon].
     #[arg(long)]
@@ -104,7 +104,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     files::write_atomically(&args.out, model.to_json().as_bytes())?;
     // Only public facts: no accuracy, no margins (SPEC §2).
     eprintln!(
-        "trained LazyBB + {}: tau = {}, lambda = {}, kappa = {}{} on {} rows; spent epsilon = {}, delta = {} ({:?} composition, eta = {:.3}); wrote {}",
+        "trained LazyBB + {}: tau = {}, lambda = {}, kappa = {}{} on {} rows; spent epsilon = {}, delta = {} ({} composition, eta = {:.3}); wrote {}",
         match p.weak_learner {
             WeakLearnerKind::OneRule => "DP-1R".to_string(),
             WeakLearnerKind::TopDown { internal_nodes, .. } =>
@@ -117,7 +117,10 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         data.n_rows(),
         model.privacy.epsilon,
         model.privacy.delta,
-        model.privacy.composition,
+        match model.privacy.composition {
+            privboost::privacy::Composition::Basic => "basic",
+            privboost::privacy::Composition::Advanced => "advanced",
+        },
         model.privacy.eta,
         args.out.display()
     );
