@@ -35,7 +35,12 @@ pub struct EvalArgs {
     split_seed: u64,
     /// Total epsilon; a comma-separated list evaluates each, and `inf`
     /// evaluates LazyBB without noise (non-private).
-    #[arg(long, value_delimiter = ',', required = true, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        allow_negative_numbers = true
+    )]
     epsilon: Vec<String>,
     /// Total delta (0 = pure DP).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]

@@ -47,8 +47,11 @@ enum ExperimentCommand {
 /// The paper's published points, drawn on the plots for comparison:
 /// Adult 0.82 at epsilon 0.4 (Table 4) and 0.83 at 1 (Table 11); Mushroom
 /// 0.98 at 1 (Table 11).
-const PAPER_POINTS: [(&str, f64, f64); 3] =
-    [("adult", 0.4, 0.82), ("adult", 1.0, 0.83), ("mushroom", 1.0, 0.98)];
+const PAPER_POINTS: [(&str, f64, f64); 3] = [
+    ("adult", 0.4, 0.82),
+    ("adult", 1.0, 0.83),
+    ("mushroom", 1.0, 0.98),
+];
 
 /// Run the experiment.
 pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
@@ -58,7 +61,11 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         data,
         out,
     } = args.command;
-    let epsilons = if epsilon.is_empty() { EPSILONS.to_vec() } else { epsilon };
+    let epsilons = if epsilon.is_empty() {
+        EPSILONS.to_vec()
+    } else {
+        epsilon
+    };
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
 
     let load = |set: &str, file: &str| -> anyhow::Result<(Encoder, privboost::data::Dataset)> {
@@ -80,7 +87,8 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         split_seed: 1,
     };
     let methods = 3 * epsilons.len() + 3;
-    let total = eval::task_count(&adult, methods, repeats) + eval::task_count(&mushroom_cv, methods, repeats);
+    let total = eval::task_count(&adult, methods, repeats)
+        + eval::task_count(&mushroom_cv, methods, repeats);
     let bar = ProgressBar::new(total as u64).with_style(
         ProgressStyle::with_template("experiment {bar:40} {pos}/{len} runs, eta {eta}")
             .context("progress bar template")?,
@@ -91,7 +99,11 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         experiment::run_dataset(
             "adult",
             &adult,
-            &format!("Adult, canonical split: train on {} rows, test on {}", adult_train.n_rows(), adult_test.n_rows()),
+            &format!(
+                "Adult, canonical split: train on {} rows, test on {}",
+                adult_train.n_rows(),
+                adult_test.n_rows()
+            ),
             &adult_encoder,
             &ADULT_TABLE_8,
             &epsilons,
@@ -102,7 +114,10 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         experiment::run_dataset(
             "mushroom",
             &mushroom_cv,
-            &format!("Mushroom, 5-fold cross-validation on {} rows (split seed 1)", mushroom.n_rows()),
+            &format!(
+                "Mushroom, 5-fold cross-validation on {} rows (split seed 1)",
+                mushroom.n_rows()
+            ),
             &mushroom_encoder,
             &MUSHROOM_TABLE_10,
             &epsilons,
@@ -118,7 +133,10 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         "software_version": privboost::learn::model::SOFTWARE_VERSION,
         "datasets": results,
     });
-    files::write_atomically(&out.join("results.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+    files::write_atomically(
+        &out.join("results.json"),
+        serde_json::to_string_pretty(&json)?.as_bytes(),
+    )?;
     for r in &results {
         let markdown = r.to_markdown();
         files::write_atomically(&out.join(format!("{}.md", r.dataset)), markdown.as_bytes())?;
@@ -131,38 +149,53 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         plot(r, &out.join(format!("{}.svg", r.dataset)), legend)?;
         println!("{markdown}");
     }
-    eprintln!("wrote results.json, adult.md, mushroom.md, adult.svg, mushroom.svg to {}", out.display());
+    eprintln!(
+        "wrote results.json, adult.md, mushroom.md, adult.svg, mushroom.svg to {}",
+        out.display()
+    );
     Ok(())
 }
 
 /// Accuracy against epsilon (log scale): one line per series with ±1 std
 /// bars, dashed lines for the non-private baselines, crosses for the paper.
-fn plot(
-    results: &DatasetResults,
-    path: &Path,
-    legend: SeriesLabelPosition,
-) -> anyhow::Result<()> {
+fn plot(results: &DatasetResults, path: &Path, legend: SeriesLabelPosition) -> anyhow::Result<()> {
     let draw = || -> Result<(), Box<dyn std::error::Error>> {
         let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
         root.fill(&WHITE)?;
         let lowest = results
             .series
             .iter()
-            .flat_map(|s| s.points.iter().map(|(_, m)| m.accuracy_mean - m.accuracy_std))
+            .flat_map(|s| {
+                s.points
+                    .iter()
+                    .map(|(_, m)| m.accuracy_mean - m.accuracy_std)
+            })
             .chain(results.baselines.iter().map(|(_, m)| m.accuracy_mean))
             .fold(1.0f64, f64::min);
         let highest = results
             .series
             .iter()
-            .flat_map(|s| s.points.iter().map(|(_, m)| m.accuracy_mean + m.accuracy_std))
+            .flat_map(|s| {
+                s.points
+                    .iter()
+                    .map(|(_, m)| m.accuracy_mean + m.accuracy_std)
+            })
             .chain(results.baselines.iter().map(|(_, m)| m.accuracy_mean))
-            .chain(PAPER_POINTS.iter().filter(|p| p.0 == results.dataset).map(|p| p.2))
+            .chain(
+                PAPER_POINTS
+                    .iter()
+                    .filter(|p| p.0 == results.dataset)
+                    .map(|p| p.2),
+            )
             .fold(0.0f64, f64::max);
         let y_min = ((lowest - 0.02) * 50.0).floor() / 50.0;
         let y_max = (((highest + 0.01) * 50.0).ceil() / 50.0).min(1.0);
         let mut chart = ChartBuilder::on(&root)
             .caption(
-                format!("{}: test accuracy vs epsilon (mean ± std, {} repetitions)", results.dataset, results.repeats),
+                format!(
+                    "{}: test accuracy vs epsilon (mean ± std, {} repetitions)",
+                    results.dataset, results.repeats
+                ),
                 ("sans-serif", 20),
             )
             .margin(15)
@@ -176,20 +209,34 @@ fn plot(
             .draw()?;
         let colours = [BLUE, GREEN, MAGENTA];
         for (series, colour) in results.series.iter().zip(colours) {
-            let points: Vec<(f64, f64)> = series.points.iter().map(|(e, m)| (*e, m.accuracy_mean)).collect();
+            let points: Vec<(f64, f64)> = series
+                .points
+                .iter()
+                .map(|(e, m)| (*e, m.accuracy_mean))
+                .collect();
             chart
                 .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))?
                 .label(series.name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
             chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
             chart.draw_series(series.points.iter().map(|(e, m)| {
                 PathElement::new(
-                    vec![(*e, m.accuracy_mean - m.accuracy_std), (*e, m.accuracy_mean + m.accuracy_std)],
+                    vec![
+                        (*e, m.accuracy_mean - m.accuracy_std),
+                        (*e, m.accuracy_mean + m.accuracy_std),
+                    ],
                     colour,
                 )
             }))?;
         }
-        for ((name, m), colour) in results.baselines.iter().take(2).zip([BLACK, RGBColor(128, 128, 128)]) {
+        for ((name, m), colour) in results
+            .baselines
+            .iter()
+            .take(2)
+            .zip([BLACK, RGBColor(128, 128, 128)])
+        {
             chart
                 .draw_series(DashedLineSeries::new(
                     vec![(0.04, m.accuracy_mean), (6.0, m.accuracy_mean)],

@@ -40,9 +40,10 @@ pub struct TrainArgs {
     /// The weak learner.
     #[arg(long, value_enum, default_value_t = WeakLearnerArg::OneRule)]
     weak_learner: WeakLearnerArg,
-    /// Internal nodes per tree, for `--weak-learner top-down`.
-    #[arg(long, default_value_t = 3)]
-    internal_nodes: u32,
+    /// Internal nodes per tree, for `--weak-learner top-down` [default: from
+    /// the TopDown default rule].
+    #[arg(long)]
+    internal_nodes: Option<u32>,
     /// Where to write the model.
     #[arg(long)]
     out: PathBuf,
@@ -74,14 +75,27 @@ impl WeakLearnerArg {
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     // Every parameter is checked before the data is read.
     let budget = Budget::new(args.epsilon, args.delta)?;
-    let (default_tau, default_lambda, default_kappa) = params::default_parameters(args.epsilon);
-    let defaults_used =
-        args.rounds.is_none() || args.learning_rate.is_none() || args.density.is_none();
+    let (default_tau, default_lambda, default_kappa, default_t) = match args.weak_learner {
+        WeakLearnerArg::OneRule => {
+            let (tau, lambda, kappa) = params::default_parameters(args.epsilon);
+            (tau, lambda, kappa, None)
+        }
+        WeakLearnerArg::TopDown => {
+            let (tau, lambda, kappa, t) = params::default_top_down_parameters(args.epsilon);
+            (tau, lambda, kappa, Some(t))
+        }
+    };
+    let defaults_used = args.rounds.is_none()
+        || args.learning_rate.is_none()
+        || args.density.is_none()
+        || (default_t.is_some() && args.internal_nodes.is_none());
     let params = LazyBbParams {
         tau: args.rounds.unwrap_or(default_tau),
         lambda: args.learning_rate.unwrap_or(default_lambda),
         kappa: args.density.unwrap_or(default_kappa),
-        weak_learner: args.weak_learner.kind(args.internal_nodes),
+        weak_learner: args
+            .weak_learner
+            .kind(args.internal_nodes.or(default_t).unwrap_or(1)),
         privacy: PrivacyMode::Private(budget),
     }
     .check()?;

@@ -136,9 +136,18 @@ pub fn run_dataset(
     let results = evaluate(protocol, encoder, &methods, repeats, noise, on_task_done)?;
 
     let descriptions = [
-        ("DP-1R, paper's parameters", "LazyBB + DP-1R with the paper's CV-selected (tau, lambda, kappa) (appendix B)"),
-        ("DP-1R, default rule", "LazyBB + DP-1R with kappa = lambda = 0.25, tau = 15 sqrt(eps) (odd, in [5, 99])"),
-        ("DP-TopDown, default rule", "LazyBB + DP TopDown (proven 16-zeta calibration), t = 2, kappa 0.5, lambda 0.25, tau = 5 sqrt(eps) (odd, in [5, 25])"),
+        (
+            "DP-1R, paper's parameters",
+            "LazyBB + DP-1R with the paper's CV-selected (tau, lambda, kappa) (appendix B)",
+        ),
+        (
+            "DP-1R, default rule",
+            "LazyBB + DP-1R with kappa = lambda = 0.25, tau = 15 sqrt(eps) (odd, in [5, 99])",
+        ),
+        (
+            "DP-TopDown, default rule",
+            "LazyBB + DP TopDown (proven 16-zeta calibration), t = 2, kappa 0.5, lambda 0.25, tau = 5 sqrt(eps) (odd, in [5, 25])",
+        ),
     ];
     let series = descriptions
         .iter()
@@ -220,7 +229,9 @@ mod tests {
     use crate::data::{LabelMode, Schema, read_csv};
 
     fn load(set: &str, file: &str) -> (Encoder, crate::data::Dataset) {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(set);
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data")
+            .join(set);
         let schema =
             Schema::from_json(&std::fs::read_to_string(dir.join("schema.json")).unwrap()).unwrap();
         let encoder = Encoder::new(&schema).unwrap();
@@ -251,12 +262,26 @@ mod tests {
             (&encoder, &adult_protocol, &ADULT_TABLE_8[..]),
             (&m_encoder, &m_protocol, &MUSHROOM_TABLE_10[..]),
         ] {
-            let results =
-                run_dataset("t", protocol, "t", encoder, table, &[1.0], 2, &seeded, &|| ()).unwrap();
+            let results = run_dataset(
+                "t",
+                protocol,
+                "t",
+                encoder,
+                table,
+                &[1.0],
+                2,
+                &seeded,
+                &|| (),
+            )
+            .unwrap();
             let one_rule = results.baselines[1].1.accuracy_mean;
             for series in &results.series[..2] {
                 let acc = series.points[0].1.accuracy_mean;
-                assert!(acc > one_rule, "{}: {acc} vs 1-Rule {one_rule}", series.name);
+                assert!(
+                    acc > one_rule,
+                    "{}: {acc} vs 1-Rule {one_rule}",
+                    series.name
+                );
             }
             assert_eq!(results.series.len(), 3);
             assert!(results.to_markdown().contains("| 1 |"));
