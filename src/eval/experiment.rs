@@ -226,18 +226,10 @@ impl DatasetResults {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{LabelMode, Schema, read_csv};
 
     fn load(set: &str, file: &str) -> (Encoder, crate::data::Dataset) {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("data")
-            .join(set);
-        let schema =
-            Schema::from_json(&std::fs::read_to_string(dir.join("schema.json")).unwrap()).unwrap();
-        let encoder = Encoder::new(&schema).unwrap();
-        let file = std::fs::File::open(dir.join(file)).unwrap();
-        let data = read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap();
-        (encoder, data)
+        let (encoder, mut sets) = crate::eval::tests::load(set, &[file]);
+        (encoder, sets.remove(0))
     }
 
     /// The small version of the experiment (one epsilon, two repetitions):

@@ -8,7 +8,8 @@ use super::*;
 use crate::data::{LabelMode, Schema, read_csv};
 use crate::privacy::NoiseRng;
 
-fn load(set: &str, files: &[&str]) -> (Encoder, Vec<Dataset>) {
+/// The shipped data set `set`: its encoder and the given files, encoded.
+pub(crate) fn load(set: &str, files: &[&str]) -> (Encoder, Vec<Dataset>) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("data")
         .join(set);
