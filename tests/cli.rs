@@ -1162,3 +1162,166 @@ fn repeated_segment_detects_doubled_causes() {
         None
     );
 }
+
+// ---------------------------------------------------------------------------
+// DP TopDown trees and the paper experiment (issue 4).
+
+#[test]
+fn top_down_trains_inspects_and_predicts_on_mushroom() {
+    let dir = Dir::new();
+    let model = dir.path("td.json");
+    let run = privboost([
+        "train",
+        "--data",
+        MUSHROOM_CSV,
+        "--schema",
+        MUSHROOM_SCHEMA,
+        "--epsilon",
+        "3",
+        "--weak-learner",
+        "top-down",
+        "--internal-nodes",
+        "2",
+        "--rounds",
+        "9",
+        "--out",
+        arg(&model),
+    ])
+    .success();
+    let ctx = run.context();
+    let json = read_json(&model);
+    assert_eq!(json["params"]["weak_learner"], "dp-top-down", "{ctx}");
+    assert_eq!(json["params"]["internal_nodes"], 2, "{ctx}");
+    let ensemble = json["ensemble"].as_array().unwrap();
+    assert_eq!(ensemble.len(), 9);
+    for tree in ensemble {
+        assert_eq!(tree["kind"], "tree");
+        // 2 internal nodes and 3 leaves.
+        assert_eq!(tree["nodes"].as_array().unwrap().len(), 5);
+    }
+    // eta = eps kappa n / (64 tau t) with the default kappa 0.5.
+    let eta = json["privacy"]["eta"].as_f64().unwrap();
+    let expected = 3.0 * 0.5 * MUSHROOM_ROWS as f64 / (64.0 * 9.0 * 2.0);
+    assert!((eta - expected).abs() < 1e-9, "eta {eta} vs {expected}");
+
+    let inspect = privboost(["inspect", arg(&model)]).success();
+    assert!(inspect.stdout.contains("tree 9:"), "{}", inspect.context());
+    assert!(inspect.stdout.contains("16 zeta"), "{}", inspect.context());
+
+    let predictions = dir.path("p.csv");
+    let run = privboost([
+        "predict",
+        "--model",
+        arg(&model),
+        "--data",
+        MUSHROOM_CSV,
+        "--out",
+        arg(&predictions),
+    ])
+    .success();
+    let rows = parse_predictions(
+        &std::fs::read_to_string(&predictions).unwrap(),
+        &run.context(),
+    );
+    assert_eq!(rows.len(), MUSHROOM_ROWS);
+}
+
+#[test]
+fn train_refuses_out_of_range_internal_nodes() {
+    for t in ["0", "17"] {
+        let dir = Dir::new();
+        let (run, out) = train_tiny(
+            &dir,
+            TINY_CSV,
+            &[
+                "--epsilon",
+                "1",
+                "--weak-learner",
+                "top-down",
+                "--internal-nodes",
+                t,
+            ],
+        );
+        let line = run.error(&[&out]);
+        assert!(line.contains("internal nodes"), "{line}");
+    }
+}
+
+#[test]
+fn eval_paper_calibration_warns_and_is_top_down_only() {
+    let run = privboost([
+        "eval",
+        "--data",
+        MUSHROOM_CSV,
+        "--schema",
+        MUSHROOM_SCHEMA,
+        "--epsilon",
+        "1",
+        "--weak-learner",
+        "top-down",
+        "--internal-nodes",
+        "1",
+        "--rounds",
+        "5",
+        "--repeats",
+        "1",
+        "--calibration",
+        "paper",
+    ])
+    .success();
+    assert!(
+        run.stderr.contains("do NOT meet the stated epsilon"),
+        "{}",
+        run.context()
+    );
+    assert!(run.stdout.contains("PAPER"), "{}", run.context());
+    let refused = privboost([
+        "eval",
+        "--data",
+        MUSHROOM_CSV,
+        "--schema",
+        MUSHROOM_SCHEMA,
+        "--epsilon",
+        "1",
+        "--calibration",
+        "paper",
+    ]);
+    let line = refused.error(&[]);
+    assert!(line.contains("top-down"), "{line}");
+}
+
+#[test]
+fn experiment_paper_small_run_writes_tables_json_and_plots() {
+    let dir = Dir::new();
+    let out = dir.path("results");
+    let run = privboost([
+        "experiment",
+        "paper",
+        "--epsilon",
+        "1",
+        "--repeats",
+        "1",
+        "--out",
+        arg(&out),
+    ])
+    .success();
+    let ctx = run.context();
+    for file in [
+        "results.json",
+        "adult.md",
+        "mushroom.md",
+        "adult.svg",
+        "mushroom.svg",
+    ] {
+        assert!(out.join(file).exists(), "{file} missing{ctx}");
+    }
+    let json = read_json(&out.join("results.json"));
+    let datasets = json["datasets"].as_array().unwrap();
+    assert_eq!(datasets.len(), 2);
+    for d in datasets {
+        assert_eq!(d["series"].as_array().unwrap().len(), 3, "{ctx}");
+        assert_eq!(d["baselines"].as_array().unwrap().len(), 3, "{ctx}");
+    }
+    let svg = std::fs::read_to_string(out.join("adult.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("epsilon"), "{ctx}");
+}
