@@ -126,8 +126,8 @@ impl PrivacyStatement {
             mechanism: "weighted exponential mechanism over the 2d+2 one-rules (literals, negations, constants) with kappa-smooth weights (LazyBB Alg 3)".into(),
             eta: c.eta,
             zeta: c.zeta,
-            sensitivity: "robust sensitivity of the weighted error is 2 zeta, so each round is (4 eta zeta)-DP with eta = eps_round kappa n / 4".into(),
-            sampler: "floating-point inverse-CDF sampling over log-sum-exp normalised weights, from a ChaCha20 CSPRNG keyed by the operating system".into(),
+            sensitivity: "robust sensitivity of the weighted error is 2 zeta in exact arithmetic, plus 2E for the float error of the computed errors (E = privacy::calibration::one_rule_float_margin) and 3u for rounding -eta err; with the 2^-30 grid each round spends 2 eta (2 zeta + 2E + 3u) + 2^-29 <= eps_round (eta from privacy::calibration::one_rule_eta; the paper's eta = eps_round kappa n / 4 in exact arithmetic)".into(),
+            sampler: "exact: log-weights rounded to a 2^-30 grid, candidate drawn by rejection with exact Bernoulli(exp(-gamma)) on rational gamma (Canonne-Kamath-Steinke 2020), integer arithmetic only, from a ChaCha20 CSPRNG keyed by the operating system".into(),
             software_version: SOFTWARE_VERSION.into(),
         })
     }

@@ -170,7 +170,9 @@ mod tests {
     fn calibration_uses_n_and_tau() {
         let valid = params(39, 0.45, 0.35).check().unwrap();
         let c = valid.calibrate(32_561).unwrap().unwrap();
-        assert!((c.eta - 73.054).abs() < 1e-3);
+        // The paper's 73.054, less the exact sampler's grid and the float
+        // margin for the largest tau (privacy::calibration::one_rule_eta).
+        assert!((c.eta / 73.054 - 1.0).abs() < 0.005);
         assert!((c.zeta - 1.0 / (0.35 * 32_561.0)).abs() < 1e-15);
         assert!(valid.calibrate(0).is_err());
     }

@@ -137,7 +137,9 @@ fn first_choice_follows_the_calibrated_exponential_mechanism() {
     let budget = Budget::new(1.0, 0.0).unwrap();
     let valid = params(1, PrivacyMode::Private(budget));
     let eta = valid.calibrate(n).unwrap().unwrap().eta;
-    assert!((eta - 1.0 * 0.5 * 48.0 / 4.0).abs() < 1e-12);
+    // The paper's eta, less the exact sampler's grid and float margin
+    // (privacy::calibration::one_rule_eta): a relative change below 1e-4.
+    assert!((eta / (1.0 * 0.5 * 48.0 / 4.0) - 1.0).abs() < 1e-4);
     let errors = brute_force_errors(&data, &vec![1.0 / n as f64; n]);
     let z: f64 = errors.iter().map(|e| (-eta * e).exp()).sum();
     let expected: Vec<f64> = errors.iter().map(|e| (-eta * e).exp() / z).collect();
@@ -281,7 +283,7 @@ fn model_round_trips_and_predicts_like_its_ensemble() {
         (statement.epsilon, statement.delta, statement.n_rows),
         (2.0, 0.0, 6)
     );
-    assert!((statement.eta - 2.0 * 0.5 * 6.0 / (4.0 * 7.0)).abs() < 1e-12);
+    assert!((statement.eta / (2.0 * 0.5 * 6.0 / (4.0 * 7.0)) - 1.0).abs() < 1e-4);
 }
 
 #[test]
