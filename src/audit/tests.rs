@@ -292,3 +292,96 @@ fn large_audit() {
         assert_eq!(result.epsilon_lower_bound > design.epsilon, fault.is_some());
     }
 }
+
+/// Mean, median and sample standard deviation of `times` (seconds) in ms.
+fn summary(times: &mut [f64]) -> (f64, f64, f64) {
+    times.sort_by(f64::total_cmp);
+    let n = times.len() as f64;
+    let mean = times.iter().sum::<f64>() / n;
+    let var = times.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let median = times[times.len() / 2];
+    (1e3 * mean, 1e3 * median, 1e3 * var.sqrt())
+}
+
+/// Time `runs` trainings on each of `a` and `b`, interleaved (so that drift
+/// in the machine's speed hits both alike), and print the figures.
+fn time_pair(name: &str, a: &Dataset, b: &Dataset, params: &crate::learn::ValidLazyBbParams) {
+    let runs = 400;
+    let mut rng = NoiseRng::seeded(7);
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        for (data, times) in [(a, &mut ta), (b, &mut tb)] {
+            let start = Instant::now();
+            train_with_fault(data, params, Some(&mut rng), &mut |_| true, None).unwrap();
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    let (ma, meda, sa) = summary(&mut ta);
+    let (mb, medb, sb) = summary(&mut tb);
+    let se = (sa * sa / runs as f64 + sb * sb / runs as f64).sqrt();
+    println!(
+        "{name}: {runs} runs each; D mean {ma:.3} ms, median {meda:.3}, std {sa:.3}; \
+         D' mean {mb:.3} ms, median {medb:.3}, std {sb:.3}; \
+         difference of means {:.4} ms (standard error {se:.4}), of medians {:.4} ms",
+        mb - ma,
+        medb - meda
+    );
+}
+
+/// Training time on neighbouring datasets (docs/privacy.md, "Timing"):
+/// `cargo test --release audit::tests::training_time -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn training_time_on_neighbouring_datasets() {
+    use crate::data::{Encoder, LabelMode, Schema, read_csv};
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult/");
+    let schema =
+        Schema::from_json(&std::fs::read_to_string(format!("{dir}schema.json")).unwrap()).unwrap();
+    let encoder = Encoder::new(&schema).unwrap();
+    let file = std::fs::File::open(format!("{dir}adult-train.csv")).unwrap();
+    let adult = read_csv(file, &encoder, LabelMode::Required).unwrap();
+    let (n, d) = (adult.n_rows(), adult.features.n_cols());
+    // D': row 0 replaced by the row (among the first 2,000) whose literals
+    // differ from it most, with the label flipped as well.
+    let distance = |i: usize| {
+        (0..d)
+            .filter(|&j| adult.features.get(0, j) != adult.features.get(i, j))
+            .count()
+    };
+    let far = (1..2000.min(n)).max_by_key(|&i| distance(i)).unwrap();
+    let mut neighbour = adult.clone();
+    for j in 0..d {
+        neighbour.features.set(0, j, adult.features.get(far, j));
+    }
+    let labels = neighbour.labels.as_mut().unwrap();
+    let flipped = !labels.get(0);
+    labels.set(0, flipped);
+    println!(
+        "Adult: n = {n}, d = {d}; the substituted row differs in {} literals",
+        distance(far)
+    );
+    let adult_params = params(1.0, 39, 0.45, 0.35);
+    time_pair("Adult, eps 1, tau 39", &adult, &neighbour, &adult_params);
+
+    // Same n and d, different data (not neighbours): every literal unset vs
+    // every literal set in half the rows. Shows that the time depends on the
+    // literals' densities, i.e. on more than n and the parameters.
+    let sparse_rows: Vec<(Vec<u32>, bool)> =
+        (0..n).map(|i| (vec![], i.is_multiple_of(2))).collect();
+    let dense_rows: Vec<(Vec<u32>, bool)> = (0..n)
+        .map(|i| {
+            (
+                (0..d as u32)
+                    .filter(|j| (i + *j as usize).is_multiple_of(2))
+                    .collect(),
+                i % 2 == 0,
+            )
+        })
+        .collect();
+    time_pair(
+        "same n and d, all literals 0 (D) vs half set (D'), not neighbours",
+        &dataset(d, &sparse_rows),
+        &dataset(d, &dense_rows),
+        &adult_params,
+    );
+}

@@ -59,7 +59,7 @@ pub(crate) struct OneRule {
     /// and a flat index list sums faster than walking the bits every round.
     /// Built once per training run. Its length (and so the running time)
     /// depends on the literals' densities: a timing side channel that
-    /// `docs/privacy.md` lists as open until the privacy-integrity issue.
+    /// `docs/privacy.md` ("Timing") measures and records as open.
     rows: Vec<u32>,
     /// `rows[offsets[j]..offsets[j + 1]]` belong to literal j.
     offsets: Vec<usize>,
