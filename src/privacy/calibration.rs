@@ -216,6 +216,44 @@ pub fn one_rule_eta(epsilon_round: f64, kappa: f64, n: usize) -> f64 {
     one_rule_eta_for_rounds(epsilon_round, kappa, n, MARGIN_MAX_ROUNDS)
 }
 
+/// The epsilon one DP TopDown tree with `t` splits spends with split noise
+/// rate `eta`, everything included (PAPERS.md §1.5 "safe" calibration;
+/// `docs/privacy.md`, "DP TopDown"):
+///
+/// ```text
+/// 2 t [eta (16 zeta + 2E + 3u) + 2^-30]          t exponential-mechanism selections, im of sensitivity 16 zeta
+/// + 2 [8 t eta (2 zeta + 2E + 4u) + 2^-30]       leaf report-noisy-max, Laplace scale 1/(8 t eta), masses of sensitivity 2 zeta
+/// ```
+///
+/// `margin` is E, the caller's bound on the float error of each computed
+/// `im` and each leaf mass (the learner must derive it, as
+/// [`one_rule_float_margin`] does for DP-1R); `3u` and `4u` cover the
+/// roundings of `eta * im` and of `mass / scale`. In exact arithmetic this
+/// is `64 t eta zeta`.
+pub fn top_down_round_epsilon(eta: f64, kappa: f64, n: usize, t: u32, margin: f64) -> f64 {
+    let zeta = 1.0 / (kappa * n as f64);
+    let t = f64::from(t);
+    let grid = super::exponential::GRID;
+    2.0 * t * (eta * (16.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF) + grid)
+        + 2.0 * (8.0 * t * eta * (2.0 * zeta + 2.0 * margin + 4.0 * UNIT_ROUNDOFF) + grid)
+}
+
+/// Split noise rate `eta` of a DP TopDown tree with `t >= 1` splits for a
+/// per-round budget: solves [`top_down_round_epsilon`]`(eta) = eps_round (1 - 2^-30)`.
+/// In exact arithmetic this is PAPERS.md §1.5's `eta = eps_round kappa n / (64 t)`
+/// (`epsilon kappa n / (64 tau t)` under basic composition). The leaves then
+/// use `report_noisy_max(rng, &[mass_plus, mass_minus], 1.0 / (8.0 * t * eta))`.
+/// Returns 0 if `eps_round` does not cover the grids.
+pub fn top_down_eta(epsilon_round: f64, kappa: f64, n: usize, t: u32, margin: f64) -> f64 {
+    let zeta = 1.0 / (kappa * n as f64);
+    let tf = f64::from(t.max(1));
+    let grid = super::exponential::GRID;
+    let usable = epsilon_round * (1.0 - CALIBRATION_SLACK) - (2.0 * tf + 2.0) * grid;
+    let per_eta = 2.0 * tf * (16.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF)
+        + 16.0 * tf * (2.0 * zeta + 2.0 * margin + 4.0 * UNIT_ROUNDOFF);
+    ((usable / per_eta) * (1.0 - CALIBRATION_SLACK)).max(0.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +345,28 @@ mod tests {
         assert!(worst > ideal * 0.995, "{worst} vs {ideal}");
         // A budget below the grid's cost gives eta = 0.
         assert_eq!(one_rule_eta_for_rounds(1e-10, 0.35, ADULT_N, 39), 0.0);
+    }
+
+    /// TopDown: within budget, and the paper-erratum formula in the limit.
+    #[test]
+    fn top_down_eta_meets_the_round_budget() {
+        for n in [10usize, ADULT_N, 1 << 26] {
+            for t in [1u32, 3, 8] {
+                for eps_round in [1e-6, 0.01, 1.0] {
+                    let margin = 1e-12;
+                    let eta = top_down_eta(eps_round, 0.35, n, t, margin);
+                    let spent = top_down_round_epsilon(eta, 0.35, n, t, margin);
+                    assert!(spent <= eps_round, "{n} {t} {eps_round}: {spent}");
+                }
+            }
+        }
+        let eps_round = 1.0 / 39.0;
+        let eta = top_down_eta(eps_round, 0.35, ADULT_N, 3, 1e-11);
+        let ideal = eps_round * 0.35 * ADULT_N as f64 / (64.0 * 3.0);
+        assert!(
+            eta < ideal && eta > ideal * (1.0 - 1e-5),
+            "{eta} vs {ideal}"
+        );
     }
 
     #[test]
