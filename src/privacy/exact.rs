@@ -33,7 +33,7 @@
 //!
 //! # Randomness
 //!
-//! The only source of randomness is [`NoiseRng::next_u64`] (ChaCha20 keyed
+//! The only source of randomness is `NoiseRng::next_u64` (ChaCha20 keyed
 //! by the operating system). Uniform integers below `d` use rejection
 //! sampling on 128-bit words, which is exactly uniform (unlike reducing a
 //! random word modulo `d`, or rand's `random_range`, which is biased unless
