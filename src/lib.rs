@@ -16,6 +16,7 @@
 //! The library knows nothing of HTTP or SQL.
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod data;
 pub mod eval;
 pub mod learn;

@@ -1199,10 +1199,14 @@ fn top_down_trains_inspects_and_predicts_on_mushroom() {
         // 2 internal nodes and 3 leaves.
         assert_eq!(tree["nodes"].as_array().unwrap().len(), 5);
     }
-    // eta = eps kappa n / (64 tau t) with the default kappa 0.5.
+    // eta = eps kappa n / (64 tau t) with the default kappa 0.5, less the
+    // exact sampler's grids and the float margin (a relative 1e-5 here).
     let eta = json["privacy"]["eta"].as_f64().unwrap();
     let expected = 3.0 * 0.5 * MUSHROOM_ROWS as f64 / (64.0 * 9.0 * 2.0);
-    assert!((eta - expected).abs() < 1e-9, "eta {eta} vs {expected}");
+    assert!(
+        eta < expected && (eta / expected - 1.0).abs() < 1e-5,
+        "eta {eta} vs {expected}"
+    );
 
     let inspect = privboost(["inspect", arg(&model)]).success();
     assert!(inspect.stdout.contains("tree 9:"), "{}", inspect.context());

@@ -124,7 +124,7 @@ impl PrivacyStatement {
         let (mechanism, sensitivity, budget_split) = match weak_learner {
             WeakLearnerKind::OneRule => (
                 "weighted exponential mechanism over the 2d+2 one-rules (literals, negations, constants) with kappa-smooth weights (LazyBB Alg 3)".to_string(),
-                "robust sensitivity of the weighted error is 2 zeta, so each round is (4 eta zeta)-DP with eta = eps_round kappa n / 4".to_string(),
+                "robust sensitivity of the weighted error is 2 zeta in exact arithmetic, plus 2E for the float error of the computed errors (E = privacy::calibration::one_rule_float_margin) and 3u for rounding -eta err; with the 2^-30 grid each round spends 2 eta (2 zeta + 2E + 3u) + 2^-29 <= eps_round (eta from privacy::calibration::one_rule_eta_for_rounds; the paper's eta = eps_round kappa n / 4 in exact arithmetic)".to_string(),
                 format!("equal over the {tau} boosting rounds; nothing else reads the rows"),
             ),
             WeakLearnerKind::TopDown { internal_nodes: t, bound } => {
@@ -138,7 +138,7 @@ impl PrivacyStatement {
                         "TopDown trees with {t} internal nodes (LazyBB Alg 2): each split by the weighted exponential mechanism over (leaf, literal) pairs, P ∝ exp(eta im); leaf labels by report-noisy-max with Laplace scale {:.6e} on the leaves' class masses",
                         c.leaf_scale.unwrap_or(f64::NAN)
                     ),
-                    "robust sensitivity of the Gini improvement is 16 zeta (proved in docs/privacy.md; the paper's 4 zeta is too small), so each split is (32 eta zeta)-DP; the leaf mass vector has L1 sensitivity 4 zeta; with eta = eps_round kappa n / (64 t) each tree is (64 t eta zeta)-DP".to_string(),
+                    "robust sensitivity of the Gini improvement is 16 zeta in exact arithmetic (proved in docs/privacy.md; the paper's 4 zeta is too small), so each split is (32 eta zeta)-DP; the leaf mass vector has L1 sensitivity 4 zeta, so Laplace scale 1/(8 t eta) costs 32 t eta zeta; each tree is (64 t eta zeta)-DP, i.e. eta = eps_round kappa n / (64 t), less the float margin E_td = privacy::calibration::top_down_float_margin and the 2^-30 grids (privacy::calibration::top_down_eta)".to_string(),
                     format!("equal over the {tau} boosting rounds; within a tree, half to the {t} splits (equally) and half to the leaf labels"),
                 )
             }
@@ -156,7 +156,7 @@ impl PrivacyStatement {
             eta: c.eta,
             zeta: c.zeta,
             sensitivity,
-            sampler: "floating-point inverse-CDF sampling over log-sum-exp normalised weights, from a ChaCha20 CSPRNG keyed by the operating system".into(),
+            sampler: "exact: log-weights (and noisy-max scores) rounded to a 2^-30 grid, candidates drawn by rejection with exact Bernoulli(exp(-gamma)) on rational gamma and exact discrete Laplace noise (Canonne-Kamath-Steinke 2020), integer arithmetic only, from a ChaCha20 CSPRNG keyed by the operating system".into(),
             software_version: SOFTWARE_VERSION.into(),
         })
     }

@@ -25,6 +25,13 @@
 //! `eta = eps_round kappa n / 4` spends exactly `eps_round` per call
 //! ([`crate::privacy::calibration::one_rule_eta`]). `docs/privacy.md` has the
 //! full argument.
+//!
+//! As implemented, the errors are floating-point sums (error at most
+//! `E = privacy::calibration::one_rule_float_margin` each) and the sampler
+//! rounds the log-weights `-eta err` to a `2^-30` grid and samples exactly
+//! ([`crate::privacy::exponential`]); one call spends
+//! `2 eta (2 zeta + 2E + 3u) + 2^-29`, and `one_rule_eta` solves that for
+//! `eta` so that it equals `eps_round` (`docs/privacy.md`, "DP-1R, exactly").
 
 use crate::data::BitMatrix;
 use crate::privacy::{NoiseRng, PrivacyError, exponential};
@@ -52,7 +59,7 @@ pub(crate) struct OneRule {
     /// and a flat index list sums faster than walking the bits every round.
     /// Built once per training run. Its length (and so the running time)
     /// depends on the literals' densities: a timing side channel that
-    /// `docs/privacy.md` lists as open until the privacy-integrity issue.
+    /// `docs/privacy.md` ("Timing") measures and records as open.
     rows: Vec<u32>,
     /// `rows[offsets[j]..offsets[j + 1]]` belong to literal j.
     offsets: Vec<usize>,

@@ -132,7 +132,9 @@ fn first_choice_follows_the_calibrated_exponential_mechanism() {
     let budget = Budget::new(1.0, 0.0).unwrap();
     let valid = params(1, PrivacyMode::Private(budget));
     let eta = valid.calibrate(n).unwrap().unwrap().eta;
-    assert!((eta - 1.0 * 0.5 * 48.0 / 4.0).abs() < 1e-12);
+    // The paper's eta, less the exact sampler's grid and float margin
+    // (privacy::calibration::one_rule_eta): a relative change below 1e-4.
+    assert!((eta / (1.0 * 0.5 * 48.0 / 4.0) - 1.0).abs() < 1e-4);
     let errors = brute_force_errors(&data, &vec![1.0 / n as f64; n]);
     let z: f64 = errors.iter().map(|e| (-eta * e).exp()).sum();
     let expected: Vec<f64> = errors.iter().map(|e| (-eta * e).exp() / z).collect();
@@ -268,7 +270,7 @@ fn model_round_trips_and_predicts_like_its_ensemble() {
         (statement.epsilon, statement.delta, statement.n_rows),
         (2.0, 0.0, 6)
     );
-    assert!((statement.eta - 2.0 * 0.5 * 6.0 / (4.0 * 7.0)).abs() < 1e-12);
+    assert!((statement.eta / (2.0 * 0.5 * 6.0 / (4.0 * 7.0)) - 1.0).abs() < 1e-4);
 }
 
 #[test]
@@ -368,7 +370,12 @@ fn first_split_follows_the_proven_calibration() {
     let data = synthetic(n, 3);
     let valid = top_down(1, 1, PrivacyMode::Private(Budget::new(4.0, 0.0).unwrap()));
     let c = valid.calibrate(n).unwrap().unwrap();
-    assert!((c.eta - 4.0 * 0.5 * 64.0 / 64.0).abs() < 1e-12);
+    // The proven eps kappa n / (64 tau t), less the float margin and grids.
+    assert!(
+        (c.eta / (4.0 * 0.5 * 64.0 / 64.0) - 1.0).abs() < 1e-4,
+        "{}",
+        c.eta
+    );
     assert!((c.leaf_scale.unwrap() - 1.0 / (8.0 * c.eta)).abs() < 1e-12);
     let labels = data.labels.as_ref().unwrap();
     let p = 1.0 / n as f64;

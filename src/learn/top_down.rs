@@ -41,6 +41,13 @@
 //!   composition `eta = epsilon kappa n / (64 tau t)`
 //!   ([`super::params::ValidLazyBbParams::calibrate`]).
 //!
+//! As implemented, the selections and the leaf noise are exact samplers on a
+//! `2^-30` grid and the improvements and masses carry float error; the
+//! calibration charges both (`privacy::calibration::top_down_eta`,
+//! `top_down_float_margin`; `docs/privacy.md`, "DP TopDown, exactly"), and
+//! the leaf argument there reads the per-leaf report-noisy-max calls as one
+//! discrete Laplace mechanism on the whole mass vector.
+//!
 //! The tree's shape (`t` splits, `t + 1` leaves) is fixed by `t`, never by the
 //! data: no early stopping, and splits with no improvement stay candidates.
 
