@@ -33,6 +33,7 @@
 //! `2 eta (2 zeta + 2E + 3u) + 2^-29`, and `one_rule_eta` solves that for
 //! `eta` so that it equals `eps_round` (`docs/privacy.md`, "DP-1R, exactly").
 
+use super::row_lists::RowLists;
 use crate::data::BitMatrix;
 use crate::privacy::{NoiseRng, PrivacyError, exponential};
 
@@ -52,19 +53,9 @@ pub(crate) enum Selection<'a> {
 
 /// Per-column row lists and reusable buffers for the per-round computation.
 pub(crate) struct OneRule {
-    /// For each literal, the rows to sum over: the rows where it is set, or,
-    /// when more than half the rows have it set, the rows where it is NOT set
-    /// (then the column's sum is the total minus theirs). On one-hot data this
-    /// halves the work (e.g. `capital-gain <= 9999.9` holds for ~95% of Adult),
-    /// and a flat index list sums faster than walking the bits every round.
-    /// Built once per training run. Its length (and so the running time)
-    /// depends on the literals' densities: a timing side channel that
-    /// `docs/privacy.md` ("Timing") measures and records as open.
-    rows: Vec<u32>,
-    /// `rows[offsets[j]..offsets[j + 1]]` belong to literal j.
-    offsets: Vec<usize>,
-    /// Whether literal j's list holds its zero rows.
-    complement: Vec<bool>,
+    /// The rows to sum each literal over ([`RowLists`] says why, and notes
+    /// the timing side channel its lengths open).
+    lists: RowLists,
     errors: Vec<f64>,
     log_weights: Vec<f64>,
     scratch: Vec<f64>,
@@ -73,32 +64,8 @@ pub(crate) struct OneRule {
 impl OneRule {
     /// Row lists for training on `features`.
     pub(crate) fn new(features: &BitMatrix) -> OneRule {
-        let n = features.n_rows();
-        let mut rows = Vec::new();
-        let mut offsets = vec![0];
-        let mut complement = Vec::with_capacity(features.n_cols());
-        for j in 0..features.n_cols() {
-            let column = features.column(j);
-            let ones: usize = column.iter().map(|w| w.count_ones() as usize).sum();
-            let zeros_listed = 2 * ones > n;
-            for (w, &word) in column.iter().enumerate() {
-                let mut bits = if zeros_listed { !word } else { word };
-                if w == column.len() - 1 && !n.is_multiple_of(64) {
-                    bits &= (1u64 << (n % 64)) - 1;
-                }
-                while bits != 0 {
-                    // Row indices fit in u32: the reader refuses more rows.
-                    rows.push((w * 64) as u32 + bits.trailing_zeros());
-                    bits &= bits - 1;
-                }
-            }
-            offsets.push(rows.len());
-            complement.push(zeros_listed);
-        }
         OneRule {
-            rows,
-            offsets,
-            complement,
+            lists: RowLists::new(features),
             errors: Vec::new(),
             log_weights: Vec::new(),
             scratch: Vec::new(),
@@ -127,13 +94,13 @@ impl OneRule {
 
     /// The `2d + 2` weighted errors, in candidate order.
     pub(crate) fn compute_errors(&mut self, signed: &[f64], p_positive: f64) {
-        let d = self.complement.len();
+        let d = self.lists.len();
         self.errors.clear();
         self.errors.resize(2 * d + 2, 0.0);
         // sum_i -y_i p(i) = P- - P+ = 1 - 2 P+.
         let total = 1.0 - 2.0 * p_positive;
         for j in 0..d {
-            let list = &self.rows[self.offsets[j]..self.offsets[j + 1]];
+            let (list, complement) = self.lists.get(j);
             // Four accumulators: a single float add chain would bound the
             // loop by the add latency rather than by the loads.
             let mut acc = [0.0f64; 4];
@@ -148,7 +115,7 @@ impl OneRule {
                 acc[0] += signed[i as usize];
             }
             let sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-            let sum = if self.complement[j] { total - sum } else { sum };
+            let sum = if complement { total - sum } else { sum };
             let err = p_positive + sum;
             self.errors[j] = err;
             self.errors[d + j] = 1.0 - err;

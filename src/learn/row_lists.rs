@@ -9,7 +9,8 @@
 //! holds for ~95% of Adult). Built once per training run.
 //!
 //! The list lengths depend on the literals' densities in the data, so the
-//! running time does too: a timing side channel `docs/privacy.md` lists as open.
+//! running time does too: a timing side channel that `docs/privacy.md`
+//! ("Timing") measures and records as open.
 
 use crate::data::BitMatrix;
 
@@ -23,7 +24,7 @@ pub(crate) struct RowLists {
 }
 
 impl RowLists {
-    /// Lists for `features` (at most `u32::MAX` rows; the caller checks).
+    /// Lists for `features` (at most `u32::MAX` rows: `lazybb::train` checks).
     pub(crate) fn new(features: &BitMatrix) -> RowLists {
         let n = features.n_rows();
         let mut rows = Vec::new();
