@@ -12,11 +12,19 @@
 //!   non-private baselines, the model type with prediction and inspection.
 //! - [`eval`]: the evaluation protocols (train/test split, k-fold CV, grids)
 //!   used by `privboost eval`; an owner-side research tool.
+//! - [`store`]: the service's SQLite file: datasets and their encoded rows,
+//!   the privacy ledger (admission in one `BEGIN IMMEDIATE` transaction),
+//!   jobs, models, deployments, API keys.
+//! - [`jobs`]: the bounded worker pool that trains on blocking threads, with
+//!   leases, cancellation and progress.
+//! - [`api`]: the HTTP service (axum): routes, auth, problem+json errors.
 //!
-//! The library knows nothing of HTTP or SQL.
+//! `data`, `privacy` and `learn` know nothing of HTTP or SQL; `store` knows SQL
+//! but not HTTP; only `api` knows HTTP.
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod audit;
 pub mod data;
 pub mod eval;
 pub mod jobs;

@@ -247,3 +247,98 @@ async fn full_flow_on_mushroom_matches_the_cli() {
     assert_eq!(budget["remaining"]["epsilon"], 0.5);
     s.stop().await;
 }
+
+/// Run `privboost predict` on a model file and rows; returns (class, score, probability) per row.
+fn cli_predict(model: &Value, csv: &str) -> Vec<(String, f64, f64)> {
+    let dir = tempfile::tempdir().unwrap();
+    let model_path = dir.path().join("model.json");
+    let data_path = dir.path().join("rows.csv");
+    std::fs::write(&model_path, serde_json::to_string_pretty(model).unwrap()).unwrap();
+    std::fs::write(&data_path, csv).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_privboost"))
+        .args(["predict", "--model"])
+        .arg(&model_path)
+        .arg("--data")
+        .arg(&data_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "CLI failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (
+                f[0].to_owned(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn top_down_trees_train_and_predict_like_the_cli() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let dataset = s.upload_mushroom(&owner, 2.0).await;
+    let request = json!({"dataset_id": dataset, "epsilon": 1.0, "tau": 9, "weak_learner": "dp-top-down", "internal_nodes": 2});
+    let estimate = expect_status(
+        s.post(&owner, "/v1/jobs/estimate", &request).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(estimate["params"]["internal_nodes"], 2);
+    assert!(
+        estimate["noise"]["leaf_scale"].as_f64().unwrap() > 0.0,
+        "{estimate}"
+    );
+    let job = expect_status(
+        s.post(&owner, "/v1/jobs", &request).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let model_id = job["model_id"].as_str().unwrap();
+    let model = expect_status(
+        s.get(&owner, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    let (rows, csv) = mushroom_rows(200);
+    let served = expect_status(
+        s.post(
+            &owner,
+            &format!("/v1/models/{model_id}/predict"),
+            &json!({"rows": rows}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    let cli = cli_predict(&model["model"], &csv);
+    for (i, (c, p)) in cli
+        .iter()
+        .zip(served["predictions"].as_array().unwrap())
+        .enumerate()
+    {
+        assert_eq!(c.0, p["class"].as_str().unwrap(), "row {i}");
+        assert_eq!(c.1, p["score"].as_f64().unwrap(), "row {i}");
+        assert_eq!(c.2, p["probability"].as_f64().unwrap(), "row {i}");
+    }
+    // internal_nodes belongs to TopDown only.
+    let bad = json!({"dataset_id": dataset, "epsilon": 0.1, "internal_nodes": 2});
+    let p = expect_status(
+        s.post(&owner, "/v1/jobs", &bad).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "internal_nodes");
+    s.stop().await;
+}

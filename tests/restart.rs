@@ -264,7 +264,13 @@ async fn sigterm_stops_the_binary_gracefully() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_privboost"))
-        .args(["serve", "--bind", &format!("127.0.0.1:{port}"), "--admin-key", ADMIN_KEY])
+        .args([
+            "serve",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--admin-key",
+            ADMIN_KEY,
+        ])
         .arg("--data-dir")
         .arg(dir.path())
         .stdout(std::process::Stdio::null())
@@ -287,7 +293,10 @@ async fn sigterm_stops_the_binary_gracefully() {
         if let Some(exit) = child.try_wait().unwrap() {
             break exit;
         }
-        assert!(Instant::now() < deadline, "the server did not stop on SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "the server did not stop on SIGTERM"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(exit.success(), "exit status {exit}");

@@ -13,9 +13,9 @@ use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{
     AppState, MAX_EPSILON, PageQuery, Routes, datasets::visible, idempotency_key, replay, to_json,
 };
-use crate::jobs::JobParams;
-use crate::learn::params::{Calibration, default_parameters};
-use crate::learn::{ValidLazyBbParams, WeakLearnerKind};
+use crate::jobs::{DEFAULT_INTERNAL_NODES, JobParams};
+use crate::learn::ValidLazyBbParams;
+use crate::learn::params::{Calibration, WeakLearnerName, default_parameters};
 use crate::privacy::{Budget, Composition};
 use crate::store::datasets::DatasetInfo;
 use crate::store::idempotency::{IdemRequest, StoredResponse};
@@ -44,7 +44,10 @@ struct JobRequest {
     tau: Option<u32>,
     lambda: Option<f64>,
     kappa: Option<f64>,
-    weak_learner: Option<WeakLearnerKind>,
+    /// `dp-1r` (default) or `dp-top-down`.
+    weak_learner: Option<WeakLearnerName>,
+    /// Internal nodes of each TopDown tree (default 3).
+    internal_nodes: Option<u32>,
     /// Accepted only to refuse it clearly (SPEC §2).
     seed: Option<Value>,
     /// Accepted only to refuse `false` clearly.
@@ -79,6 +82,13 @@ fn check(req: &JobRequest) -> Result<(JobParams, ValidLazyBbParams), ApiError> {
         };
         errors.push(FieldError::new(field, e.to_string()));
     }
+    let weak_learner = req.weak_learner.unwrap_or(WeakLearnerName::OneRule);
+    if req.internal_nodes.is_some() && weak_learner != WeakLearnerName::TopDown {
+        errors.push(FieldError::new(
+            "internal_nodes",
+            "only the dp-top-down weak learner takes internal_nodes",
+        ));
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -87,14 +97,20 @@ fn check(req: &JobRequest) -> Result<(JobParams, ValidLazyBbParams), ApiError> {
         tau: req.tau.unwrap_or(tau),
         lambda: req.lambda.unwrap_or(lambda),
         kappa: req.kappa.unwrap_or(kappa),
-        weak_learner: req.weak_learner.unwrap_or(WeakLearnerKind::OneRule),
+        weak_learner,
+        internal_nodes: match weak_learner {
+            WeakLearnerName::TopDown => Some(req.internal_nodes.unwrap_or(DEFAULT_INTERNAL_NODES)),
+            WeakLearnerName::OneRule => None,
+        },
         epsilon: req.epsilon,
         delta: req.delta,
         defaults_used: req.tau.is_none() && req.lambda.is_none() && req.kappa.is_none(),
     };
     let valid = params.to_lazybb().and_then(|p| p.check()).map_err(|e| {
         let message = e.to_string();
-        let field = if message.contains("(tau)") {
+        let field = if message.contains("(t)") {
+            "internal_nodes"
+        } else if message.contains("(tau)") {
             "tau"
         } else if message.contains("(lambda)") {
             "lambda"
@@ -146,9 +162,18 @@ async fn prepare(
 }
 
 /// The noise a job gets (public: depends on parameters and n only).
-fn noise_json(c: &Calibration) -> Value {
+fn noise_json(params: &JobParams, c: &Calibration) -> Value {
+    let mechanism = match params.weak_learner {
+        WeakLearnerName::OneRule => {
+            "weighted exponential mechanism over one-rules (DP-1R), once per round"
+        }
+        WeakLearnerName::TopDown => {
+            "exponential mechanism per split and report-noisy-max leaf labels (DP TopDown, proven sensitivity bound), once per round"
+        }
+    };
     json!({
-        "mechanism": "weighted exponential mechanism over one-rules (DP-1R), once per round",
+        "mechanism": mechanism,
+        "leaf_scale": c.leaf_scale,
         "n_rows": c.n,
         "epsilon_per_round": c.round.epsilon_round,
         "composition": match c.round.composition { Composition::Basic => "basic", Composition::Advanced => "advanced" },
@@ -249,7 +274,7 @@ async fn estimate(
         "dataset_id": dataset.id,
         "charge": charge,
         "params": params,
-        "noise": noise_json(&calibration),
+        "noise": noise_json(&params, &calibration),
         "budget": budget,
         "admissible": charge.fits_within(budget.remaining),
     })))

@@ -34,7 +34,11 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     let p = &model.params;
     let s = &model.privacy;
     println!(
-        "LazyBB + DP-1R model, created {}: tau = {}, lambda = {}, kappa = {}{}",
+        "LazyBB + {} model, created {}: tau = {}, lambda = {}, kappa = {}{}",
+        match p.internal_nodes {
+            Some(t) => format!("DP-TopDown (t = {t})"),
+            None => "DP-1R".to_string(),
+        },
         model.created_at,
         p.tau,
         p.lambda,

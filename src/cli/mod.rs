@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod eval;
+mod experiment;
 mod files;
 mod inspect;
 mod predict;
@@ -33,6 +34,8 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Measure accuracy and AUC (owner-side: train/test or k-fold CV, grids, baselines).
     Eval(eval::EvalArgs),
+    /// Reproduce the paper's experiment on the shipped data (tables and plots).
+    Experiment(experiment::ExperimentArgs),
     /// Schema tools (owner-side).
     Schema(schema::SchemaArgs),
     /// Benchmark training and prediction speed.
@@ -48,6 +51,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Predict(args) => predict::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Experiment(args) => experiment::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),

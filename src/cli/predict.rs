@@ -46,7 +46,11 @@ pub fn run(args: PredictArgs) -> anyhow::Result<()> {
     let bytes = out.into_inner().context("writing predictions")?;
     match &args.out {
         Some(path) => files::write_atomically(path, &bytes)?,
-        None => std::io::stdout().write_all(&bytes)?,
+        None => match std::io::stdout().write_all(&bytes) {
+            // `privboost predict ... | head` closes the pipe early: not an error.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            other => other?,
+        },
     }
     Ok(())
 }

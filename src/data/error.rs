@@ -54,10 +54,25 @@ pub enum DataError {
     NoRows,
     /// Reading the input failed.
     #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// The schema is not valid JSON or does not have the schema's shape.
     #[error("schema JSON: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
+}
+
+// Written by hand rather than with `#[from]`: `#[from]` also makes the inner
+// error the `source`, and the CLI prints the whole chain, so the cause would
+// appear twice in one message.
+impl From<std::io::Error> for DataError {
+    fn from(error: std::io::Error) -> DataError {
+        DataError::Io(error)
+    }
+}
+
+impl From<serde_json::Error> for DataError {
+    fn from(error: serde_json::Error) -> DataError {
+        DataError::Json(error)
+    }
 }
 
 impl DataError {

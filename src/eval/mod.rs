@@ -16,11 +16,12 @@ use serde::Serialize;
 
 use crate::data::{Dataset, Encoder};
 use crate::learn::{
-    self, Ensemble, LazyBbParams, LearnError, Predictor, PrivacyMode, WeakLearnerKind, baselines,
-    metrics,
+    self, Ensemble, LazyBbParams, LearnError, Predictor, PrivacyMode, SensitivityBound,
+    WeakLearnerKind, baselines, metrics,
 };
 use crate::privacy::{Budget, NoiseRng, PrivacyError};
 
+pub mod experiment;
 #[cfg(test)]
 mod tests;
 
@@ -72,6 +73,12 @@ pub enum Method {
         lambda: f64,
         /// Density.
         kappa: f64,
+        /// `None` for DP 1-Rules; `Some(t)` for DP TopDown trees with `t`
+        /// internal nodes.
+        internal_nodes: Option<u32>,
+        /// TopDown with the paper's sensitivity bound, which does NOT meet
+        /// the stated epsilon (for reproducing the paper's figures only).
+        paper_calibration: bool,
     },
     /// A single non-private 1-Rule.
     OneRule,
@@ -200,6 +207,8 @@ fn lazybb_params(method: &Method) -> Result<learn::ValidLazyBbParams, EvalError>
         tau,
         lambda,
         kappa,
+        internal_nodes,
+        paper_calibration,
     } = *method
     else {
         return Err(EvalError::Invalid("not a LazyBB method".into()));
@@ -208,11 +217,27 @@ fn lazybb_params(method: &Method) -> Result<learn::ValidLazyBbParams, EvalError>
         Some(e) => PrivacyMode::Private(Budget::new(e, delta)?),
         None => PrivacyMode::NonPrivate,
     };
+    let weak_learner = match (internal_nodes, paper_calibration) {
+        (None, false) => WeakLearnerKind::OneRule,
+        (None, true) => {
+            return Err(EvalError::Invalid(
+                "the paper calibration applies to TopDown trees only".into(),
+            ));
+        }
+        (Some(internal_nodes), paper) => WeakLearnerKind::TopDown {
+            internal_nodes,
+            bound: if paper {
+                SensitivityBound::Paper
+            } else {
+                SensitivityBound::Proven
+            },
+        },
+    };
     Ok(LazyBbParams {
         tau,
         lambda,
         kappa,
-        weak_learner: WeakLearnerKind::OneRule,
+        weak_learner,
         privacy,
     }
     .check()?)
@@ -242,15 +267,10 @@ fn run_once(
     let sums = predictor.vote_sums(test);
     let labels = test.labels.as_ref().ok_or(LearnError::NoLabels)?;
     let labels: Vec<bool> = (0..test.n_rows()).map(|i| labels.get(i)).collect();
-    let used: Vec<usize> = predictor
-        .net_votes()
-        .enumerate()
-        .filter(|(_, v)| *v != 0)
-        .map(|(l, _)| l)
-        .collect();
+    let used = predictor.literals_used();
     let mut features: Vec<usize> = used
         .iter()
-        .map(|&l| encoder.literals()[l].feature)
+        .map(|&l| encoder.literals()[l as usize].feature)
         .collect();
     features.sort_unstable();
     features.dedup();

@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 use tracing::{Instrument, error, info, info_span, warn};
 
 use crate::data::{Encoder, Schema};
+use crate::learn::params::{SensitivityBound, WeakLearnerName};
 use crate::learn::{LazyBbParams, LearnError, Model, PrivacyMode, WeakLearnerKind, train};
 use crate::privacy::{Budget, NoiseRng};
 use crate::store::{self, StoreError, jobs::ClaimedJob};
@@ -49,6 +50,10 @@ fn heartbeat_interval(lease: Duration) -> Duration {
 /// jobs re-run this long after it stopped renewing them.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
+/// Internal nodes of each TopDown tree when the request gives none (the
+/// smaller of the two values the paper's code tried).
+pub const DEFAULT_INTERNAL_NODES: u32 = 3;
+
 /// The parameters of a job as stored (with defaults already filled in).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JobParams {
@@ -59,7 +64,10 @@ pub struct JobParams {
     /// Density.
     pub kappa: f64,
     /// Weak learner.
-    pub weak_learner: WeakLearnerKind,
+    pub weak_learner: WeakLearnerName,
+    /// Internal nodes of each tree (TopDown only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal_nodes: Option<u32>,
     /// Total epsilon of the job.
     pub epsilon: f64,
     /// Total delta of the job.
@@ -69,13 +77,21 @@ pub struct JobParams {
 }
 
 impl JobParams {
-    /// The library's unchecked parameters (always private).
+    /// The library's unchecked parameters: always private, and TopDown
+    /// always with the proven sensitivity bound (SPEC §4.3).
     pub fn to_lazybb(&self) -> Result<LazyBbParams, LearnError> {
+        let weak_learner = match self.weak_learner {
+            WeakLearnerName::OneRule => WeakLearnerKind::OneRule,
+            WeakLearnerName::TopDown => WeakLearnerKind::TopDown {
+                internal_nodes: self.internal_nodes.unwrap_or(DEFAULT_INTERNAL_NODES),
+                bound: SensitivityBound::Proven,
+            },
+        };
         Ok(LazyBbParams {
             tau: self.tau,
             lambda: self.lambda,
             kappa: self.kappa,
-            weak_learner: self.weak_learner,
+            weak_learner,
             privacy: PrivacyMode::Private(Budget::new(self.epsilon, self.delta)?),
         })
     }

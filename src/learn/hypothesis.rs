@@ -1,11 +1,12 @@
-//! The weak hypotheses a LazyBB model is made of.
+//! The weak hypotheses a LazyBB model is made of: 1-Rules (LazyBB §4.1) and
+//! TopDown decision trees over the literals (LazyBB §4.2).
 
 use serde::{Deserialize, Serialize};
 
 use crate::data::BitMatrix;
 
-/// One weak hypothesis `h: x -> {-1, +1}` (LazyBB §4.1: the class 1R).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// One weak hypothesis `h: x -> {-1, +1}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Hypothesis {
     /// `+1` when literal `literal` is true (or false, when `negated`), else `-1`.
@@ -18,6 +19,32 @@ pub enum Hypothesis {
     /// The constant `+1` (`positive`) or `-1`.
     Constant {
         /// Which constant.
+        positive: bool,
+    },
+    /// A decision tree whose splits test literals.
+    Tree {
+        /// The nodes; the root is node 0 and every child index is larger than
+        /// its parent's (so the tree is acyclic by construction).
+        nodes: Vec<TreeNode>,
+    },
+}
+
+/// One node of a [`Hypothesis::Tree`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TreeNode {
+    /// Test a literal and go on to one of two children.
+    Split {
+        /// The literal tested.
+        literal: u32,
+        /// Child for rows where the literal is false.
+        if_false: u32,
+        /// Child for rows where the literal is true.
+        if_true: u32,
+    },
+    /// Predict `+1` (`positive`) or `-1`.
+    Leaf {
+        /// The leaf's label.
         positive: bool,
     },
 }
@@ -41,21 +68,119 @@ impl Hypothesis {
         }
     }
 
-    /// Add `y_i h(x_i)` to each margin (the LazyBB margin update, SPEC §4.1).
-    pub(crate) fn add_margins(&self, features: &BitMatrix, labels: &[i8], margins: &mut [i32]) {
-        match *self {
+    /// `h(x)` for a row given by a predicate "is literal l true?".
+    pub fn evaluate(&self, is_true: impl Fn(u32) -> bool) -> bool {
+        match self {
+            Hypothesis::Literal { literal, negated } => is_true(*literal) != *negated,
+            Hypothesis::Constant { positive } => *positive,
+            Hypothesis::Tree { nodes } => {
+                let mut node = 0usize;
+                loop {
+                    match nodes[node] {
+                        TreeNode::Leaf { positive } => return positive,
+                        TreeNode::Split {
+                            literal,
+                            if_false,
+                            if_true,
+                        } => {
+                            node = if is_true(literal) { if_true } else { if_false } as usize;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The literals this hypothesis reads.
+    pub fn literals(&self) -> Vec<u32> {
+        match self {
+            Hypothesis::Literal { literal, .. } => vec![*literal],
+            Hypothesis::Constant { .. } => Vec::new(),
+            Hypothesis::Tree { nodes } => nodes
+                .iter()
+                .filter_map(|n| match n {
+                    TreeNode::Split { literal, .. } => Some(*literal),
+                    TreeNode::Leaf { .. } => None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Check the structure against `d` literals: indices in range, children
+    /// after their parents, every node reachable shape-wise. Returns a message.
+    pub(crate) fn check(&self, d: usize) -> Result<(), String> {
+        match self {
+            Hypothesis::Literal { literal, .. } if *literal as usize >= d => Err(format!(
+                "hypothesis refers to literal {literal}, but the schema has {d}"
+            )),
+            Hypothesis::Tree { nodes } => {
+                if nodes.is_empty() {
+                    return Err("a tree has no nodes".into());
+                }
+                for (i, node) in nodes.iter().enumerate() {
+                    if let TreeNode::Split {
+                        literal,
+                        if_false,
+                        if_true,
+                    } = node
+                    {
+                        if *literal as usize >= d {
+                            return Err(format!(
+                                "tree splits on literal {literal}, but the schema has {d}"
+                            ));
+                        }
+                        for child in [*if_false, *if_true] {
+                            if child as usize <= i || child as usize >= nodes.len() {
+                                return Err(format!("tree node {i} has an invalid child {child}"));
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Add `step * y_i h(x_i)` to each entry of `margins` (the LazyBB margin
+    /// update, SPEC §4.1, with `step = 1`; LazyBB keeps `2 s + label` per row
+    /// and uses `step = 2`).
+    pub(crate) fn add_margins(
+        &self,
+        features: &BitMatrix,
+        labels: &[i8],
+        margins: &mut [i32],
+        step: i32,
+    ) {
+        match self {
             Hypothesis::Constant { positive } => {
-                let h = if positive { 1 } else { -1 };
+                let h = if *positive { step } else { -step };
                 for (m, &y) in margins.iter_mut().zip(labels) {
                     *m += h * i32::from(y);
                 }
             }
             Hypothesis::Literal { literal, negated } => {
-                let column = features.column(literal as usize);
+                let flip = if *negated { u64::MAX } else { 0 };
+                let column = features.column(*literal as usize);
+                for ((chunk_m, chunk_y), &word) in
+                    margins.chunks_mut(64).zip(labels.chunks(64)).zip(column)
+                {
+                    let bits = word ^ flip;
+                    for (b, (m, &y)) in chunk_m.iter_mut().zip(chunk_y).enumerate() {
+                        // h = +1 when the bit is set, -1 otherwise; branch-free.
+                        let h = 2 * ((bits >> b) & 1) as i32 - 1;
+                        *m += step * h * i32::from(y);
+                    }
+                }
+            }
+            Hypothesis::Tree { .. } => {
                 for (i, (m, &y)) in margins.iter_mut().zip(labels).enumerate() {
-                    let bit = (column[i / 64] >> (i % 64)) & 1 == 1;
-                    let h = if bit != negated { 1 } else { -1 };
-                    *m += h * i32::from(y);
+                    let h = if self.evaluate(|l| features.get(i, l as usize)) {
+                        1
+                    } else {
+                        -1
+                    };
+                    *m += step * h * i32::from(y);
                 }
             }
         }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::hypothesis::Hypothesis;
+use super::hypothesis::{Hypothesis, TreeNode};
 use super::model::Model;
 use crate::data::Encoder;
 
@@ -40,6 +40,15 @@ pub struct FeatureShape {
     pub entries: Vec<ShapeEntry>,
 }
 
+/// One TopDown tree, readable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TreeView {
+    /// The nodes as stored in the model (root first).
+    pub nodes: Vec<TreeNode>,
+    /// Indented if/else text with literal names.
+    pub text: String,
+}
+
 /// Everything `privboost inspect` shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Inspection {
@@ -59,8 +68,11 @@ pub struct Inspection {
     pub features_total: usize,
     /// `features_used / features_total`.
     pub feature_share: f64,
-    /// The additive score per used feature (plot-ready).
+    /// The additive score per used feature (plot-ready; stumps only, since a
+    /// tree ensemble is not additive).
     pub shape: Vec<FeatureShape>,
+    /// Each tree of a TopDown ensemble, in training order.
+    pub trees: Vec<TreeView>,
 }
 
 /// Inspect a model; `encoder` must be the model's own ([`Model::encoder`]).
@@ -69,12 +81,17 @@ pub fn inspect(model: &Model, encoder: &Encoder) -> Inspection {
     let tau = model.params.tau;
     let mut votes = vec![0i32; literals.len()];
     let mut constant_votes = 0;
+    let mut trees = Vec::new();
     for h in &model.ensemble {
-        match *h {
+        match h {
             Hypothesis::Literal { literal, negated } => {
-                votes[literal as usize] += if negated { -1 } else { 1 }
+                votes[*literal as usize] += if *negated { -1 } else { 1 }
             }
-            Hypothesis::Constant { positive } => constant_votes += if positive { 1 } else { -1 },
+            Hypothesis::Constant { positive } => constant_votes += if *positive { 1 } else { -1 },
+            Hypothesis::Tree { nodes } => trees.push(TreeView {
+                nodes: nodes.clone(),
+                text: tree_text(nodes, literals),
+            }),
         }
     }
     let mut vote_table: Vec<VoteRow> = literals
@@ -110,10 +127,18 @@ pub fn inspect(model: &Model, encoder: &Encoder) -> Inspection {
             });
         }
     }
-    let features_used: Vec<String> = shape.iter().map(|s| s.feature.clone()).collect();
+    let used = model.predictor().literals_used();
+    let mut feature_indices: Vec<usize> =
+        used.iter().map(|&l| literals[l as usize].feature).collect();
+    feature_indices.sort_unstable();
+    feature_indices.dedup();
+    let features_used: Vec<String> = feature_indices
+        .iter()
+        .map(|&f| feature_names[f].clone())
+        .collect();
     Inspection {
         tau,
-        literals_used: vote_table.len(),
+        literals_used: used.len(),
         literals_total: literals.len(),
         feature_share: features_used.len() as f64 / feature_names.len().max(1) as f64,
         features_total: feature_names.len(),
@@ -121,12 +146,59 @@ pub fn inspect(model: &Model, encoder: &Encoder) -> Inspection {
         vote_table,
         constant_votes,
         shape,
+        trees,
     }
+}
+
+/// `if <literal>: ... else: ...` with two spaces per level.
+fn tree_text(nodes: &[TreeNode], literals: &[crate::data::Literal]) -> String {
+    fn walk(
+        nodes: &[TreeNode],
+        literals: &[crate::data::Literal],
+        node: usize,
+        depth: usize,
+        out: &mut String,
+    ) {
+        let pad = "  ".repeat(depth);
+        match nodes[node] {
+            TreeNode::Leaf { positive } => out.push_str(&format!(
+                "{pad}predict {}\n",
+                if positive { "+1" } else { "-1" }
+            )),
+            TreeNode::Split {
+                literal,
+                if_false,
+                if_true,
+            } => {
+                out.push_str(&format!("{pad}if {}:\n", literals[literal as usize].name));
+                walk(nodes, literals, if_true as usize, depth + 1, out);
+                out.push_str(&format!("{pad}else:\n"));
+                walk(nodes, literals, if_false as usize, depth + 1, out);
+            }
+        }
+    }
+    let mut out = String::new();
+    walk(nodes, literals, 0, 0, &mut out);
+    out
 }
 
 impl Inspection {
     /// The vote table and sparsity as plain text (LazyBB Table 4 layout).
     pub fn to_text(&self) -> String {
+        if !self.trees.is_empty() {
+            let mut out = format!(
+                "{} TopDown trees (majority vote of their +1/-1 outputs):\n",
+                self.trees.len()
+            );
+            for (i, tree) in self.trees.iter().enumerate() {
+                out.push_str(&format!("tree {}:\n", i + 1));
+                for line in tree.text.lines() {
+                    out.push_str(&format!("  {line}\n"));
+                }
+            }
+            out.push_str(&self.sparsity_text());
+            return out;
+        }
         let mut out = format!(
             "Vote table: net votes of each rule over tau = {} rounds (a negative vote means the rule's negation was chosen)\n",
             self.tau
@@ -144,6 +216,12 @@ impl Inspection {
         if self.vote_table.is_empty() && self.constant_votes == 0 {
             out.push_str("  (all votes cancel: every prediction is a tie, which predicts the positive class)\n");
         }
+        out.push_str(&self.sparsity_text());
+        out
+    }
+
+    fn sparsity_text(&self) -> String {
+        let mut out = String::new();
         out.push_str(&format!(
             "Features used: {} of {} ({:.1}%): {}\n",
             self.features_used.len(),

@@ -29,6 +29,7 @@ use super::hypothesis::Hypothesis;
 use super::one_rule::{OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
+use super::top_down::{TopDown, TreeSelection};
 use crate::data::Dataset;
 use crate::privacy::NoiseRng;
 
@@ -54,10 +55,47 @@ pub fn train(
     noise: Option<&mut NoiseRng>,
     on_round: &mut dyn FnMut(u32) -> bool,
 ) -> Result<Ensemble, LearnError> {
+    train_with_fault(data, params, noise, on_round, None)
+}
+
+/// The weak learner with its buffers.
+enum Learner {
+    OneRule(OneRule),
+    TopDown(TopDown),
+}
+
+/// Deliberately broken variants of LazyBB, which the privacy audit must
+/// detect. Constructed only in this crate's tests: no build that serves
+/// users can select one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(dead_code)] // constructed only by the privacy audit's tests
+pub(crate) enum Fault {
+    /// Multiply the calibrated eta by this factor (e.g. 4: a 4x epsilon).
+    EtaTimes(f64),
+    /// Skip the cap of the projection when the density already holds (the
+    /// authors' code's shortcut, PAPERS.md §4 item 4): weights above 1 break
+    /// the 1/(kappa n) smoothness the sensitivity argument needs.
+    UncappedProjection,
+}
+
+/// [`train`], optionally with a [`Fault`] (tests only pass `Some`).
+pub(crate) fn train_with_fault(
+    data: &Dataset,
+    params: &ValidLazyBbParams,
+    noise: Option<&mut NoiseRng>,
+    on_round: &mut dyn FnMut(u32) -> bool,
+    fault: Option<Fault>,
+) -> Result<Ensemble, LearnError> {
     let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
     let n = data.n_rows();
     if n == 0 {
         return Err(LearnError::NoRows);
+    }
+    if u32::try_from(n).is_err() {
+        return Err(LearnError::InvalidParameter(format!(
+            "{n} rows is more than this build trains on ({})",
+            u32::MAX
+        )));
     }
     let p = params.get();
     let calibration = params.calibrate(n)?;
@@ -66,66 +104,102 @@ pub fn train(
         (Some(_), None) => return Err(LearnError::NoNoiseSource),
         (None, _) => None,
     };
-    let WeakLearnerKind::OneRule = p.weak_learner;
 
     let d = data.features.n_cols();
     let tau = p.tau as i32;
     let y: Vec<i8> = (0..n).map(|i| if labels.get(i) { 1 } else { -1 }).collect();
-    let mut margins = vec![0i32; n];
+    // Each row's class: 2 (s + tau) + [y = +1], where s in [-tau, tau] is its
+    // cumulative margin. Rows of one class share one weight, so the weights
+    // are computed per class and gathered per row.
+    let classes = 2 * (2 * tau as usize + 1);
+    let mut class: Vec<i32> = y
+        .iter()
+        .map(|&label| 2 * tau + i32::from(label > 0))
+        .collect();
+    let mut count = vec![0u64; classes];
+    for &c in &class {
+        count[c as usize] += 1;
+    }
+    let mut signed_of_class = vec![0.0f64; classes];
     let mut signed = vec![0.0f64; n];
-    // Counts of rows per (margin, label); margin index s + tau.
-    let width = 2 * tau as usize + 1;
-    let mut count_pos = vec![0u64; width];
-    let mut count_neg = vec![0u64; width];
-    let mut weight_of_margin = vec![0.0f64; width];
-    let mut learner = OneRule::default();
+    let mut learner = match p.weak_learner {
+        WeakLearnerKind::OneRule => Learner::OneRule(OneRule::new(&data.features)),
+        WeakLearnerKind::TopDown { internal_nodes, .. } => {
+            Learner::TopDown(TopDown::new(&data.features, internal_nodes))
+        }
+    };
     let mut hypotheses = Vec::with_capacity(p.tau as usize);
+    // ln m(s) = ln kappa - lambda s (SPEC §4.1), never exponentiated raw.
+    let log_m = |margin_index: usize| p.kappa.ln() - p.lambda * (margin_index as i32 - tau) as f64;
 
     for round in 1..=p.tau {
         // p_t from the cumulative margins s_{t-1} (all 0 in round 1, where
         // mu_1 = kappa is already dense and the projection returns it).
-        count_pos.iter_mut().for_each(|c| *c = 0);
-        count_neg.iter_mut().for_each(|c| *c = 0);
-        for (&s, &label) in margins.iter().zip(&y) {
-            let k = (s + tau) as usize;
-            if label > 0 {
-                count_pos[k] += 1
-            } else {
-                count_neg[k] += 1
-            }
-        }
-        let mut groups: Vec<Group> = (0..width)
-            .filter(|&k| count_pos[k] + count_neg[k] > 0)
-            .map(|k| Group {
-                // ln m = ln kappa - lambda s (SPEC §4.1), never exponentiated raw.
-                log_value: p.kappa.ln() - p.lambda * (k as i32 - tau) as f64,
-                count: count_pos[k] + count_neg[k],
+        let mut groups: Vec<Group> = count
+            .chunks_exact(2)
+            .enumerate()
+            .filter(|(_, c)| c[0] + c[1] > 0)
+            .map(|(k, c)| Group {
+                log_value: log_m(k),
+                count: c[0] + c[1],
             })
             .collect();
         let log_c = log_scale(&mut groups, p.kappa);
-        let mut total = 0.0;
-        for (k, w) in weight_of_margin.iter_mut().enumerate() {
-            let log_m = p.kappa.ln() - p.lambda * (k as i32 - tau) as f64;
-            *w = (log_c + log_m).min(0.0).exp(); // mu = min(1, c m)
-            total += *w * (count_pos[k] + count_neg[k]) as f64;
+        let mut mu: Vec<f64> = (0..classes / 2)
+            .map(|k| (log_c + log_m(k)).min(0.0).exp()) // mu = min(1, c m)
+            .collect();
+        if fault == Some(Fault::UncappedProjection) && log_c == 0.0 {
+            // Case A without the cap: mu = m, entries above 1 kept.
+            mu = (0..classes / 2).map(|k| log_m(k).exp()).collect();
         }
+        let total: f64 = count
+            .chunks_exact(2)
+            .zip(&mu)
+            .map(|(c, w)| w * (c[0] + c[1]) as f64)
+            .sum();
         let mut p_positive = 0.0;
-        for (k, w) in weight_of_margin.iter_mut().enumerate() {
-            *w /= total; // normalised: p(i) <= 1/(kappa n)
-            p_positive += *w * count_pos[k] as f64;
+        for (k, w) in mu.iter().enumerate() {
+            let weight = w / total; // normalised: p(i) <= 1/(kappa n)
+            signed_of_class[2 * k] = weight; // y = -1: -y p = +p
+            signed_of_class[2 * k + 1] = -weight; // y = +1
+            p_positive += weight * count[2 * k + 1] as f64;
         }
-        for ((out, &s), &label) in signed.iter_mut().zip(&margins).zip(&y) {
-            let weight = weight_of_margin[(s + tau) as usize];
-            *out = if label > 0 { -weight } else { weight };
+        for (out, &c) in signed.iter_mut().zip(&class) {
+            *out = signed_of_class[c as usize];
         }
 
-        let selection = match (&calibration, noise.as_deref_mut()) {
-            (Some(c), Some(rng)) => Selection::Exponential { eta: c.eta, rng },
-            _ => Selection::Best,
+        let eta = |c: &Calibration| match fault {
+            Some(Fault::EtaTimes(factor)) => c.eta * factor,
+            _ => c.eta,
         };
-        let index = learner.select(&data.features, &signed, p_positive, selection)?;
-        let h = Hypothesis::from_candidate_index(index, d);
-        h.add_margins(&data.features, &y, &mut margins);
+        let h = match &mut learner {
+            Learner::OneRule(learner) => {
+                let selection = match (&calibration, noise.as_deref_mut()) {
+                    (Some(c), Some(rng)) => Selection::Exponential { eta: eta(c), rng },
+                    _ => Selection::Best,
+                };
+                let index = learner.select(&signed, p_positive, selection)?;
+                Hypothesis::from_candidate_index(index, d)
+            }
+            Learner::TopDown(learner) => {
+                let selection = match (&calibration, noise.as_deref_mut()) {
+                    (Some(c), Some(rng)) => TreeSelection::Private {
+                        eta: eta(c),
+                        // Invariant: calibrate() sets a leaf scale for TopDown.
+                        leaf_scale: c.leaf_scale.expect("TopDown calibration has a leaf scale"),
+                        rng,
+                    },
+                    _ => TreeSelection::Best,
+                };
+                learner.fit(&data.features, &signed, selection)?
+            }
+        };
+        // s(i) += y_i h(x_i), i.e. the class index moves by 2 y_i h(x_i).
+        h.add_margins(&data.features, &y, &mut class, 2);
+        count.iter_mut().for_each(|c| *c = 0);
+        for &c in &class {
+            count[c as usize] += 1;
+        }
         hypotheses.push(h);
         if !on_round(round) {
             return Err(LearnError::Cancelled);

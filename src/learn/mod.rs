@@ -9,7 +9,8 @@
 //!   calibration of the noise to the budget; the default rule.
 //! - [`projection`]: the KL projection onto kappa-dense measures.
 //! - [`lazybb`]: the boosting loop.
-//! - `one_rule`: the DP 1-Rule weak learner and its privacy argument.
+//! - `one_rule`, `top_down`: the DP 1-Rule and DP TopDown weak learners,
+//!   each with its privacy argument; `row_lists` feeds both.
 //! - [`hypothesis`]: the weak hypotheses.
 //! - [`model`]: the versioned model file, its privacy statement, prediction.
 //! - [`inspect`]: vote table, sparsity and additive shape.
@@ -24,14 +25,19 @@ pub mod model;
 mod one_rule;
 pub mod params;
 pub mod projection;
+mod row_lists;
 #[cfg(test)]
 mod tests;
+mod top_down;
 
 pub use hypothesis::Hypothesis;
 pub use inspect::{Inspection, inspect};
 pub use lazybb::{Ensemble, train};
 pub use model::{Model, Prediction, Predictor};
-pub use params::{LazyBbParams, PrivacyMode, ValidLazyBbParams, WeakLearnerKind};
+pub use params::{
+    LazyBbParams, PrivacyMode, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
+    WeakLearnerName,
+};
 
 use crate::data::DataError;
 use crate::privacy::PrivacyError;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::LearnError;
 use super::hypothesis::Hypothesis;
 use super::lazybb::Ensemble;
-use super::params::{ValidLazyBbParams, WeakLearnerKind};
+use super::params::{SensitivityBound, ValidLazyBbParams, WeakLearnerKind, WeakLearnerName};
 use crate::data::{Dataset, Encoder, Schema};
 use crate::privacy::Composition;
 
@@ -54,7 +54,10 @@ pub struct ModelParams {
     /// Always `"lazybb"` for now.
     pub algorithm: String,
     /// The weak learner.
-    pub weak_learner: WeakLearnerKind,
+    pub weak_learner: WeakLearnerName,
+    /// Internal nodes of each tree (TopDown only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal_nodes: Option<u32>,
     /// Rounds.
     pub tau: u32,
     /// Learning rate.
@@ -100,7 +103,11 @@ pub struct PrivacyStatement {
 }
 
 impl PrivacyStatement {
-    fn new(ensemble: &Ensemble, tau: u32) -> Result<PrivacyStatement, LearnError> {
+    fn new(
+        ensemble: &Ensemble,
+        tau: u32,
+        weak_learner: WeakLearnerKind,
+    ) -> Result<PrivacyStatement, LearnError> {
         let c = ensemble.calibration.ok_or_else(|| {
             LearnError::InvalidParameter("a non-private run has no privacy statement".into())
         })?;
@@ -114,6 +121,28 @@ impl PrivacyStatement {
                 c.round.epsilon_round
             ),
         };
+        let (mechanism, sensitivity, budget_split) = match weak_learner {
+            WeakLearnerKind::OneRule => (
+                "weighted exponential mechanism over the 2d+2 one-rules (literals, negations, constants) with kappa-smooth weights (LazyBB Alg 3)".to_string(),
+                "robust sensitivity of the weighted error is 2 zeta in exact arithmetic, plus 2E for the float error of the computed errors (E = privacy::calibration::one_rule_float_margin) and 3u for rounding -eta err; with the 2^-30 grid each round spends 2 eta (2 zeta + 2E + 3u) + 2^-29 <= eps_round (eta from privacy::calibration::one_rule_eta_for_rounds; the paper's eta = eps_round kappa n / 4 in exact arithmetic)".to_string(),
+                format!("equal over the {tau} boosting rounds; nothing else reads the rows"),
+            ),
+            WeakLearnerKind::TopDown { internal_nodes: t, bound } => {
+                if bound != SensitivityBound::Proven {
+                    return Err(LearnError::InvalidParameter(
+                        "the paper's TopDown calibration does not meet the stated epsilon; no model is made from it".into(),
+                    ));
+                }
+                (
+                    format!(
+                        "TopDown trees with {t} internal nodes (LazyBB Alg 2): each split by the weighted exponential mechanism over (leaf, literal) pairs, P ∝ exp(eta im); leaf labels by report-noisy-max with Laplace scale {:.6e} on the leaves' class masses",
+                        c.leaf_scale.unwrap_or(f64::NAN)
+                    ),
+                    "robust sensitivity of the Gini improvement is 16 zeta in exact arithmetic (proved in docs/privacy.md; the paper's 4 zeta is too small), so each split is (32 eta zeta)-DP; the leaf mass vector has L1 sensitivity 4 zeta, so Laplace scale 1/(8 t eta) costs 32 t eta zeta; each tree is (64 t eta zeta)-DP, i.e. eta = eps_round kappa n / (64 t), less the float margin E_td = privacy::calibration::top_down_float_margin and the 2^-30 grids (privacy::calibration::top_down_eta)".to_string(),
+                    format!("equal over the {tau} boosting rounds; within a tree, half to the {t} splits (equally) and half to the leaf labels"),
+                )
+            }
+        };
         Ok(PrivacyStatement {
             epsilon: c.budget.epsilon(),
             delta: c.budget.delta(),
@@ -121,13 +150,13 @@ impl PrivacyStatement {
             n_rows: c.n,
             composition: c.round.composition,
             accounting,
-            budget_split: format!("equal over the {tau} boosting rounds; nothing else reads the rows"),
+            budget_split,
             epsilon_per_round: c.round.epsilon_round,
-            mechanism: "weighted exponential mechanism over the 2d+2 one-rules (literals, negations, constants) with kappa-smooth weights (LazyBB Alg 3)".into(),
+            mechanism,
             eta: c.eta,
             zeta: c.zeta,
-            sensitivity: "robust sensitivity of the weighted error is 2 zeta, so each round is (4 eta zeta)-DP with eta = eps_round kappa n / 4".into(),
-            sampler: "floating-point inverse-CDF sampling over log-sum-exp normalised weights, from a ChaCha20 CSPRNG keyed by the operating system".into(),
+            sensitivity,
+            sampler: "exact: log-weights (and noisy-max scores) rounded to a 2^-30 grid, candidates drawn by rejection with exact Bernoulli(exp(-gamma)) on rational gamma and exact discrete Laplace noise (Canonne-Kamath-Steinke 2020), integer arithmetic only, from a ChaCha20 CSPRNG keyed by the operating system".into(),
             software_version: SOFTWARE_VERSION.into(),
         })
     }
@@ -156,13 +185,17 @@ impl Model {
             job_id: None,
             params: ModelParams {
                 algorithm: "lazybb".into(),
-                weak_learner: p.weak_learner,
+                weak_learner: p.weak_learner.name(),
+                internal_nodes: match p.weak_learner {
+                    WeakLearnerKind::TopDown { internal_nodes, .. } => Some(internal_nodes),
+                    WeakLearnerKind::OneRule => None,
+                },
                 tau: p.tau,
                 lambda: p.lambda,
                 kappa: p.kappa,
                 defaults_used,
             },
-            privacy: PrivacyStatement::new(ensemble, p.tau)?,
+            privacy: PrivacyStatement::new(ensemble, p.tau, p.weak_learner)?,
             schema: schema.clone(),
             literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
             ensemble: ensemble.hypotheses.clone(),
@@ -215,13 +248,12 @@ impl Model {
             )));
         }
         for h in &self.ensemble {
-            if let Hypothesis::Literal { literal, .. } = h
-                && *literal as usize >= names.len()
-            {
-                return Err(LearnError::ModelFormat(format!(
-                    "hypothesis refers to literal {literal}, but the schema has {}",
-                    names.len()
-                )));
+            h.check(names.len()).map_err(LearnError::ModelFormat)?;
+            let is_tree = matches!(h, Hypothesis::Tree { .. });
+            if is_tree != (self.params.weak_learner == WeakLearnerName::TopDown) {
+                return Err(LearnError::ModelFormat(
+                    "the ensemble's hypotheses do not match the model's weak learner".into(),
+                ));
             }
         }
         Ok(())
@@ -245,9 +277,11 @@ impl Model {
     }
 }
 
-/// The ensemble folded into an integer-weighted linear rule (PAPERS.md §4
-/// item 1): `sum_j h_j(x) = base + sum_{active literals l} 2 v_l`, where
-/// `v_l = #(l chosen) - #(not l chosen)` and `base = c_0 - sum_l v_l`.
+/// The ensemble folded for fast prediction. Stumps and constants fold into an
+/// integer-weighted linear rule (PAPERS.md §4 item 1):
+/// `sum_j h_j(x) = base + sum_{active literals l} 2 v_l`, where
+/// `v_l = #(l chosen) - #(not l chosen)` and `base = c_0 - sum_l v_l`; trees
+/// are evaluated one by one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predictor {
     tau: u32,
@@ -256,6 +290,8 @@ pub struct Predictor {
     doubled_votes: Vec<(u32, i32)>,
     /// `2 v_l` for every literal (dense, for single-row prediction).
     dense: Vec<i32>,
+    /// The trees of a TopDown ensemble.
+    trees: Vec<Hypothesis>,
 }
 
 /// One prediction.
@@ -275,12 +311,14 @@ impl Predictor {
     pub fn new(ensemble: &[Hypothesis], d: usize) -> Predictor {
         let mut votes = vec![0i32; d];
         let mut constant = 0i32;
+        let mut trees = Vec::new();
         for h in ensemble {
-            match *h {
+            match h {
                 Hypothesis::Literal { literal, negated } => {
-                    votes[literal as usize] += if negated { -1 } else { 1 }
+                    votes[*literal as usize] += if *negated { -1 } else { 1 }
                 }
-                Hypothesis::Constant { positive } => constant += if positive { 1 } else { -1 },
+                Hypothesis::Constant { positive } => constant += if *positive { 1 } else { -1 },
+                Hypothesis::Tree { .. } => trees.push(h.clone()),
             }
         }
         let base = constant - votes.iter().sum::<i32>();
@@ -295,11 +333,12 @@ impl Predictor {
             base,
             doubled_votes,
             dense: votes.iter().map(|v| 2 * v).collect(),
+            trees,
         }
     }
 
-    /// Vote sums `sum_j h_j(x)` for every row of `data`, one column pass per
-    /// literal that has a non-zero vote.
+    /// Vote sums `sum_j h_j(x)` for every row of `data`: one column pass per
+    /// literal with a non-zero stump vote, one walk per row and tree.
     pub fn vote_sums(&self, data: &Dataset) -> Vec<i32> {
         let n = data.n_rows();
         let mut sums = vec![self.base; n];
@@ -312,12 +351,34 @@ impl Predictor {
                 }
             }
         }
+        for tree in &self.trees {
+            for (i, sum) in sums.iter_mut().enumerate() {
+                *sum += if tree.evaluate(|l| data.features.get(i, l as usize)) {
+                    1
+                } else {
+                    -1
+                };
+            }
+        }
         sums
     }
 
-    /// Vote sum for one row given its true literals.
+    /// Vote sum for one row given its true literals (sorted ascending, as
+    /// the encoder returns them).
     pub fn vote_sum(&self, active: &[u32]) -> i32 {
-        self.base + active.iter().map(|&l| self.dense[l as usize]).sum::<i32>()
+        let stumps = self.base + active.iter().map(|&l| self.dense[l as usize]).sum::<i32>();
+        let trees: i32 = self
+            .trees
+            .iter()
+            .map(|t| {
+                if t.evaluate(|l| active.binary_search(&l).is_ok()) {
+                    1
+                } else {
+                    -1
+                }
+            })
+            .sum();
+        stumps + trees
     }
 
     /// Turn a vote sum into a prediction.
@@ -330,8 +391,15 @@ impl Predictor {
         }
     }
 
-    /// Net vote per literal, `v_l` (dense).
-    pub fn net_votes(&self) -> impl Iterator<Item = i32> + '_ {
-        self.dense.iter().map(|v| v / 2)
+    /// The literals the model's predictions depend on: stumps with a non-zero
+    /// net vote and every literal a tree splits on (sorted, distinct).
+    pub fn literals_used(&self) -> Vec<u32> {
+        let mut used: Vec<u32> = self.doubled_votes.iter().map(|(l, _)| *l).collect();
+        for tree in &self.trees {
+            used.extend(tree.literals());
+        }
+        used.sort_unstable();
+        used.dedup();
+        used
     }
 }

@@ -25,7 +25,15 @@
 //! `eta = eps_round kappa n / 4` spends exactly `eps_round` per call
 //! ([`crate::privacy::calibration::one_rule_eta`]). `docs/privacy.md` has the
 //! full argument.
+//!
+//! As implemented, the errors are floating-point sums (error at most
+//! `E = privacy::calibration::one_rule_float_margin` each) and the sampler
+//! rounds the log-weights `-eta err` to a `2^-30` grid and samples exactly
+//! ([`crate::privacy::exponential`]); one call spends
+//! `2 eta (2 zeta + 2E + 3u) + 2^-29`, and `one_rule_eta` solves that for
+//! `eta` so that it equals `eps_round` (`docs/privacy.md`, "DP-1R, exactly").
 
+use super::row_lists::RowLists;
 use crate::data::BitMatrix;
 use crate::privacy::{NoiseRng, PrivacyError, exponential};
 
@@ -43,25 +51,36 @@ pub(crate) enum Selection<'a> {
     Best,
 }
 
-/// Reusable buffers for the per-round computation.
-#[derive(Default)]
+/// Per-column row lists and reusable buffers for the per-round computation.
 pub(crate) struct OneRule {
+    /// The rows to sum each literal over ([`RowLists`] says why, and notes
+    /// the timing side channel its lengths open).
+    lists: RowLists,
     errors: Vec<f64>,
     log_weights: Vec<f64>,
     scratch: Vec<f64>,
 }
 
 impl OneRule {
+    /// Row lists for training on `features`.
+    pub(crate) fn new(features: &BitMatrix) -> OneRule {
+        OneRule {
+            lists: RowLists::new(features),
+            errors: Vec::new(),
+            log_weights: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
     /// Pick a candidate index (see `Hypothesis::from_candidate_index`) given
     /// the signed weights `signed[i] = -y_i p(i)` and `p_positive = P+`.
     pub(crate) fn select(
         &mut self,
-        features: &BitMatrix,
         signed: &[f64],
         p_positive: f64,
         selection: Selection<'_>,
     ) -> Result<usize, PrivacyError> {
-        self.compute_errors(features, signed, p_positive);
+        self.compute_errors(signed, p_positive);
         match selection {
             Selection::Best => Ok(argmin(&self.errors)),
             Selection::Exponential { eta, rng } => {
@@ -74,20 +93,29 @@ impl OneRule {
     }
 
     /// The `2d + 2` weighted errors, in candidate order.
-    pub(crate) fn compute_errors(&mut self, features: &BitMatrix, signed: &[f64], p_positive: f64) {
-        let d = features.n_cols();
+    pub(crate) fn compute_errors(&mut self, signed: &[f64], p_positive: f64) {
+        let d = self.lists.len();
         self.errors.clear();
         self.errors.resize(2 * d + 2, 0.0);
+        // sum_i -y_i p(i) = P- - P+ = 1 - 2 P+.
+        let total = 1.0 - 2.0 * p_positive;
         for j in 0..d {
-            let mut sum = 0.0;
-            for (w, &word) in features.column(j).iter().enumerate() {
-                let mut bits = word;
-                while bits != 0 {
-                    let i = w * 64 + bits.trailing_zeros() as usize;
-                    sum += signed[i];
-                    bits &= bits - 1;
-                }
+            let (list, complement) = self.lists.get(j);
+            // Four accumulators: a single float add chain would bound the
+            // loop by the add latency rather than by the loads.
+            let mut acc = [0.0f64; 4];
+            let mut chunks = list.chunks_exact(4);
+            for c in &mut chunks {
+                acc[0] += signed[c[0] as usize];
+                acc[1] += signed[c[1] as usize];
+                acc[2] += signed[c[2] as usize];
+                acc[3] += signed[c[3] as usize];
             }
+            for &i in chunks.remainder() {
+                acc[0] += signed[i as usize];
+            }
+            let sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            let sum = if complement { total - sum } else { sum };
             let err = p_positive + sum;
             self.errors[j] = err;
             self.errors[d + j] = 1.0 - err;

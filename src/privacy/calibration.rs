@@ -121,13 +121,170 @@ pub fn split_over_rounds(budget: Budget, tau: u32) -> Result<RoundBudget, Privac
     })
 }
 
+/// Unit roundoff of `f64`, `2^-53`.
+const UNIT_ROUNDOFF: f64 = f64::EPSILON / 2.0;
+
+/// Relative slack taken off the budget before calibrating, so that the
+/// handful of roundings in computing `epsilon / tau`, `zeta` and `eta`
+/// themselves (each a relative error of at most `2^-53`) can never make the
+/// spent epsilon exceed the stated one.
+const CALIBRATION_SLACK: f64 = 1.0 / (1u64 << 30) as f64;
+
+/// The largest `tau` that [`one_rule_eta`] (which is not told `tau`) covers:
+/// `learn::params::MAX_ROUNDS`.
+pub const MARGIN_MAX_ROUNDS: u32 = 10_000;
+
+/// `E`: a bound on `|err_computed(h) - err_exact(h)|` for every candidate of
+/// DP-1R in one round of LazyBB, where `err_exact` is the weighted error
+/// under the exact (real-arithmetic) projection of the same margins.
+///
+/// ```text
+/// E(n, kappa, tau) = 2 u [ (n + 2 tau + 8)  +  16 (tau + 1) (tau + ln n + |ln kappa| + 4) ]
+/// ```
+///
+/// with `u = 2^-53`. The first term is the summation error of one error:
+/// at most `n` signed weights of total absolute mass 1 summed in four
+/// chains, plus `P+`, the complement `total - sum` and `1 - err` (standard
+/// bound `(m - 1) u sum |x_i|`, Higham 2002 §4.2). The second bounds the
+/// relative error of the weights themselves, which enters the error as an
+/// absolute error since the weights sum to 1: the projection computes
+/// `ln c` through at most `2 tau + 1` log-add-exp steps on values of
+/// magnitude at most `lambda tau + ln n + |ln kappa| <= tau + ln n + |ln kappa|`
+/// (`lambda < 1`), each with an absolute error of a few `u` times that
+/// magnitude, then one `exp`, a sum over at most `2 tau + 1` classes and one
+/// division. The leading factor 2 covers second-order terms
+/// (`gamma_m = m u / (1 - m u)` with `m u < 2^-20`) and the libm functions
+/// (`exp`, `ln`, `ln_1p`, within 1 ulp on the supported targets).
+/// `docs/privacy.md` ("Floating-point margin") has the argument; for Adult
+/// (`n = 32,561`, `tau = 39`) `E` is about `1.5e-11`, against
+/// `zeta = 8.8e-5`.
+pub fn one_rule_float_margin(n: usize, kappa: f64, tau: u32) -> f64 {
+    let n = n.max(1) as f64;
+    let tau = f64::from(tau);
+    let summation = n + 2.0 * tau + 8.0;
+    let weights = 16.0 * (tau + 1.0) * (tau + n.ln() + kappa.ln().abs() + 4.0);
+    2.0 * (summation + weights) * UNIT_ROUNDOFF
+}
+
+/// The epsilon one DP-1R round actually spends with noise rate `eta`,
+/// everything included (`docs/privacy.md`, "DP-1R, exactly"):
+///
+/// ```text
+/// eps_call = 2 eta (2 zeta + 2 E + 3 u) + 2^-29
+/// ```
+///
+/// `2 zeta` is the robust sensitivity of the exact error (LazyBB Obs 8.1),
+/// `2 E` the float error of the two neighbours' computed errors
+/// ([`one_rule_float_margin`]), `3 u` the rounding of `-eta err` (at most
+/// `eta (1 + E) u` each), and `2^-29` the grid of the exact sampler
+/// ([`super::exponential::GRID_EPSILON`]).
+pub fn one_rule_round_epsilon(eta: f64, kappa: f64, n: usize, tau: u32) -> f64 {
+    let zeta = 1.0 / (kappa * n as f64);
+    let margin = one_rule_float_margin(n, kappa, tau);
+    2.0 * eta * (2.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF) + super::exponential::GRID_EPSILON
+}
+
+/// Noise rate of the DP 1-Rule weak learner for a per-round budget, when the
+/// number of rounds `tau` is known (the tighter float margin).
+///
+/// Solves [`one_rule_round_epsilon`]`(eta) = epsilon_round` for `eta`, after
+/// taking a relative `2^-30` off `epsilon_round` for the roundings of the
+/// calibration itself. The idealised formula (LazyBB Thm 4.2) is
+/// `eta = eps_round kappa n / 4`; the exact-sampler version is smaller by the
+/// relative factor `(2 zeta) / (2 zeta + 2 E + 3 u)` and the `2^-29` grid, a
+/// change in the 7th significant digit on Adult. Returns 0 (a uniform choice,
+/// which spends nothing) if `epsilon_round` does not even cover the grid.
+pub fn one_rule_eta_for_rounds(epsilon_round: f64, kappa: f64, n: usize, tau: u32) -> f64 {
+    let zeta = 1.0 / (kappa * n as f64);
+    let margin = one_rule_float_margin(n, kappa, tau);
+    let usable = epsilon_round * (1.0 - CALIBRATION_SLACK) - super::exponential::GRID_EPSILON;
+    let eta = usable / (2.0 * (2.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF));
+    (eta * (1.0 - CALIBRATION_SLACK)).max(0.0)
+}
+
 /// Noise rate of the DP 1-Rule weak learner for a per-round budget.
 ///
-/// DP-1R is `4 eta zeta`-DP with `zeta = 1 / (kappa n)` (LazyBB Thm 4.1/8.2;
-/// the argument is in `learn::weak::one_rule` and `docs/privacy.md`), so
-/// `eta = eps_round * kappa * n / 4` (Thm 4.2).
+/// DP-1R is `4 eta zeta`-DP with `zeta = 1 / (kappa n)` in exact arithmetic
+/// (LazyBB Thm 4.1/8.2; the argument is in `learn::one_rule` and
+/// `docs/privacy.md`), which gives the paper's `eta = eps_round * kappa * n / 4`
+/// (Thm 4.2). This function returns the eta that meets `eps_round` *as
+/// implemented*: [`one_rule_eta_for_rounds`] with the float margin for the
+/// largest allowed `tau` ([`MARGIN_MAX_ROUNDS`]), valid for every run;
+/// on Adult it is 0.4% below the paper's value. Callers that know `tau`
+/// should use [`one_rule_eta_for_rounds`].
 pub fn one_rule_eta(epsilon_round: f64, kappa: f64, n: usize) -> f64 {
-    epsilon_round * kappa * n as f64 / 4.0
+    one_rule_eta_for_rounds(epsilon_round, kappa, n, MARGIN_MAX_ROUNDS)
+}
+
+/// The epsilon one DP TopDown tree with `t` splits spends with split noise
+/// rate `eta`, everything included (PAPERS.md §1.5 "safe" calibration;
+/// `docs/privacy.md`, "DP TopDown"):
+///
+/// ```text
+/// 2 t [eta (16 zeta + 2E + 3u) + 2^-30]                 t exponential-mechanism selections, im of sensitivity 16 zeta
+/// + 8 t eta (4 zeta + 4E + 8u) + 2 (t + 1) 2^-30         leaf labels: discrete Laplace of scale 1/(8 t eta) on all
+///                                                         2 (t + 1) leaf masses (L1 sensitivity 4 zeta), each rounded
+///                                                         to the 2^-30 grid in noise units; per-leaf argmax
+/// ```
+///
+/// The leaf term is the Laplace mechanism on the whole vector of leaf masses
+/// followed by post-processing (`docs/privacy.md`, "DP TopDown"): every
+/// entry's grid value moves by at most `2^30 |change| + 1` steps, hence one
+/// `2^-30` per entry and dataset pair on top of the L1 sensitivity.
+///
+/// `margin` is E, the caller's bound on the float error of each computed
+/// `im` and each leaf mass (the learner must derive it, as
+/// [`one_rule_float_margin`] does for DP-1R); `3u` and `4u` cover the
+/// roundings of `eta * im` and of `mass / scale`. In exact arithmetic this
+/// is `64 t eta zeta`.
+pub fn top_down_round_epsilon(eta: f64, kappa: f64, n: usize, t: u32, margin: f64) -> f64 {
+    let zeta = 1.0 / (kappa * n as f64);
+    let t = f64::from(t);
+    let grid = super::exponential::GRID;
+    2.0 * t * (eta * (16.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF) + grid)
+        + 8.0 * t * eta * (4.0 * zeta + 4.0 * margin + 8.0 * UNIT_ROUNDOFF)
+        + 2.0 * (t + 1.0) * grid
+}
+
+/// `E_td`: a bound on the float error of every Gini improvement and every
+/// leaf class mass that DP TopDown computes in one round, for trees with `t`
+/// internal nodes (`learn::top_down`; `docs/privacy.md`, "DP TopDown, exactly").
+///
+/// ```text
+/// E_td = (17 + t) E_mass + 16 u,   E_mass = one_rule_float_margin(n, kappa, tau) + 4 u
+/// ```
+///
+/// Each cell mass is a float sum over at most `n` weights of total mass 1
+/// taken from the row lists (with the complement `total - listed` and the
+/// halving `(abs - signed) / 2`, exact): the same summation and the same
+/// weights as a DP-1R error, so its error is at most `E_mass` (the `4 u` pays
+/// for the extra subtraction). The improvement is 4-Lipschitz in the L1 norm
+/// of the four cell masses, so exact improvements of computed masses are off by
+/// at most `16 E_mass`; evaluating `4ab/(a+b)` three times and combining them
+/// adds at most `16 u` (every `wG <= 1`). The leaves' mass vector has
+/// `2 (t + 1)` entries, so its L1 float error per dataset is at most
+/// `2 (t + 1) E_mass`; [`top_down_round_epsilon`] charges `2 margin` per
+/// dataset pair, so the margin must also be at least `(t + 1) E_mass`.
+/// `(17 + t) E_mass` covers both.
+pub fn top_down_float_margin(n: usize, kappa: f64, tau: u32, t: u32) -> f64 {
+    let mass = one_rule_float_margin(n, kappa, tau) + 4.0 * UNIT_ROUNDOFF;
+    (17.0 + f64::from(t)) * mass + 16.0 * UNIT_ROUNDOFF
+}
+
+/// Split noise rate `eta` of a DP TopDown tree with `t >= 1` splits for a
+/// per-round budget: solves [`top_down_round_epsilon`]`(eta) = eps_round (1 - 2^-30)`.
+/// In exact arithmetic this is PAPERS.md §1.5's `eta = eps_round kappa n / (64 t)`
+/// (`epsilon kappa n / (64 tau t)` under basic composition). The leaves then
+/// use `report_noisy_max(rng, &[mass_plus, mass_minus], 1.0 / (8.0 * t * eta))`.
+/// Returns 0 if `eps_round` does not cover the grids.
+pub fn top_down_eta(epsilon_round: f64, kappa: f64, n: usize, t: u32, margin: f64) -> f64 {
+    let zeta = 1.0 / (kappa * n as f64);
+    let tf = f64::from(t.max(1));
+    let grid = super::exponential::GRID;
+    let usable = epsilon_round * (1.0 - CALIBRATION_SLACK) - (4.0 * tf + 2.0) * grid;
+    let per_eta = 2.0 * tf * (16.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF)
+        + 16.0 * tf * (2.0 * zeta + 2.0 * margin + 4.0 * UNIT_ROUNDOFF);
+    ((usable / per_eta) * (1.0 - CALIBRATION_SLACK)).max(0.0)
 }
 
 #[cfg(test)]
@@ -138,7 +295,7 @@ mod tests {
 
     fn eta(epsilon: f64, delta: f64, kappa: f64, tau: u32) -> f64 {
         let round = split_over_rounds(Budget::new(epsilon, delta).unwrap(), tau).unwrap();
-        one_rule_eta(round.epsilon_round, kappa, ADULT_N)
+        one_rule_eta_for_rounds(round.epsilon_round, kappa, ADULT_N, tau)
     }
 
     /// PAPERS.md appendix, "worked numbers": eta = eps kappa n / (4 tau).
@@ -187,6 +344,62 @@ mod tests {
             let total = advanced_composition_epsilon(round.epsilon_round, 99, 1e-5);
             assert!(total <= epsilon && total > epsilon * (1.0 - 1e-9));
         }
+    }
+
+    /// The calibrated eta never spends more than the round's budget, and
+    /// wastes at most a relative 1e-6 of it on Adult-sized data.
+    #[test]
+    fn calibrated_eta_meets_the_round_budget_exactly() {
+        for n in [1usize, 10, 1000, ADULT_N, 1 << 26] {
+            for kappa in [1e-6, 0.1, 0.35, 0.99] {
+                for tau in [1u32, 39, 10_000] {
+                    for eps_round in [1e-8, 1e-4, 0.01, 1.0, 50.0] {
+                        let eta = one_rule_eta_for_rounds(eps_round, kappa, n, tau);
+                        let spent = one_rule_round_epsilon(eta, kappa, n, tau);
+                        assert!(spent <= eps_round, "{n} {kappa} {tau} {eps_round}: {spent}");
+                        let worst = one_rule_eta(eps_round, kappa, n);
+                        assert!(worst <= eta);
+                        assert!(one_rule_round_epsilon(worst, kappa, n, tau) <= eps_round);
+                    }
+                }
+            }
+        }
+        let eps_round = 1.0 / 39.0;
+        let eta = one_rule_eta_for_rounds(eps_round, 0.35, ADULT_N, 39);
+        let spent = one_rule_round_epsilon(eta, 0.35, ADULT_N, 39);
+        assert!(spent > eps_round * (1.0 - 1e-6), "{spent}");
+        let ideal = eps_round * 0.35 * ADULT_N as f64 / 4.0;
+        assert!(
+            eta < ideal && eta > ideal * (1.0 - 1e-6),
+            "{eta} vs {ideal}"
+        );
+        // The tau-free version is within 0.5% of the paper's formula on Adult.
+        let worst = one_rule_eta(eps_round, 0.35, ADULT_N);
+        assert!(worst > ideal * 0.995, "{worst} vs {ideal}");
+        // A budget below the grid's cost gives eta = 0.
+        assert_eq!(one_rule_eta_for_rounds(1e-10, 0.35, ADULT_N, 39), 0.0);
+    }
+
+    /// TopDown: within budget, and the paper-erratum formula in the limit.
+    #[test]
+    fn top_down_eta_meets_the_round_budget() {
+        for n in [10usize, ADULT_N, 1 << 26] {
+            for t in [1u32, 3, 8] {
+                for eps_round in [1e-6, 0.01, 1.0] {
+                    let margin = 1e-12;
+                    let eta = top_down_eta(eps_round, 0.35, n, t, margin);
+                    let spent = top_down_round_epsilon(eta, 0.35, n, t, margin);
+                    assert!(spent <= eps_round, "{n} {t} {eps_round}: {spent}");
+                }
+            }
+        }
+        let eps_round = 1.0 / 39.0;
+        let eta = top_down_eta(eps_round, 0.35, ADULT_N, 3, 1e-11);
+        let ideal = eps_round * 0.35 * ADULT_N as f64 / (64.0 * 3.0);
+        assert!(
+            eta < ideal && eta > ideal * (1.0 - 1e-5),
+            "{eta} vs {ideal}"
+        );
     }
 
     #[test]

@@ -1,71 +1,125 @@
-//! The exponential mechanism with weights given in the log domain.
+//! The exponential mechanism with weights given in the log domain, sampled
+//! exactly.
 //!
 //! LazyBB's weak learners select a hypothesis `h` with probability
 //! proportional to `exp(eta * q(h))` (the weighted exponential mechanism,
 //! LazyBB §2.4, Thm 2.13). The caller passes the log-weights
-//! `eta * q(h)`; the `1 / (2 Delta)` scaling is already folded into `eta`
-//! (PAPERS.md §4 item 7), so nothing is divided by a sensitivity here.
+//! `v(h) = eta * q(h)`; the `1 / (2 Delta)` scaling is already folded into
+//! `eta` (PAPERS.md §4 item 7), so nothing is divided by a sensitivity here.
+//!
+//! # What is sampled, exactly
+//!
+//! Each log-weight is rounded to the grid `2^-30` ([`GRID`]):
+//! `V(h) = round(v(h) 2^30)`, an integer (multiplying a float by a power of
+//! two and rounding are exact operations). The mechanism then returns `h`
+//! with probability exactly
+//!
+//! ```text
+//! P(h) = exp(V(h) / 2^30) / sum_g exp(V(g) / 2^30)
+//! ```
+//!
+//! by rejection: propose `h` uniformly ([`exact::uniform_below`]) and accept
+//! it with probability `exp(-(max_g V(g) - V(h)) / 2^30)`
+//! ([`exact::bernoulli_exp`], CKS20 Algorithm 1), a rational exponent. A
+//! proposal is accepted with probability `Z / m >= 1 / m`
+//! (`Z = sum_g exp((V(g) - max V) / 2^30) >= 1`, `m` candidates), so the
+//! expected number of proposals is at most `m`. No floating-point value
+//! enters the randomness.
 //!
 //! # Privacy
 //!
-//! If every log-weight changes by at most `eta * Delta` between neighbouring
-//! inputs, one draw is `2 * eta * Delta`-DP (McSherry–Talwar 2007; LazyBB
-//! Thm 2.13). The sensitivity argument belongs to the caller (see
-//! `learn::weak::one_rule`).
+//! Neighbouring inputs (substitution of one row): suppose the caller's
+//! log-weights, *as computed in floating point*, satisfy
+//! `|v_D(h) - v_D'(h)| <= L` for every `h` (for DP-1R, `L` is `eta` times the
+//! robust sensitivity of the error plus a float-error margin:
+//! `privacy::calibration::one_rule_eta`). Rounding moves each value by at most
+//! half a grid step, so `|V_D(h) - V_D'(h)| / 2^30 <= L + 2^-30`, and the
+//! exponential mechanism over the grid values is
 //!
-//! # Numerics
+//! ```text
+//! 2 (L + 2^-30)-DP        (McSherry–Talwar 2007; LazyBB Thm 2.13)
+//! ```
 //!
-//! `eta` can be in the hundreds or thousands, so `exp(eta * q)` is never
-//! formed: the largest log-weight is subtracted first (log-sum-exp), which
-//! puts every weight in `(0, 1]` with at least one equal to 1; the sum is then
-//! at least 1 and at most the number of candidates, so it cannot overflow.
-//! A weight that underflows to 0 had probability below `1e-308` relative to the
-//! best candidate. The draw is an inverse-CDF search with a 53-bit uniform
-//! from [`NoiseRng`]; this is a floating-point sampler (see `docs/privacy.md`).
+//! because the numerator changes by at most `e^{L + 2^-30}` and the
+//! normaliser by at most the same factor. The grid costs [`GRID_EPSILON`]
+//! `= 2^-29` per call on top of the idealised `2 L`. `docs/privacy.md`
+//! ("Exponential mechanism") has the full statement; the sensitivity
+//! argument belongs to the caller (`learn::one_rule`).
+//!
+//! # Timing
+//!
+//! The number of proposals is geometric with mean `m / Z`, and `Z` depends
+//! on the scores: the running time of one call reveals something about how
+//! peaked the distribution is. `docs/privacy.md` ("Timing") records what we
+//! measured for whole training runs.
 
-use super::{NoiseRng, PrivacyError};
+use super::{NoiseRng, PrivacyError, exact};
 
-/// Draw index `i` with probability `exp(log_weights[i]) / sum_j exp(log_weights[j])`.
-///
-/// Errors if the slice is empty or holds a NaN or an infinity.
-pub fn sample(rng: &mut NoiseRng, log_weights: &[f64]) -> Result<usize, PrivacyError> {
-    let mut scratch = Vec::with_capacity(log_weights.len());
-    sample_with_scratch(rng, log_weights, &mut scratch)
+/// Bits of the grid that log-weights (and, in [`super::laplace`], noise-unit
+/// scores) are rounded to.
+pub const GRID_BITS: u32 = 30;
+
+/// The grid step `2^-30` in log-weight units.
+pub const GRID: f64 = 1.0 / (1u64 << GRID_BITS) as f64;
+
+/// Extra epsilon per call that the rounding to the grid costs: `2 * 2^-30`.
+pub const GRID_EPSILON: f64 = 2.0 * GRID;
+
+/// Largest `|v|` accepted: `v 2^30` must fit comfortably in an `i128`.
+const MAX_ABS: f64 = (1u128 << 90) as f64;
+
+/// `round(v 2^30)`, exactly (errors on NaN, infinities and `|v| > 2^90`).
+pub(crate) fn to_grid(v: f64) -> Result<i128, PrivacyError> {
+    if !v.is_finite() {
+        return Err(PrivacyError::InvalidParameter(
+            "a mechanism got a non-finite score".into(),
+        ));
+    }
+    if v.abs() > MAX_ABS {
+        return Err(PrivacyError::InvalidParameter(format!(
+            "a mechanism got a score of magnitude {v:e}, above 2^90"
+        )));
+    }
+    // Multiplying by 2^30 is exact (no overflow below 2^120); `round` is exact;
+    // the result is an integer of magnitude below 2^121, exact in i128.
+    Ok((v * (1u64 << GRID_BITS) as f64).round() as i128)
 }
 
-/// [`sample`] with a caller-owned buffer, so that a training loop allocates once.
-pub fn sample_with_scratch(
-    rng: &mut NoiseRng,
-    log_weights: &[f64],
-    scratch: &mut Vec<f64>,
-) -> Result<usize, PrivacyError> {
+/// Draw index `i` with probability `exp(V_i) / sum_j exp(V_j)`, where `V_i` is
+/// `log_weights[i]` rounded to the grid `2^-30` (module docs).
+///
+/// Errors if the slice is empty or holds a NaN, an infinity or a magnitude
+/// above `2^90`.
+pub fn sample(rng: &mut NoiseRng, log_weights: &[f64]) -> Result<usize, PrivacyError> {
     if log_weights.is_empty() {
         return Err(PrivacyError::InvalidParameter(
             "the exponential mechanism needs at least one candidate".into(),
         ));
     }
-    if log_weights.iter().any(|w| !w.is_finite()) {
-        return Err(PrivacyError::InvalidParameter(
-            "the exponential mechanism got a non-finite score".into(),
-        ));
-    }
-    let max = log_weights
-        .iter()
-        .copied()
-        .fold(f64::NEG_INFINITY, f64::max);
-    scratch.clear();
-    let mut total = 0.0;
+    let mut max = i128::MIN;
     for &w in log_weights {
-        let weight = (w - max).exp();
-        total += weight;
-        scratch.push(total);
+        max = max.max(to_grid(w)?);
     }
-    // The cumulative sums are non-decreasing and the last one is `total >= 1`.
-    let target = rng.uniform_open01() * total;
-    let index = scratch.partition_point(|&cumulative| cumulative <= target);
-    // `target < total` because the uniform is < 1, so index < len; the `min`
-    // only guards against the last cumulative sum rounding below `target`.
-    Ok(index.min(log_weights.len() - 1))
+    let m = log_weights.len() as u128;
+    loop {
+        let i = exact::uniform_below(rng, m)? as usize;
+        // max - V_i >= 0 and below 2^122: fits in u128.
+        let gap = (max - to_grid(log_weights[i])?) as u128;
+        if exact::bernoulli_exp(rng, gap, 1 << GRID_BITS)? {
+            return Ok(i);
+        }
+    }
+}
+
+/// [`sample`]; the buffer is no longer needed (the exact sampler allocates
+/// nothing) and is kept so that existing callers compile unchanged.
+pub fn sample_with_scratch(
+    rng: &mut NoiseRng,
+    log_weights: &[f64],
+    scratch: &mut Vec<f64>,
+) -> Result<usize, PrivacyError> {
+    scratch.clear();
+    sample(rng, log_weights)
 }
 
 #[cfg(test)]

@@ -6,17 +6,21 @@
 //!
 //! - [`rng`]: [`NoiseRng`], a ChaCha20 CSPRNG keyed from the operating system.
 //!   It can be seeded only in this crate's unit tests.
-//! - [`exponential`]: the (weighted) exponential mechanism, sampled in the log
-//!   domain so that large `eta` never overflows.
-//! - [`laplace`]: Laplace noise and report-noisy-max.
+//! - [`exact`]: exact samplers from the CSPRNG's bits (CKS20): Bernoulli of a
+//!   rational, Bernoulli(exp(-gamma)), discrete Laplace, discrete Gaussian.
+//! - [`exponential`]: the (weighted) exponential mechanism on log-weights
+//!   rounded to a `2^-30` grid, sampled exactly.
+//! - [`laplace`]: report-noisy-max with exact discrete Laplace noise.
 //! - [`calibration`]: the privacy budget type and the per-round split by basic
 //!   or advanced composition, and the DP-1R noise rate `eta`.
 //!
-//! The mechanisms here are *floating-point* samplers (SPEC §2 allows careful
-//! float sampling in the first version); see `docs/privacy.md` for what that
-//! means for the guarantee.
+//! No mechanism draws floating-point noise: scores are rounded to a fixed
+//! grid and the randomness is exact (integer and rational arithmetic only).
+//! The grid and the float error of the scores are part of each mechanism's
+//! stated epsilon; `docs/privacy.md` has the statements and proofs.
 
 pub mod calibration;
+pub mod exact;
 pub mod exponential;
 pub mod laplace;
 pub mod rng;

@@ -35,19 +35,9 @@ impl NoiseRng {
         }
     }
 
-    /// A uniform draw from the open interval (0, 1) on the grid k / 2^53,
-    /// k = 1 .. 2^53 - 1 (never 0, never 1, so `ln` of it is finite).
-    pub(crate) fn uniform_open01(&mut self) -> f64 {
-        loop {
-            let k = self.inner.next_u64() >> 11; // 53 random bits
-            if k != 0 {
-                return k as f64 * (1.0 / (1u64 << 53) as f64);
-            }
-        }
-    }
-
-    /// A fair coin.
-    pub(crate) fn coin(&mut self) -> bool {
-        self.inner.next_u64() >> 63 == 1
+    /// 64 uniform random bits: the only primitive the exact samplers in
+    /// [`super::exact`] use.
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.inner.next_u64()
     }
 }

@@ -1,0 +1,387 @@
+//! The audit run on the real LazyBB + DP-1R pipeline and on its deliberately
+//! broken variants. The designs (datasets, parameters, event, direction)
+//! are fixed here in advance; `docs/privacy.md` ("Empirical audit") explains
+//! how they were chosen and records the figures of the large run.
+//!
+//! CI runs 100,000 trainings per dataset and variant (a few seconds at
+//! opt-level 1). The large run:
+//! `cargo test --release audit -- --ignored --nocapture`.
+
+use std::time::Instant;
+
+use super::*;
+use crate::data::{BitMatrixBuilder, BitVec, Dataset};
+use crate::learn::lazybb::{Fault, train_with_fault};
+use crate::learn::projection::{Group, log_scale};
+use crate::learn::{Hypothesis, LazyBbParams, PrivacyMode, WeakLearnerKind};
+use crate::privacy::{Budget, NoiseRng};
+
+/// Confidence: each Clopper–Pearson end one-sided at 1 - 0.0005, so the
+/// bound holds with probability >= 99.9%.
+const ALPHA: f64 = 0.001;
+
+/// Runs per dataset in the CI version.
+const CI_RUNS: u64 = 100_000;
+
+fn dataset(d: usize, rows: &[(Vec<u32>, bool)]) -> Dataset {
+    let mut builder = BitMatrixBuilder::new(d);
+    for (active, _) in rows {
+        builder.push_row(active);
+    }
+    let labels: Vec<bool> = rows.iter().map(|r| r.1).collect();
+    Dataset {
+        features: builder.finish(),
+        labels: Some(BitVec::from_bools(&labels)),
+    }
+}
+
+/// A pre-registered audit design.
+struct Design {
+    /// The dataset on which the event is claimed to be MORE likely.
+    first: Dataset,
+    /// Its neighbour (one row substituted).
+    second: Dataset,
+    params: crate::learn::ValidLazyBbParams,
+    epsilon: f64,
+    event: fn(&[Hypothesis]) -> bool,
+}
+
+fn params(epsilon: f64, tau: u32, lambda: f64, kappa: f64) -> crate::learn::ValidLazyBbParams {
+    LazyBbParams {
+        tau,
+        lambda,
+        kappa,
+        weak_learner: WeakLearnerKind::OneRule,
+        privacy: PrivacyMode::Private(Budget::new(epsilon, 0.0).unwrap()),
+    }
+    .check()
+    .unwrap()
+}
+
+/// Design for `Fault::EtaTimes(4)`: one round (tau = 1), n = 10, kappa = 0.99,
+/// epsilon = 2. One literal x; rows (x, y): 5 x (1, +), 1 x (0, -),
+/// 3 x (1, -), and the audited row (1, -) in D, (1, +) in D'. Event: the
+/// hypothesis predicts -1 where x = 1 (it is `not x` or the constant -1),
+/// which the audited row's label favours in D. In exact arithmetic the
+/// correct mechanism's log-ratio for any event is at most `2 eta / n =
+/// kappa epsilon / 2 = 0.99`; with eta x 4 it reaches 3.9 (this event: 3.8).
+fn eta_design() -> Design {
+    let mut rows: Vec<(Vec<u32>, bool)> = Vec::new();
+    rows.extend((0..5).map(|_| (vec![0], true)));
+    rows.push((vec![], false));
+    rows.extend((0..3).map(|_| (vec![0], false)));
+    let mut first = rows.clone();
+    first.push((vec![0], false));
+    let mut second = rows;
+    second.push((vec![0], true));
+    Design {
+        first: dataset(1, &first),
+        second: dataset(1, &second),
+        params: params(2.0, 1, 0.5, 0.99),
+        epsilon: 2.0,
+        event: |h| {
+            matches!(
+                h[0],
+                Hypothesis::Literal {
+                    literal: 0,
+                    negated: true
+                } | Hypothesis::Constant { positive: false }
+            )
+        },
+    }
+}
+
+/// Design for `Fault::UncappedProjection` (docs/privacy.md works it out).
+///
+/// tau = 2, kappa = 0.5, lambda = 0.99, n = 1000, epsilon = 0.2. After
+/// round 1 picks `h1 = x0`, the rows x0 gets wrong have margin -1 and measure
+/// `kappa e^lambda = 1.35 > 1`, the others `kappa e^-lambda = 0.19`. The
+/// projection is in Case A (no rescaling) iff the fraction `w` of wrong rows
+/// is at least `w_b`. D has `floor(w_b n) + 1` wrong rows (the audited row is
+/// one of them), so it is in Case A, where the broken projection leaves the
+/// wrong rows at 1.35 instead of capping them at 1; D' (the audited row's
+/// label flipped, so x0 gets it right) has one wrong row fewer and is in
+/// Case B, projected correctly. The wrong rows' share of the round-2
+/// distribution jumps from 0.77 (D') to 0.82 (D): a total-variation change
+/// of about 0.05 from one row, 25 times zeta = 2/n. Literal x1 alternates
+/// within every group (it is uninformative). Event: `h1 = x0` and
+/// `h2 != not x0` (boosting did not turn to the wrong rows' side), more
+/// likely on D'. Exact probabilities, broken: 0.0605 (D') vs 0.0340 (D),
+/// log-ratio 0.58; correct: 0.0605 vs 0.0588, log-ratio 0.03.
+fn uncapped_design() -> Design {
+    let (n, kappa, lambda) = (1000usize, 0.5f64, 0.99f64);
+    let e = (-lambda).exp();
+    let boundary = kappa * (1.0 - e) / (1.0 - kappa * e);
+    let wrong = (boundary * n as f64).floor() as usize + 1; // includes the audited row
+    let right = n - wrong;
+    let mut rows: Vec<(Vec<u32>, bool)> = Vec::new();
+    let mut group = |count: usize, x0: bool, y: bool| {
+        for i in 0..count {
+            let mut active = Vec::new();
+            if x0 {
+                active.push(0);
+            }
+            if i % 2 == 1 {
+                active.push(1);
+            }
+            rows.push((active, y));
+        }
+    };
+    group(right / 2, true, true); // x0 right
+    group(right - right / 2, false, false); // x0 right
+    let rest = wrong - 1;
+    group(rest / 2, true, false); // x0 wrong
+    group(rest - rest / 2, false, true); // x0 wrong
+    let mut d = rows.clone();
+    d.push((vec![0], false)); // x0 predicts +1, label -1: wrong
+    let mut d_prime = rows;
+    d_prime.push((vec![0], true)); // right
+    Design {
+        first: dataset(2, &d_prime),
+        second: dataset(2, &d),
+        params: params(0.2, 2, lambda, kappa),
+        epsilon: 0.2,
+        event: |h| {
+            h[0] == Hypothesis::Literal {
+                literal: 0,
+                negated: false,
+            } && h[1]
+                != Hypothesis::Literal {
+                    literal: 0,
+                    negated: true,
+                }
+        },
+    }
+}
+
+/// Train `runs` times on `data` and count the outputs in `event`.
+fn hits(
+    data: &Dataset,
+    design: &Design,
+    fault: Option<Fault>,
+    runs: u64,
+    rng: &mut NoiseRng,
+) -> u64 {
+    let mut count = 0;
+    for _ in 0..runs {
+        let ensemble =
+            train_with_fault(data, &design.params, Some(&mut *rng), &mut |_| true, fault).unwrap();
+        if (design.event)(&ensemble.hypotheses) {
+            count += 1;
+        }
+    }
+    count
+}
+
+fn audit(design: &Design, fault: Option<Fault>, runs: u64, seed: u64) -> AuditResult {
+    let mut rng = NoiseRng::seeded(seed);
+    let a = hits(&design.first, design, fault, runs, &mut rng);
+    let b = hits(&design.second, design, fault, runs, &mut rng);
+    AuditResult::new(runs, a, b, ALPHA)
+}
+
+fn report(name: &str, design: &Design, result: &AuditResult) {
+    println!(
+        "{name}: claimed epsilon {}, runs {} per dataset, hits {} vs {}, \
+         epsilon lower bound {:.3} (confidence {:.1}%)",
+        design.epsilon,
+        result.runs,
+        result.hits_d,
+        result.hits_d_prime,
+        result.epsilon_lower_bound,
+        100.0 * (1.0 - result.alpha)
+    );
+}
+
+#[test]
+fn clopper_pearson_matches_known_values() {
+    // Two-sided 95% interval for 5 of 10: (0.1871, 0.8129).
+    assert!((clopper_pearson_lower(5, 10, 0.025) - 0.187_086).abs() < 1e-5);
+    assert!((clopper_pearson_upper(5, 10, 0.025) - 0.812_914).abs() < 1e-5);
+    // 0 of n: upper = 1 - alpha^(1/n); n of n: lower = alpha^(1/n).
+    assert!((clopper_pearson_upper(0, 10, 0.05) - (1.0 - 0.05f64.powf(0.1))).abs() < 1e-9);
+    assert!((clopper_pearson_lower(10, 10, 0.05) - 0.05f64.powf(0.1)).abs() < 1e-9);
+    assert_eq!(clopper_pearson_lower(0, 10, 0.05), 0.0);
+    assert_eq!(clopper_pearson_upper(10, 10, 0.05), 1.0);
+    // Large n: close to the normal approximation.
+    let (k, n) = (6_000u64, 100_000u64);
+    let p = 0.06;
+    let sd = (p * (1.0 - p) / n as f64).sqrt();
+    let lower = clopper_pearson_lower(k, n, 0.0005);
+    assert!((lower - (p - 3.2905 * sd)).abs() < 2e-4, "{lower}");
+    // Equal counts never give a positive bound.
+    assert!(AuditResult::new(n, k, k, ALPHA).epsilon_lower_bound < 0.0);
+}
+
+/// The uncapped design really puts D in Case A and D' in Case B after
+/// `h1 = x0` (if this fails, the design no longer tests the cap).
+#[test]
+fn uncapped_design_straddles_the_projection_cases() {
+    let design = uncapped_design();
+    let p = design.params.get();
+    for (data, case_a) in [(&design.second, true), (&design.first, false)] {
+        let labels = data.labels.as_ref().unwrap();
+        let wrong = (0..data.n_rows())
+            .filter(|&i| data.features.get(i, 0) != labels.get(i))
+            .count() as u64;
+        let log_kappa = p.kappa.ln();
+        let mut groups = vec![
+            Group {
+                log_value: log_kappa + p.lambda,
+                count: wrong,
+            },
+            Group {
+                log_value: log_kappa - p.lambda,
+                count: data.n_rows() as u64 - wrong,
+            },
+        ];
+        assert_eq!(log_scale(&mut groups, p.kappa) == 0.0, case_a);
+        assert!(log_kappa + p.lambda > 0.0, "wrong rows must exceed 1");
+    }
+}
+
+#[test]
+fn audit_passes_the_real_pipeline() {
+    for (name, design, seed) in [("eta", eta_design(), 1), ("cap", uncapped_design(), 2)] {
+        let result = audit(&design, None, CI_RUNS, seed);
+        report(&format!("real pipeline, {name} design"), &design, &result);
+        assert!(
+            result.epsilon_lower_bound <= design.epsilon,
+            "{name}: {result:?}"
+        );
+    }
+}
+
+#[test]
+fn audit_detects_a_fourfold_eta() {
+    let design = eta_design();
+    let result = audit(&design, Some(Fault::EtaTimes(4.0)), CI_RUNS, 3);
+    report("eta x 4", &design, &result);
+    assert!(result.epsilon_lower_bound > design.epsilon, "{result:?}");
+}
+
+#[test]
+fn audit_detects_the_uncapped_projection() {
+    let design = uncapped_design();
+    let result = audit(&design, Some(Fault::UncappedProjection), CI_RUNS, 4);
+    report("uncapped projection", &design, &result);
+    assert!(result.epsilon_lower_bound > design.epsilon, "{result:?}");
+}
+
+/// The large run for docs/privacy.md:
+/// `cargo test --release audit -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn large_audit() {
+    let runs = 1_000_000;
+    let cases: [(&str, Design, Option<Fault>); 4] = [
+        ("real pipeline, eta design", eta_design(), None),
+        ("eta x 4", eta_design(), Some(Fault::EtaTimes(4.0))),
+        ("real pipeline, cap design", uncapped_design(), None),
+        (
+            "uncapped projection",
+            uncapped_design(),
+            Some(Fault::UncappedProjection),
+        ),
+    ];
+    for (seed, (name, design, fault)) in cases.into_iter().enumerate() {
+        let start = Instant::now();
+        let result = audit(&design, fault, runs, 100 + seed as u64);
+        report(name, &design, &result);
+        println!("  ({:.1} s)", start.elapsed().as_secs_f64());
+        assert_eq!(result.epsilon_lower_bound > design.epsilon, fault.is_some());
+    }
+}
+
+/// Mean, median and sample standard deviation of `times` (seconds) in ms.
+fn summary(times: &mut [f64]) -> (f64, f64, f64) {
+    times.sort_by(f64::total_cmp);
+    let n = times.len() as f64;
+    let mean = times.iter().sum::<f64>() / n;
+    let var = times.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let median = times[times.len() / 2];
+    (1e3 * mean, 1e3 * median, 1e3 * var.sqrt())
+}
+
+/// Time `runs` trainings on each of `a` and `b`, interleaved (so that drift
+/// in the machine's speed hits both alike), and print the figures.
+fn time_pair(name: &str, a: &Dataset, b: &Dataset, params: &crate::learn::ValidLazyBbParams) {
+    let runs = 400;
+    let mut rng = NoiseRng::seeded(7);
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        for (data, times) in [(a, &mut ta), (b, &mut tb)] {
+            let start = Instant::now();
+            train_with_fault(data, params, Some(&mut rng), &mut |_| true, None).unwrap();
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    let (ma, meda, sa) = summary(&mut ta);
+    let (mb, medb, sb) = summary(&mut tb);
+    let se = (sa * sa / runs as f64 + sb * sb / runs as f64).sqrt();
+    println!(
+        "{name}: {runs} runs each; D mean {ma:.3} ms, median {meda:.3}, std {sa:.3}; \
+         D' mean {mb:.3} ms, median {medb:.3}, std {sb:.3}; \
+         difference of means {:.4} ms (standard error {se:.4}), of medians {:.4} ms",
+        mb - ma,
+        medb - meda
+    );
+}
+
+/// Training time on neighbouring datasets (docs/privacy.md, "Timing"):
+/// `cargo test --release audit::tests::training_time -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn training_time_on_neighbouring_datasets() {
+    use crate::data::{Encoder, LabelMode, Schema, read_csv};
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult/");
+    let schema =
+        Schema::from_json(&std::fs::read_to_string(format!("{dir}schema.json")).unwrap()).unwrap();
+    let encoder = Encoder::new(&schema).unwrap();
+    let file = std::fs::File::open(format!("{dir}adult-train.csv")).unwrap();
+    let adult = read_csv(file, &encoder, LabelMode::Required).unwrap();
+    let (n, d) = (adult.n_rows(), adult.features.n_cols());
+    // D': row 0 replaced by the row (among the first 2,000) whose literals
+    // differ from it most, with the label flipped as well.
+    let distance = |i: usize| {
+        (0..d)
+            .filter(|&j| adult.features.get(0, j) != adult.features.get(i, j))
+            .count()
+    };
+    let far = (1..2000.min(n)).max_by_key(|&i| distance(i)).unwrap();
+    let mut neighbour = adult.clone();
+    for j in 0..d {
+        neighbour.features.set(0, j, adult.features.get(far, j));
+    }
+    let labels = neighbour.labels.as_mut().unwrap();
+    let flipped = !labels.get(0);
+    labels.set(0, flipped);
+    println!(
+        "Adult: n = {n}, d = {d}; the substituted row differs in {} literals",
+        distance(far)
+    );
+    let adult_params = params(1.0, 39, 0.45, 0.35);
+    time_pair("Adult, eps 1, tau 39", &adult, &neighbour, &adult_params);
+
+    // Same n and d, different data (not neighbours): every literal unset vs
+    // every literal set in half the rows. Shows that the time depends on the
+    // literals' densities, i.e. on more than n and the parameters.
+    let sparse_rows: Vec<(Vec<u32>, bool)> =
+        (0..n).map(|i| (vec![], i.is_multiple_of(2))).collect();
+    let dense_rows: Vec<(Vec<u32>, bool)> = (0..n)
+        .map(|i| {
+            (
+                (0..d as u32)
+                    .filter(|j| (i + *j as usize).is_multiple_of(2))
+                    .collect(),
+                i % 2 == 0,
+            )
+        })
+        .collect();
+    time_pair(
+        "same n and d, all literals 0 (D) vs half set (D'), not neighbours",
+        &dataset(d, &sparse_rows),
+        &dataset(d, &dense_rows),
+        &adult_params,
+    );
+}
