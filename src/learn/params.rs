@@ -194,6 +194,13 @@ impl ValidLazyBbParams {
                 }
             }
         };
+        // Extreme parameters (e.g. kappa = 1e-320) overflow the calibration;
+        // a model with a non-finite eta could not even be read back.
+        if !(eta.is_finite() && eta > 0.0 && (1.0 / kappa_n).is_finite()) {
+            return Err(LearnError::InvalidParameter(format!(
+                "these parameters give no usable noise calibration (eta = {eta}); use a larger epsilon or kappa, or fewer rounds"
+            )));
+        }
         Ok(Some(Calibration {
             budget,
             n,
@@ -280,6 +287,17 @@ mod tests {
             assert!(params(9, 0.3, bad).check().is_err(), "kappa {bad}");
         }
         assert!(params(9, 0.3, 0.3).check().is_ok());
+    }
+
+    #[test]
+    fn calibration_that_overflows_is_refused() {
+        assert!(
+            params(9, 0.3, 1e-320)
+                .check()
+                .unwrap()
+                .calibrate(100)
+                .is_err()
+        );
     }
 
     #[test]
