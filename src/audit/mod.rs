@@ -164,8 +164,9 @@ fn beta_continued_fraction(x: f64, a: f64, b: f64) -> f64 {
     h
 }
 
-/// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; relative error ~1e-15).
-fn ln_gamma(x: f64) -> f64 {
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; relative error ~1e-15). Also
+/// used by the chi-square helper of the mechanisms' tests.
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const COEFFICIENTS: [f64; 9] = [
         0.999_999_999_999_809_9,
         676.520_368_121_885_1,

@@ -5,6 +5,8 @@
 //! "matches", p < 1e-10 for "detects a wrong scale") give a false-failure rate
 //! of at most 1e-4 per test for a correct sampler at a fresh seed.
 
+use crate::audit::ln_gamma;
+
 /// p-value of Pearson's chi-square goodness-of-fit test of `counts` against
 /// the probabilities `expected` (which must sum to 1).
 ///
@@ -75,32 +77,6 @@ fn upper_regularised_gamma(a: f64, x: f64) -> f64 {
         }
         log_prefactor.exp() * h
     }
-}
-
-/// ln Γ(x) for x > 0 (Lanczos approximation, g = 7, n = 9).
-fn ln_gamma(x: f64) -> f64 {
-    const COEFFICIENTS: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut sum = COEFFICIENTS[0];
-    for (i, &c) in COEFFICIENTS.iter().enumerate().skip(1) {
-        sum += c / (x + i as f64);
-    }
-    let t = x + 7.5;
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
 }
 
 #[cfg(test)]
