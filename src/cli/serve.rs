@@ -126,7 +126,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await
             .with_context(|| format!("binding {}", args.bind))?;
-        tracing::info!(address = %args.bind, database = %db.display(), "privboost serving");
+        // The bound address, not the requested one: with port 0 this is how
+        // a supervisor (or the crash test) learns the port.
+        let address = listener
+            .local_addr()
+            .with_context(|| format!("reading the address bound for {}", args.bind))?;
+        tracing::info!(%address, database = %db.display(), "privboost serving");
         api::serve(listener, server, shutdown_signal())
             .await
             .context("serving")?;

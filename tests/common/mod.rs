@@ -2,6 +2,9 @@
 //! database, and HTTP helpers whose failures say what was sent and received.
 #![allow(dead_code)]
 
+pub mod invariants;
+pub mod process;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
