@@ -179,6 +179,21 @@ fn percentiles(mut latencies: Vec<Duration>) -> String {
     )
 }
 
+/// Why a budget answer is not one consistent snapshot, if it is not:
+/// spent and reserved are never negative, never above the total, and with
+/// the remaining amount they add up to the total.
+fn budget_inconsistency(b: &Value) -> Option<String> {
+    let f = |p: &str| b[p]["epsilon"].as_f64().unwrap_or(f64::NAN);
+    let (total, spent, reserved, remaining) =
+        (f("total"), f("spent"), f("reserved"), f("remaining"));
+    let ok = spent >= 0.0
+        && reserved >= 0.0
+        && remaining >= 0.0
+        && spent + reserved <= total
+        && (spent + reserved + remaining - total).abs() < 1e-9;
+    (!ok).then(|| format!("inconsistent budget: {b}"))
+}
+
 /// What the clients saw.
 #[derive(Default)]
 struct Tally {
@@ -326,6 +341,12 @@ async fn mixed_load_on_nearly_spent_budgets_never_overspends_and_never_fails() {
                         *tally.statuses.entry((kind, status)).or_default() += 1;
                         if status >= 500 {
                             tally.failures.push(format!("{kind} -> {status}: {text}"));
+                        }
+                        if kind == "budget" && status == 200 {
+                            let b: Value = serde_json::from_str(&text).unwrap();
+                            if let Some(problem) = budget_inconsistency(&b) {
+                                tally.failures.push(problem);
+                            }
                         }
                         if kind == "submit" && status == 202 {
                             let job: Value = serde_json::from_str(&text).unwrap();

@@ -71,7 +71,8 @@ impl BudgetState {
     }
 }
 
-/// Read the budget inside a transaction (or on any connection).
+/// Read the budget inside a transaction (on a bare connection its reads
+/// would see different snapshots).
 pub(crate) async fn budget_on(
     conn: &mut SqliteConnection,
     dataset_id: &str,
@@ -122,10 +123,14 @@ pub(crate) async fn budget_on(
     })
 }
 
-/// Read the budget.
+/// Read the budget, from one snapshot: its three reads in one read
+/// transaction, so that an admission or a claim committed in between
+/// cannot make `spent` or `reserved` wrong (even negative).
 pub(crate) async fn budget(pool: &SqlitePool, dataset_id: &str) -> Result<BudgetState, StoreError> {
-    let mut conn = pool.acquire().await?;
-    budget_on(&mut conn, dataset_id).await
+    let mut tx = pool.begin().await?;
+    let budget = budget_on(&mut tx, dataset_id).await?;
+    tx.commit().await?;
+    Ok(budget)
 }
 
 /// Append an entry.
@@ -337,6 +342,68 @@ mod tests {
             assert!(b.charged().fits_within(b.total), "overspent: {b:?}");
             assert!(b.remaining.epsilon >= 0.0, "{b:?}");
         }
+        pool.close().await;
+    }
+
+    /// A budget read while jobs are admitted must come from one snapshot:
+    /// with no worker nothing ever starts, so `spent` is exactly zero. Read
+    /// statement by statement, an admission landing between the read of the
+    /// charges and the read of the queued jobs made `spent` negative.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_budget_read_is_one_snapshot_while_jobs_are_admitted() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = crate::store::open(&dir.path().join("t.db"), 4)
+            .await
+            .unwrap();
+        let owner = keys::create(&pool, Role::Owner, "o", "secret")
+            .await
+            .unwrap();
+        let data = Dataset {
+            features: BitMatrix::from_columns(1, &[BitVec::from_bools(&[true])]),
+            labels: Some(BitVec::from_bools(&[true])),
+        };
+        let new = NewDataset {
+            owner_id: &owner.id,
+            name: "d",
+            schema_json: "{}",
+            data: &data,
+            rejected_rows: 0,
+            total: Amount {
+                epsilon: 1000.0,
+                delta: 0.0,
+            },
+        };
+        let Created::New(d) = datasets::create(&pool, new, None, respond).await.unwrap() else {
+            panic!("created")
+        };
+        let writer = {
+            let (pool, dataset, owner) = (pool.clone(), d.id.clone(), owner.id.clone());
+            tokio::spawn(async move {
+                for _ in 0..300 {
+                    let new = NewJob {
+                        dataset_id: &dataset,
+                        submitted_by: &owner,
+                        params_json: "{}",
+                        tau: 1,
+                        charge: Amount {
+                            epsilon: 0.125,
+                            delta: 0.0,
+                        },
+                        max_active_per_key: 10_000,
+                    };
+                    let outcome = jobs::submit(&pool, new, None, respond).await.unwrap();
+                    assert!(matches!(outcome, Submitted::New(_)));
+                }
+            })
+        };
+        let mut reads = 0;
+        while !writer.is_finished() {
+            let b = budget(&pool, &d.id).await.unwrap();
+            assert_eq!(b.spent, Amount::ZERO, "after {reads} reads: {b:?}");
+            reads += 1;
+        }
+        writer.await.unwrap();
+        assert!(reads > 0);
         pool.close().await;
     }
 
