@@ -416,7 +416,7 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
                 .unwrap();
             *run.owner.lock().unwrap() = key["key"].as_str().unwrap().to_owned();
         } else {
-            check_or_fail(
+            let counts = check_or_fail(
                 &run,
                 &server,
                 &client,
@@ -425,6 +425,15 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
                 seed,
             )
             .await;
+            if cycle % 50 == 0 {
+                println!(
+                    "crash test: cycle {cycle}, {:.0} s, {} datasets, {} jobs ({} final), violations 0",
+                    began.elapsed().as_secs_f64(),
+                    counts.datasets,
+                    counts.jobs,
+                    counts.final_jobs
+                );
+            }
         }
 
         let phase = [Phase::Upload, Phase::Training, Phase::Admission][rng.random_range(0..3)];
