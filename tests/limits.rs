@@ -369,3 +369,164 @@ async fn a_client_trickling_its_body_is_cut_by_the_request_timeout_on_every_body
     }
     s.stop().await;
 }
+
+/// Stream `rows` copies of `line` as the CSV of a chunked upload to
+/// `addr`; returns the response head and the CSV bytes the client managed
+/// to write before the server answered.
+async fn stream_rows(addr: &str, key: &str, line: &'static [u8], rows: u64) -> (String, u64) {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let (head, boundary) = upload_head(addr, key);
+    let writer = tokio::spawn(async move {
+        let per_chunk = 8192u64;
+        let piece: Vec<u8> = line
+            .iter()
+            .copied()
+            .cycle()
+            .take(line.len() * per_chunk as usize)
+            .collect();
+        let mut sent = 0u64;
+        if write.write_all(&head).await.is_err() {
+            return (sent, write);
+        }
+        let mut left = rows;
+        while left > 0 {
+            let n = left.min(per_chunk);
+            let data = &piece[..line.len() * n as usize];
+            if write.write_all(&chunk(data)).await.is_err() {
+                return (sent, write);
+            }
+            sent += data.len() as u64;
+            left -= n;
+        }
+        let tail = format!("\r\n--{boundary}--\r\n");
+        let _ = write.write_all(&chunk(tail.as_bytes())).await;
+        let _ = write.write_all(b"0\r\n\r\n").await;
+        // Keep the write half open: a half-closed connection makes hyper
+        // drop the request in flight.
+        (sent, write)
+    });
+    let response = read_head(&mut read, Duration::from_secs(60))
+        .await
+        .unwrap_or_default();
+    drop(read);
+    let (sent, _write) = tokio::time::timeout(Duration::from_secs(30), writer)
+        .await
+        .expect("the writer ends")
+        .unwrap();
+    (response, sent)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_row_limit_stops_an_upload_while_it_streams() {
+    let s = TestServer::start_with(|c| c.max_upload_rows = 1000).await;
+    let (_, owner) = s.key("owner", "o").await;
+    let addr = s.url.trim_start_matches("http://").to_owned();
+    // Exactly the limit is accepted.
+    let (head, _) = stream_rows(&addr, &owner, b"42,a,1\n", 1000).await;
+    assert!(head.starts_with("HTTP/1.1 201"), "{head}");
+    // 150 million rows (1 GiB) offered under the default 1 GiB byte limit:
+    // refused as soon as the line count passes the row limit, long before
+    // the bytes run out (memory grows with rows, so rows must stop it).
+    let started = Instant::now();
+    let (head, sent) = stream_rows(&addr, &owner, b"42,a,1\n", 150_000_000).await;
+    eprintln!(
+        "row limit: refused after {:?}, {sent} bytes written by the client",
+        started.elapsed()
+    );
+    assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+    assert!(sent < 64 << 20, "{sent} bytes were read");
+    let list = expect_status(s.get(&owner, "/v1/datasets").await, StatusCode::OK).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+    s.stop().await;
+}
+
+/// Peak resident memory of a process (Linux), in bytes.
+fn vm_hwm(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kb * 1024
+}
+
+/// The memory bound of an accepted upload, scaled down: the server process
+/// (the real binary, so that its peak memory is its own) accepts 4 million
+/// rows (28 MB of CSV) streamed in chunks, and its peak resident memory
+/// grows by at most 8 copies of the bit matrix (n x (d + 1) bits) plus
+/// 16 MiB, whatever the size of the text. `.ci/upload_memory.py` measures
+/// the same for a 1 GB file (docs/reliability-contract.md).
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accepted_upload_stays_within_its_memory_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_privboost"))
+        .args(["serve", "--bind", &addr, "--workers", "1"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("PRIVBOOST_ADMIN_KEY", common::ADMIN_KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while client
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the server did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let owner: serde_json::Value = client
+        .post(format!("http://{addr}/v1/keys"))
+        .bearer_auth(common::ADMIN_KEY)
+        .json(&json!({"role": "owner", "name": "m"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let owner = owner["key"].as_str().unwrap().to_owned();
+    let before = vm_hwm(child.id());
+    const ROWS: u64 = 4_000_000;
+    let (head, sent) = stream_rows(&addr, &owner, b"42,a,1\n", ROWS).await;
+    let after = vm_hwm(child.id());
+    assert!(head.starts_with("HTTP/1.1 201"), "{head}");
+    let list: serde_json::Value = client
+        .get(format!("http://{addr}/v1/datasets"))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let d = list["items"][0]["n_literals"].as_u64().unwrap();
+    assert_eq!(list["items"][0]["n_rows"].as_u64().unwrap(), ROWS);
+    let bits = ROWS * (d + 1) / 8;
+    let growth = after.saturating_sub(before);
+    eprintln!(
+        "accepted upload: {sent} bytes of CSV, {ROWS} rows x {d} literals = {bits} bytes of bits; \
+         peak RSS grew {growth} bytes ({:.1} x the bits, {:.2} x the text)",
+        growth as f64 / bits as f64,
+        growth as f64 / sent as f64
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        growth <= 8 * bits + (16 << 20),
+        "peak memory grew by {growth} bytes for {bits} bytes of bits"
+    );
+}
