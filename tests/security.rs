@@ -44,7 +44,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-async fn serve_with_debug_logs() -> Served {
+async fn serve_with_debug_logs(admin: &str) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
     let out = std::fs::File::create(&log).unwrap();
@@ -59,7 +59,7 @@ async fn serve_with_debug_logs() -> Served {
         ])
         .arg("--data-dir")
         .arg(dir.path().join("data"))
-        .env("PRIVBOOST_ADMIN_KEY", ADMIN)
+        .env("PRIVBOOST_ADMIN_KEY", admin)
         // Everything at debug: the server's own lines, tower-http, hyper, sqlx.
         .env("RUST_LOG", "debug")
         .stdout(out.try_clone().unwrap())
@@ -115,7 +115,7 @@ async fn upload(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_key_and_no_row_value_reaches_the_logs_or_the_csv_errors() {
-    let s = serve_with_debug_logs().await;
+    let s = serve_with_debug_logs(ADMIN).await;
     let c = Client::new();
     let url = &s.url;
     let owner: Value = c
@@ -242,4 +242,25 @@ async fn no_key_and_no_row_value_reaches_the_logs_or_the_csv_errors() {
     }
     // Nor the admin key's distinctive middle part (e.g. a truncated print).
     assert!(!log.contains("SECRET"), "log mentions SECRET");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_configured_admin_key_is_warned_about_without_printing_it() {
+    let short = "pbshortXYZ";
+    let mut s = serve_with_debug_logs(short).await;
+    let r = Client::new()
+        .get(format!("{}/v1/me", s.url))
+        .bearer_auth(short)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let _ = s.child.kill();
+    let _ = s.child.wait();
+    let log = std::fs::read_to_string(&s.log).unwrap();
+    assert!(
+        log.contains("admin key is shorter than 32 characters"),
+        "{log}"
+    );
+    assert!(!log.contains(short), "the log contains the key");
 }

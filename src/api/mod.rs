@@ -206,11 +206,22 @@ impl Server {
     }
 }
 
+/// A configured admin key shorter than this gets a warning at start-up.
+const MIN_CONFIGURED_ADMIN_KEY_LEN: usize = 32;
+
 async fn bootstrap_admin(
     pool: &SqlitePool,
     configured: Option<&str>,
 ) -> Result<Option<String>, StoreError> {
     if let Some(secret) = configured {
+        // Keys are hashed with a fast hash because a generated key has 256
+        // bits of entropy; a short hand-picked one does not (the key itself
+        // is never logged).
+        if secret.len() < MIN_CONFIGURED_ADMIN_KEY_LEN {
+            tracing::warn!(
+                "the configured admin key is shorter than {MIN_CONFIGURED_ADMIN_KEY_LEN} characters; use a random one such as `pb_` and 64 hex digits"
+            );
+        }
         if !store::keys::secret_exists(pool, secret).await? {
             store::keys::create(pool, Role::Admin, "admin (configured)", secret).await?;
         }
