@@ -77,7 +77,9 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Time limit for a client to send a request's headers (slow clients).
     pub header_read_timeout: Duration,
-    /// Requests per key; `None` disables the limit (benchmarks).
+    /// Requests per key; `None` disables the limit. Off in [`Config::new`]
+    /// (in-process users such as tests and benchmarks opt in); `privboost
+    /// serve` turns it on with [`DEFAULT_RATE_LIMIT`] unless told otherwise.
     pub rate_limit: Option<RateLimit>,
     /// A running job whose worker stopped renewing its lease this long ago
     /// (its process died) is re-queued by any process sharing the file.
@@ -85,7 +87,7 @@ pub struct Config {
 }
 
 impl Config {
-    /// Defaults for everything but the file.
+    /// Defaults for everything but the file (the rate limit is off).
     pub fn new(db_path: PathBuf) -> Config {
         Config {
             db_path,
@@ -98,7 +100,7 @@ impl Config {
             max_active_jobs_per_key: DEFAULT_MAX_ACTIVE_JOBS_PER_KEY,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
-            rate_limit: Some(DEFAULT_RATE_LIMIT),
+            rate_limit: None,
             job_lease: crate::jobs::DEFAULT_LEASE,
         }
     }

@@ -182,3 +182,34 @@ async fn shutdown_signal() {
     }
     tracing::info!("shutdown signal received");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn config(args: &[&str]) -> anyhow::Result<Config> {
+        let cli = Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))?;
+        cli.serve.config()
+    }
+
+    #[test]
+    fn the_rate_limit_is_on_by_default_and_zero_turns_it_off() {
+        assert_eq!(
+            config(&[]).unwrap().rate_limit,
+            Some(api::DEFAULT_RATE_LIMIT)
+        );
+        assert_eq!(config(&["--rate-limit", "0"]).unwrap().rate_limit, None);
+        let c = config(&["--rate-limit", "5", "--rate-burst", "7"]).unwrap();
+        let l = c.rate_limit.unwrap();
+        assert_eq!((l.per_second.get(), l.burst.get()), (5, 7));
+        assert!(config(&["--rate-limit", "5", "--rate-burst", "0"]).is_err());
+        assert!(config(&["--header-read-timeout", "0"]).is_err());
+    }
+}
