@@ -192,3 +192,123 @@ async fn auth_matrix() {
     .await;
     s.stop().await;
 }
+
+/// Every route that names a resource answers 404 to a key that cannot see
+/// it, whatever the method, so that existence is never revealed; lists
+/// leave foreign resources out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_resources_are_404_on_every_route() {
+    let s = TestServer::start().await;
+    let (_, a) = s.key("owner", "A").await;
+    let (_, b) = s.key("owner", "B").await;
+    let (analyst_id, stranger) = s.key("analyst", "stranger").await;
+    let dataset = s.upload_small(&a, 5.0, 100).await;
+    let job = expect_status(
+        s.post(
+            &a,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.1, "tau": 3}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job_id = job["id"].as_str().unwrap().to_owned();
+    let done = s.wait_job(&a, &job_id).await;
+    let model_id = done["model_id"].as_str().unwrap().to_owned();
+
+    let d = format!("/v1/datasets/{dataset}");
+    let requests = [
+        (reqwest::Method::GET, format!("{d}/grants"), None),
+        (
+            reqwest::Method::PUT,
+            format!("{d}/grants/{analyst_id}"),
+            None,
+        ),
+        (
+            reqwest::Method::DELETE,
+            format!("{d}/grants/{analyst_id}"),
+            None,
+        ),
+        (
+            reqwest::Method::PATCH,
+            format!("{d}/budget"),
+            Some(json!({"epsilon": 100.0})),
+        ),
+        (reqwest::Method::DELETE, d.clone(), None),
+        (
+            reqwest::Method::POST,
+            format!("/v1/jobs/{job_id}/cancel"),
+            None,
+        ),
+        (
+            reqwest::Method::PUT,
+            "/v1/deployments/stolen".to_owned(),
+            Some(json!({"model_id": model_id})),
+        ),
+    ];
+    for key in [&b, &stranger] {
+        for (method, path, body) in &requests {
+            let mut req = s
+                .client
+                .request(method.clone(), s.at(path))
+                .bearer_auth(key);
+            if let Some(body) = body {
+                req = req.json(body);
+            }
+            let r = req.send().await.unwrap();
+            // Changing a budget is for owners: an analyst gets the role's
+            // 403 for any id, existing or not (checked below), so it tells
+            // nothing either.
+            let expected = if key == &stranger && *method == reqwest::Method::PATCH {
+                StatusCode::FORBIDDEN
+            } else {
+                StatusCode::NOT_FOUND
+            };
+            assert_eq!(r.status(), expected, "{method} {path}");
+            expect_status(r, expected).await;
+        }
+        let jobs = expect_status(s.get(key, "/v1/jobs").await, StatusCode::OK).await;
+        assert!(jobs["items"].as_array().unwrap().is_empty(), "{jobs}");
+    }
+    expect_status(
+        s.client
+            .patch(s.at("/v1/datasets/ds_00000000000000000000000000000000/budget"))
+            .bearer_auth(&stranger)
+            .json(&json!({"epsilon": 100.0}))
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    // Unknown ids answer the same 404 as foreign ones (nothing to tell apart).
+    for path in [
+        "/v1/datasets/ds_00000000000000000000000000000000",
+        "/v1/jobs/job_00000000000000000000000000000000",
+        "/v1/models/model_00000000000000000000000000000000",
+    ] {
+        let foreign = expect_status(s.get(&b, path).await, StatusCode::NOT_FOUND).await;
+        assert_eq!(foreign["type"], "/problems/not-found");
+    }
+    // Admin: an unknown key id is 404 too.
+    expect_status(
+        s.client
+            .delete(s.at("/v1/keys/key_00000000000000000000000000000000"))
+            .bearer_auth(&s.admin)
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    // Nothing changed for the owner.
+    let info = expect_status(s.get(&a, &d).await, StatusCode::OK).await;
+    assert_eq!(info["state"], "ready", "{info}");
+    expect_status(
+        s.get(&a, "/v1/deployments/stolen").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    s.stop().await;
+}

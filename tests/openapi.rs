@@ -54,11 +54,19 @@ fn every_operation_documents_its_errors() {
                 .collect();
             let public =
                 ["/healthz", "/readyz", "/metrics", "/openapi.yaml"].contains(&path.as_str());
+            // The request timeout layer wraps every route.
+            assert!(
+                codes.iter().any(|c| c == "408"),
+                "{method} {path} lacks 408"
+            );
             if !public {
-                assert!(
-                    codes.iter().any(|c| c == "401"),
-                    "{method} {path} lacks 401"
-                );
+                // Authenticated, hence rate limited.
+                for code in ["401", "429"] {
+                    assert!(
+                        codes.iter().any(|c| c == code),
+                        "{method} {path} lacks {code}"
+                    );
+                }
             }
             if op.request_body.is_some() && !path.starts_with("/v1/datasets") {
                 for code in ["415", "422"] {

@@ -1,15 +1,16 @@
 //! Authentication: the [`Caller`] extractor.
 //!
 //! `Authorization: Bearer <key>`; the key is hashed (SHA-256) and looked up.
-//! Missing, malformed or unknown keys get 401. The key itself is never
+//! Missing, malformed or unknown keys get 401; a known key over its rate
+//! limit gets 429 ([`rate_limit`]). The key itself is never
 //! logged or stored. What a caller may touch is checked by each handler
 //! against the resource (a resource outside the caller's reach is a 404).
 
 use axum::extract::FromRequestParts;
 use axum::http::{header, request::Parts};
 
-use super::AppState;
 use super::error::ApiError;
+use super::{AppState, rate_limit};
 use crate::store::keys::{self, Role};
 
 /// The authenticated key of a request.
@@ -60,6 +61,13 @@ impl FromRequestParts<AppState> for Caller {
         let key = keys::find_by_hash(&state.pool, &keys::hash_key(secret))
             .await?
             .ok_or(ApiError::Unauthorized)?;
+        if let Some(limiter) = &state.limiter {
+            limiter
+                .check(&key.id)
+                .map_err(|wait| ApiError::RateLimited {
+                    retry_after: rate_limit::retry_after_secs(wait),
+                })?;
+        }
         Ok(Caller {
             id: key.id,
             role: key.role,

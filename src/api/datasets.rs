@@ -14,6 +14,8 @@
 //! rejected-row positions go only to the uploading owner, in the response.
 
 use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::body::Bytes;
 use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
@@ -189,9 +191,19 @@ fn multipart_error(e: MultipartError) -> ApiError {
 }
 
 /// A blocking `Read` over chunks arriving on a channel.
+///
+/// It also stops an upload with too many rows while it streams, instead of
+/// after the whole file was encoded: memory grows with the rows, so the row
+/// limit must bound it, not only the byte limit. It counts line breaks, an
+/// upper bound of the records (header included), and fails the read once
+/// they exceed `max_lines`; the exact row count is checked again at the end.
 struct ChannelReader {
     rx: mpsc::Receiver<Bytes>,
     current: Bytes,
+    lines: usize,
+    max_lines: usize,
+    /// Set when the line limit stopped the read (read by the handler).
+    too_many_lines: Arc<AtomicBool>,
 }
 
 impl Read for ChannelReader {
@@ -205,6 +217,11 @@ impl Read for ChannelReader {
         let n = buf.len().min(self.current.len());
         buf[..n].copy_from_slice(&self.current[..n]);
         self.current = self.current.slice(n..);
+        self.lines += buf[..n].iter().filter(|b| **b == b'\n').count();
+        if self.lines > self.max_lines {
+            self.too_many_lines.store(true, Ordering::Relaxed);
+            return Err(std::io::Error::other("the upload has too many rows"));
+        }
         Ok(n)
     }
 }
@@ -257,15 +274,17 @@ async fn upload(
                 max_errors: MAX_REPORTED_ERRORS,
             };
             let (tx, rx) = mpsc::channel::<Bytes>(UPLOAD_CHANNEL_CHUNKS);
+            let too_many_lines = Arc::new(AtomicBool::new(false));
+            let channel_reader = ChannelReader {
+                rx,
+                current: Bytes::new(),
+                lines: 0,
+                // The header line, then one line per row.
+                max_lines: state.config.max_upload_rows.saturating_add(1),
+                too_many_lines: too_many_lines.clone(),
+            };
             let reader = tokio::task::spawn_blocking(move || {
-                read_csv_with(
-                    ChannelReader {
-                        rx,
-                        current: Bytes::new(),
-                    },
-                    &encoder,
-                    &options,
-                )
+                read_csv_with(channel_reader, &encoder, &options)
             });
             let mut streamed = Ok(());
             loop {
@@ -290,14 +309,20 @@ async fn upload(
                 .await
                 .map_err(|e| ApiError::Internal(format!("CSV reader: {e}")))?;
             streamed?;
+            let too_many_rows = || {
+                ApiError::TooLarge(format!(
+                    "the upload has more than {} rows",
+                    state.config.max_upload_rows
+                ))
+            };
+            if too_many_lines.load(Ordering::Relaxed) {
+                return Err(too_many_rows());
+            }
             let report = result.map_err(|e| {
                 ApiError::InvalidData(format!("the CSV was refused, nothing was stored: {e}"))
             })?;
             if report.dataset.n_rows() > state.config.max_upload_rows {
-                return Err(ApiError::TooLarge(format!(
-                    "the upload has more than {} rows",
-                    state.config.max_upload_rows
-                )));
+                return Err(too_many_rows());
             }
             parsed = Some((
                 checked,

@@ -86,6 +86,13 @@ pub enum ApiError {
     /// Too many active jobs for this key (429).
     #[error("{0}")]
     TooManyRequests(String),
+    /// This key sent more requests than its rate limit allows (429, with
+    /// `Retry-After` in whole seconds).
+    #[error("this API key sent too many requests; retry after {retry_after} s")]
+    RateLimited {
+        /// Seconds to wait.
+        retry_after: u64,
+    },
     /// Not ready (503).
     #[error("the service is not ready")]
     Unavailable,
@@ -107,7 +114,9 @@ impl ApiError {
             ApiError::Conflict(_) | ApiError::BudgetExceeded { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyRequests(_) | ApiError::RateLimited { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -127,6 +136,7 @@ impl ApiError {
             ApiError::TooLarge(_) => "too-large",
             ApiError::UnsupportedMediaType(_) => "unsupported-media-type",
             ApiError::TooManyRequests(_) => "too-many-requests",
+            ApiError::RateLimited { .. } => "rate-limited",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal(_) => "internal",
         }
@@ -163,6 +173,7 @@ impl IntoResponse for ApiError {
             } => {
                 json!({ "requested": requested, "remaining": remaining })
             }
+            ApiError::RateLimited { retry_after } => json!({ "retry_after": retry_after }),
             ApiError::Internal(cause) => {
                 error!(cause = %cause, "internal error");
                 json!({})
@@ -170,10 +181,18 @@ impl IntoResponse for ApiError {
             _ => json!({}),
         };
         let mut response = problem(status, self.slug(), &detail, extensions);
-        if matches!(self, ApiError::Unauthorized) {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        match self {
+            ApiError::Unauthorized => {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::RateLimited { retry_after } => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            }
+            _ => {}
         }
         response
     }

@@ -22,11 +22,14 @@ pub mod error;
 mod datasets;
 mod jobs;
 mod keys;
+mod listen;
 mod metrics;
 mod models;
 mod ops;
+mod rate_limit;
 
 use std::future::Future;
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +52,7 @@ use crate::jobs::{JobQueue, Workers};
 use crate::store::{self, StoreError, keys::Role};
 
 pub use error::ApiError;
+pub use rate_limit::RateLimit;
 
 /// Checked service settings (built by `privboost serve` from flags and env).
 #[derive(Debug, Clone)]
@@ -71,13 +75,19 @@ pub struct Config {
     pub max_active_jobs_per_key: u32,
     /// Time limit of one request (uploads included).
     pub request_timeout: Duration,
+    /// Time limit for a client to send a request's headers (slow clients).
+    pub header_read_timeout: Duration,
+    /// Requests per key; `None` disables the limit. Off in [`Config::new`]
+    /// (in-process users such as tests and benchmarks opt in); `privboost
+    /// serve` turns it on with [`DEFAULT_RATE_LIMIT`] unless told otherwise.
+    pub rate_limit: Option<RateLimit>,
     /// A running job whose worker stopped renewing its lease this long ago
     /// (its process died) is re-queued by any process sharing the file.
     pub job_lease: Duration,
 }
 
 impl Config {
-    /// Defaults for everything but the file.
+    /// Defaults for everything but the file (the rate limit is off).
     pub fn new(db_path: PathBuf) -> Config {
         Config {
             db_path,
@@ -89,6 +99,8 @@ impl Config {
             max_predict_rows: DEFAULT_MAX_PREDICT_ROWS,
             max_active_jobs_per_key: DEFAULT_MAX_ACTIVE_JOBS_PER_KEY,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            rate_limit: None,
             job_lease: crate::jobs::DEFAULT_LEASE,
         }
     }
@@ -97,8 +109,11 @@ impl Config {
 /// 8 MiB: a prediction batch of 10,000 rows of ~25 columns fits; a runaway
 /// client cannot make the server buffer more.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
-/// 1 GiB: uploads are streamed into the encoder, so memory holds only the
-/// bit matrix (about n * d / 8 bytes), not the CSV text.
+/// 1 GiB: uploads are streamed into the encoder, so memory never holds the
+/// CSV text; it grows with the rows: about 6 copies of the bit matrix
+/// (n * (d + 1) / 8 bytes) at the peak, while building, encoding and storing
+/// it (tests/limits.rs, docs/reliability-contract.md). The row limit stops
+/// an upload while it streams.
 pub const DEFAULT_MAX_UPLOAD_BYTES: usize = 1 << 30;
 /// 20 million rows: 20M x 200 literals is 500 MB of bits, within a 2-core,
 /// 24 GiB machine with room for training's per-row arrays (SPEC §7).
@@ -110,6 +125,17 @@ pub const DEFAULT_MAX_ACTIVE_JOBS_PER_KEY: u32 = 32;
 /// 300 s: an upload of the maximum size on a slow link; also bounds how long
 /// graceful shutdown waits for in-flight requests.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// 10 s to send the request line and headers: a client that trickles them
+/// (slowloris) is disconnected instead of holding a connection.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// 50 requests per second per key, bursts of 100: far above what a client
+/// of a training service needs (a prediction request carries up to 10,000
+/// rows), low enough that one key cannot monopolise the request path.
+pub const DEFAULT_RATE_LIMIT: RateLimit = RateLimit {
+    per_second: NonZeroU32::new(50).unwrap(),
+    burst: NonZeroU32::new(100).unwrap(),
+};
 
 /// Largest epsilon accepted for a job or a dataset's total. Far above any
 /// meaningful guarantee (e^1000); a larger value is a typo, and it keeps the
@@ -124,6 +150,7 @@ pub struct AppState {
     config: Arc<Config>,
     metrics: Arc<metrics::Metrics>,
     models: Arc<models::ModelCache>,
+    limiter: Option<Arc<rate_limit::KeyLimiter>>,
 }
 
 /// Errors at start-up.
@@ -161,9 +188,13 @@ impl Server {
         let (jobs, workers) =
             JobQueue::start(pool.clone(), config.workers, config.job_lease, shutdown_rx);
         jobs.wake();
+        let limiter = config
+            .rate_limit
+            .map(|l| Arc::new(rate_limit::KeyLimiter::new(l)));
         let state = AppState {
             pool,
             jobs,
+            limiter,
             config: Arc::new(config),
             metrics: Arc::new(metrics::Metrics::default()),
             models: Arc::new(models::ModelCache::default()),
@@ -177,11 +208,22 @@ impl Server {
     }
 }
 
+/// A configured admin key shorter than this gets a warning at start-up.
+const MIN_CONFIGURED_ADMIN_KEY_LEN: usize = 32;
+
 async fn bootstrap_admin(
     pool: &SqlitePool,
     configured: Option<&str>,
 ) -> Result<Option<String>, StoreError> {
     if let Some(secret) = configured {
+        // Keys are hashed with a fast hash because a generated key has 256
+        // bits of entropy; a short hand-picked one does not (the key itself
+        // is never logged).
+        if secret.len() < MIN_CONFIGURED_ADMIN_KEY_LEN {
+            tracing::warn!(
+                "the configured admin key is shorter than {MIN_CONFIGURED_ADMIN_KEY_LEN} characters; use a random one such as `pb_` and 64 hex digits"
+            );
+        }
         if !store::keys::secret_exists(pool, secret).await? {
             store::keys::create(pool, Role::Admin, "admin (configured)", secret).await?;
         }
@@ -211,6 +253,10 @@ pub async fn serve(
     } = server;
     let jobs = state.jobs.clone();
     let pool = state.pool.clone();
+    let header_read_timeout = state.config.header_read_timeout;
+    // In-flight requests end within the request timeout; a little more
+    // for the responses to be written.
+    let drain = state.config.request_timeout + Duration::from_secs(5);
     let app = router(state);
     let mut rx = shutdown_tx.subscribe();
     // One signal, fanned out: the HTTP server and the workers both watch it.
@@ -219,11 +265,10 @@ pub async fn serve(
         jobs.stop();
         let _ = shutdown_tx.send(true);
     });
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        })
-        .await;
+    let result = listen::serve_http1(listener, app, header_read_timeout, drain, async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    })
+    .await;
     workers.join().await;
     pool.close().await;
     result

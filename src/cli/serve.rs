@@ -7,6 +7,7 @@
 //! the workers before exiting.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -49,6 +50,15 @@ pub struct ServeArgs {
     /// Time limit of one request, in seconds.
     #[arg(long, env = "PRIVBOOST_REQUEST_TIMEOUT", default_value_t = api::DEFAULT_REQUEST_TIMEOUT.as_secs())]
     request_timeout: u64,
+    /// Seconds a client has to send a request's line and headers.
+    #[arg(long, env = "PRIVBOOST_HEADER_READ_TIMEOUT", default_value_t = api::DEFAULT_HEADER_READ_TIMEOUT.as_secs())]
+    header_read_timeout: u64,
+    /// Requests per second per API key (0 turns the limit off, e.g. for benchmarks).
+    #[arg(long, env = "PRIVBOOST_RATE_LIMIT", default_value_t = api::DEFAULT_RATE_LIMIT.per_second.get())]
+    rate_limit: u32,
+    /// Requests one key may send at once above the sustained rate.
+    #[arg(long, env = "PRIVBOOST_RATE_BURST", default_value_t = api::DEFAULT_RATE_LIMIT.burst.get())]
+    rate_burst: u32,
     /// Seconds after which a running job whose process stopped renewing its
     /// lease (it crashed) is re-queued.
     #[arg(long, env = "PRIVBOOST_JOB_LEASE", default_value_t = privboost::jobs::DEFAULT_LEASE.as_secs())]
@@ -84,6 +94,19 @@ impl ServeArgs {
         c.max_predict_rows = self.max_predict_rows;
         c.max_active_jobs_per_key = self.max_active_jobs;
         c.request_timeout = Duration::from_secs(self.request_timeout);
+        anyhow::ensure!(
+            self.header_read_timeout > 0,
+            "--header-read-timeout must be at least 1"
+        );
+        c.header_read_timeout = Duration::from_secs(self.header_read_timeout);
+        c.rate_limit = match (
+            NonZeroU32::new(self.rate_limit),
+            NonZeroU32::new(self.rate_burst),
+        ) {
+            (None, _) => None,
+            (Some(per_second), Some(burst)) => Some(api::RateLimit { per_second, burst }),
+            (Some(_), None) => anyhow::bail!("--rate-burst must be at least 1"),
+        };
         anyhow::ensure!(
             self.job_lease >= 2,
             "--job-lease must be at least 2 seconds"
@@ -163,4 +186,35 @@ async fn shutdown_signal() {
         _ = terminate => {},
     }
     tracing::info!("shutdown signal received");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn config(args: &[&str]) -> anyhow::Result<Config> {
+        let cli = Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))?;
+        cli.serve.config()
+    }
+
+    #[test]
+    fn the_rate_limit_is_on_by_default_and_zero_turns_it_off() {
+        assert_eq!(
+            config(&[]).unwrap().rate_limit,
+            Some(api::DEFAULT_RATE_LIMIT)
+        );
+        assert_eq!(config(&["--rate-limit", "0"]).unwrap().rate_limit, None);
+        let c = config(&["--rate-limit", "5", "--rate-burst", "7"]).unwrap();
+        let l = c.rate_limit.unwrap();
+        assert_eq!((l.per_second.get(), l.burst.get()), (5, 7));
+        assert!(config(&["--rate-limit", "5", "--rate-burst", "0"]).is_err());
+        assert!(config(&["--header-read-timeout", "0"]).is_err());
+    }
 }
