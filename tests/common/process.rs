@@ -40,6 +40,11 @@ impl ChildServer {
                 "--log-json",
                 "--admin-key",
                 super::ADMIN_KEY,
+                // The crash and load tests drive one key far above the
+                // per-key rate limit on purpose; `tests/limits.rs` tests
+                // the limit itself.
+                "--rate-limit",
+                "0",
             ])
             .arg("--data-dir")
             .arg(data_dir)
