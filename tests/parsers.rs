@@ -23,8 +23,8 @@ const ALL_TYPES_SCHEMA: &str = include_str!("../fuzz/seeds/all-types-schema.json
 /// Models trained by `privboost train` on shipped data (also the fuzz seeds):
 /// stumps on adult (numeric, categorical, missing) and TopDown trees on mushroom.
 const MODELS: [&str; 2] = [
-    include_str!("../fuzz/seeds/adult-1r.json"),
-    include_str!("../fuzz/seeds/mushroom-td.json"),
+    include_str!("../fuzz/seeds/model_load/adult-1r.json"),
+    include_str!("../fuzz/seeds/model_load/mushroom-td.json"),
 ];
 
 fn all_types() -> Encoder {

@@ -12,8 +12,16 @@ pub const ALL_TYPES_SCHEMA: &str = include_str!("../seeds/all-types-schema.json"
 /// Read `csv` with every reader mode; an Ok result must be well formed.
 pub fn read_all_ways(csv: &[u8], encoder: &Encoder) {
     for label in [LabelMode::Required, LabelMode::Optional] {
-        for (on_bad_row, max_errors) in [(OnBadRow::Refuse, 1), (OnBadRow::Refuse, 3), (OnBadRow::Skip, 2)] {
-            let options = ReadOptions { label, on_bad_row, max_errors };
+        for (on_bad_row, max_errors) in [
+            (OnBadRow::Refuse, 1),
+            (OnBadRow::Refuse, 3),
+            (OnBadRow::Skip, 2),
+        ] {
+            let options = ReadOptions {
+                label,
+                on_bad_row,
+                max_errors,
+            };
             if let Ok(report) = read_csv_with(csv, encoder, &options) {
                 check_dataset(&report.dataset, encoder);
                 assert!(report.errors.len() <= max_errors);
@@ -44,7 +52,10 @@ pub fn check_dataset(data: &Dataset, encoder: &Encoder) {
 /// Active literals: ascending, in range, and per feature what its kind allows.
 pub fn check_active(active: &[u32], encoder: &Encoder) {
     let literals = encoder.literals();
-    assert!(active.windows(2).all(|w| w[0] < w[1]), "active literals ascending");
+    assert!(
+        active.windows(2).all(|w| w[0] < w[1]),
+        "active literals ascending"
+    );
     assert!(active.iter().all(|&l| (l as usize) < literals.len()));
     let mut per_feature = vec![0usize; encoder.feature_names().len()];
     for &l in active {

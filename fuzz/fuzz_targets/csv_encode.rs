@@ -10,9 +10,8 @@ use std::sync::LazyLock;
 use libfuzzer_sys::fuzz_target;
 use privboost::data::{Encoder, Schema};
 
-static ENCODER: LazyLock<Encoder> = LazyLock::new(|| {
-    Encoder::new(&Schema::from_json(common::ALL_TYPES_SCHEMA).unwrap()).unwrap()
-});
+static ENCODER: LazyLock<Encoder> =
+    LazyLock::new(|| Encoder::new(&Schema::from_json(common::ALL_TYPES_SCHEMA).unwrap()).unwrap());
 
 fuzz_target!(|data: &[u8]| {
     common::read_all_ways(data, &ENCODER);

@@ -17,13 +17,16 @@ use serde_json::Value;
 /// Models trained by `privboost train` on shipped data: stumps over numeric,
 /// categorical and missing literals (adult), and TopDown trees (mushroom).
 static MODELS: LazyLock<Vec<(Encoder, Predictor)>> = LazyLock::new(|| {
-    [include_str!("../seeds/adult-1r.json"), include_str!("../seeds/mushroom-td.json")]
-        .iter()
-        .map(|text| {
-            let model = Model::from_json(text).unwrap();
-            (model.encoder().unwrap(), model.predictor())
-        })
-        .collect()
+    [
+        include_str!("../seeds/model_load/adult-1r.json"),
+        include_str!("../seeds/model_load/mushroom-td.json"),
+    ]
+    .iter()
+    .map(|text| {
+        let model = Model::from_json(text).unwrap();
+        (model.encoder().unwrap(), model.predictor())
+    })
+    .collect()
 });
 
 fuzz_target!(|data: &[u8]| {
