@@ -15,7 +15,8 @@ use privboost::data::{
 };
 use privboost::learn::{Model, inspect};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Map, Value, json};
 
 /// Every column type, encoding, unknown policy and missing tokens.
@@ -98,17 +99,56 @@ fn cell() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-/// A CSV: a header that is usually right, then rows of cells with any field count.
+/// Values each all-types column accepts, in header order (the label last).
+const VALID_CELLS: [&[&str]; 9] = [
+    &["17", "90", "-5", "1e6", "?", "  42  ", "\"50\""],
+    &["1", "20", "40.5", "99", "1000"],
+    &["Private", "Gov", "?", ""],
+    &["x", "", "\"a,b\"", "\"multi\nline\""],
+    &["red", "3", "blue"],
+    &["round", "NA", "square"],
+    &["yes", "N", "1", "false"],
+    &["T", "0", "?"],
+    &["yes", "no"],
+];
+
+/// A row for the all-types header: mostly values its columns accept (so that
+/// some inputs are read, not all refused), sometimes junk or a wrong field count.
+fn row() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    let cells: Vec<BoxedStrategy<Vec<u8>>> = VALID_CELLS
+        .iter()
+        .map(|valid| {
+            prop_oneof![
+                15 => prop::sample::select(valid.to_vec()).prop_map(|s| s.as_bytes().to_vec()),
+                1 => cell(),
+            ]
+            .boxed()
+        })
+        .collect();
+    (
+        cells,
+        prop::option::weighted(0.05, cell()),
+        prop::bool::weighted(0.05),
+    )
+        .prop_map(|(mut row, extra, drop_last)| {
+            row.extend(extra);
+            if drop_last {
+                row.pop();
+            }
+            row
+        })
+}
+
+/// A CSV: a header that is usually right, then rows.
 fn csv_text() -> impl Strategy<Value = Vec<u8>> {
     let header = prop_oneof![
-        3 => Just("age,hours,work,id,color,shape,smoker,vegan,y".to_string()),
+        4 => Just("age,hours,work,id,color,shape,smoker,vegan,y".to_string()),
         1 => Just("y,vegan,smoker,shape,color,id,work,hours,age".to_string()),
         1 => Just("age,hours,work,id,color,shape,smoker,vegan".to_string()),
         1 => Just("age,age,hours,work,id,color,shape,smoker,vegan,y".to_string()),
         1 => "[a-z,\"\n]{0,30}",
     ];
-    let row = prop::collection::vec(cell(), 7..11);
-    let rows = prop::collection::vec(row, 0..6);
+    let rows = prop::collection::vec(row(), 0..6);
     (header, rows, prop::sample::select(vec!["\n", "\r\n", "\r"])).prop_map(|(h, rows, eol)| {
         let mut out = h.into_bytes();
         for row in rows {
@@ -543,6 +583,28 @@ proptest! {
             let _ = load_and_use(head);
         }
     }
+}
+
+/// The CSV generator is worth something only if its inputs reach both outcomes:
+/// count them over a deterministic sample.
+#[test]
+fn the_csv_generator_reaches_both_outcomes() {
+    let mut runner = TestRunner::deterministic();
+    let strategy = csv_text();
+    let mut options = ReadOptions::new(LabelMode::Required);
+    options.on_bad_row = OnBadRow::Skip;
+    let (mut read, mut refused) = (0, 0);
+    for _ in 0..256 {
+        let text = strategy.new_tree(&mut runner).unwrap().current();
+        match read_csv_with(&text[..], &all_types(), &options) {
+            Ok(_) => read += 1,
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(
+        read >= 25 && refused >= 25,
+        "{read} read, {refused} refused"
+    );
 }
 
 #[test]
