@@ -77,7 +77,8 @@ impl Encoder {
     /// Build from a schema (validated here, so an unchecked schema cannot be used).
     pub fn new(schema: &Schema) -> Result<Encoder, DataError> {
         schema.validate()?;
-        let mut literals = Vec::new();
+        // Validation capped the count (MAX_LITERALS), so this is a bounded allocation.
+        let mut literals = Vec::with_capacity(schema.n_literals());
         let mut feature_names = Vec::new();
         let mut codecs = Vec::new();
         let mut by_name = HashMap::new();

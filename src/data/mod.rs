@@ -75,8 +75,10 @@ pub use encode::Encoder;
 pub use error::DataError;
 pub use literal::Literal;
 pub use propose::propose_schema;
-pub use reader::{LabelMode, OnBadRow, ReadOptions, ReadReport, read_csv, read_csv_with};
+pub use reader::{
+    LabelMode, MAX_RECORD_BYTES, OnBadRow, ReadOptions, ReadReport, read_csv, read_csv_with,
+};
 pub use schema::{
-    BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelSpec, MAX_BINS, NumericColumn,
-    NumericEncoding, Schema, UnknownPolicy,
+    BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelSpec, MAX_BINS, MAX_LITERALS,
+    NumericColumn, NumericEncoding, Schema, UnknownPolicy,
 };

@@ -3,7 +3,9 @@
 //! Input is RFC 4180 CSV (comma separated, `"` quoting, UTF-8, header row required),
 //! read with the `csv` crate one record at a time into a reused byte buffer: the file
 //! is never held as strings, only the growing bit matrix is. Every field is trimmed of
-//! surrounding whitespace. Cells of ignored columns are not even decoded.
+//! surrounding whitespace. Cells of ignored columns are not even decoded. A record
+//! longer than [`MAX_RECORD_BYTES`] is refused while it is being read, so that memory
+//! stays bounded whatever the input (one endless field, an unclosed quote).
 //!
 //! Header rules: every schema column (and the label, when required) must be present;
 //! a header column the schema does not declare is an error (the owner should declare
@@ -17,6 +19,42 @@ use super::bits::{BitMatrixBuilder, BitVec};
 use super::dataset::Dataset;
 use super::encode::Encoder;
 use super::error::DataError;
+
+/// Longest record (a whole CSV row, header included) the reader accepts, in bytes.
+/// The `csv` crate buffers one whole record, so without a limit a single huge field
+/// or an unclosed quote would grow that buffer to the size of the input. A longer
+/// record is refused as soon as the parser has read this much of it and asks for
+/// more, so it is never buffered whole.
+pub const MAX_RECORD_BYTES: u64 = 1 << 20;
+
+/// The CSV parser's read buffer.
+const READ_BUFFER: usize = 64 << 10;
+
+/// The input as the parser sees it: fails when the parser asks for more input while
+/// it has already consumed [`MAX_RECORD_BYTES`] of the current record. (The parser
+/// reads only when its buffer is empty, so everything taken since the record's start
+/// belongs to that record.)
+struct Bounded<R> {
+    inner: R,
+    /// Bytes handed to the parser so far.
+    taken: u64,
+    /// Byte offset where the record being parsed starts (set by [`read`]).
+    record_start: u64,
+    /// Whether the limit was hit (to tell it from a real I/O error).
+    tripped: bool,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.taken.saturating_sub(self.record_start) >= MAX_RECORD_BYTES {
+            self.tripped = true;
+            return Err(std::io::Error::other("CSV record too long"));
+        }
+        let n = self.inner.read(buf)?;
+        self.taken += n as u64;
+        Ok(n)
+    }
+}
 
 /// Whether the label column must be present.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,8 +181,17 @@ fn read<R: Read>(
         .has_headers(true)
         // Field counts are checked here, to report them as "expected N, found M".
         .flexible(true)
-        .from_reader(reader);
-    let header = csv.byte_headers().map_err(|e| from_csv(e, 0))?.clone();
+        .buffer_capacity(READ_BUFFER)
+        .from_reader(Bounded {
+            inner: reader,
+            taken: 0,
+            record_start: 0,
+            tripped: false,
+        });
+    let header = match csv.byte_headers() {
+        Ok(header) => header.clone(),
+        Err(e) => return Err(csv_failure(&csv, e, 0).into()),
+    };
     if header.is_empty() {
         return Err(DataError::Empty.into());
     }
@@ -157,10 +204,11 @@ fn read<R: Read>(
     let mut errors = Vec::new();
     let (mut row, mut skipped) = (0, 0);
     loop {
+        csv.get_mut().record_start = csv.position().byte();
         match csv.read_byte_record(&mut record) {
             Ok(true) => {}
             Ok(false) => break,
-            Err(e) => return Err(from_csv(e, row + 1).into()),
+            Err(e) => return Err(csv_failure(&csv, e, row + 1).into()),
         }
         row += 1;
         let line = record.position().map(csv::Position::line);
@@ -206,9 +254,11 @@ fn layout(
         .collect::<Result<Vec<&str>, _>>()
         .map_err(|_| DataError::header("the header row is not valid UTF-8"))?;
     let mut position = HashMap::new();
+    // In header order, each once (a set as well: a header may repeat many names).
     let mut duplicates = Vec::new();
+    let mut reported = HashSet::new();
     for (i, &n) in names.iter().enumerate() {
-        if position.insert(n, i).is_some() && !duplicates.contains(&n) {
+        if position.insert(n, i).is_some() && reported.insert(n) {
             duplicates.push(n);
         }
     }
@@ -299,6 +349,25 @@ fn field<'r>(
     std::str::from_utf8(bytes)
         .map(str::trim)
         .map_err(|_| DataError::cell(row, column, "not valid UTF-8"))
+}
+
+/// A `csv` error as ours, telling an over-long record from a real I/O error.
+/// `row` 0 is the header.
+fn csv_failure<R: Read>(csv: &csv::Reader<Bounded<R>>, e: csv::Error, row: usize) -> DataError {
+    if !csv.get_ref().tripped {
+        return from_csv(e, row);
+    }
+    if row == 0 {
+        DataError::header(format!(
+            "the header row is longer than {MAX_RECORD_BYTES} bytes"
+        ))
+    } else {
+        DataError::row(
+            row,
+            format!("the record is longer than {MAX_RECORD_BYTES} bytes"),
+        )
+        .at_line(Some(csv.position().line()))
+    }
 }
 
 /// A `csv` error as ours. With byte records and flexible field counts only I/O errors
@@ -511,6 +580,133 @@ mod tests {
         let all_bad = "age,id,work,flag,y\nx,2,a,1,+\n";
         let e = read_csv_with(all_bad.as_bytes(), &encoder(), &options).unwrap_err();
         assert!(matches!(e, DataError::NoRows), "{e}");
+    }
+
+    /// `prefix`, then `len` bytes of `fill`, then `suffix`, generated as read (so a
+    /// test of a 100 MB field does not hold 100 MB itself).
+    struct Generated {
+        prefix: std::io::Cursor<Vec<u8>>,
+        fill: u8,
+        len: u64,
+        suffix: std::io::Cursor<Vec<u8>>,
+    }
+
+    impl Generated {
+        fn new(prefix: &str, fill: u8, len: u64, suffix: &str) -> Generated {
+            Generated {
+                prefix: std::io::Cursor::new(prefix.into()),
+                fill,
+                len,
+                suffix: std::io::Cursor::new(suffix.into()),
+            }
+        }
+    }
+
+    impl Read for Generated {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.prefix.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            if self.len > 0 {
+                let n = buf
+                    .len()
+                    .min(usize::try_from(self.len).unwrap_or(usize::MAX));
+                buf[..n].fill(self.fill);
+                self.len -= n as u64;
+                return Ok(n);
+            }
+            self.suffix.read(buf)
+        }
+    }
+
+    /// Regression: the `csv` crate buffers a whole record, so one 100 MB field (or
+    /// an unclosed quote running to the end of the input) took memory in proportion
+    /// to the input. Records longer than MAX_RECORD_BYTES are now refused while
+    /// they are read.
+    #[test]
+    fn a_huge_field_is_refused_without_buffering_it() {
+        let h = "age,id,work,flag,y\n1,2,a,1,+\n";
+        let huge = 100 << 20;
+        let want = format!("row 2 (line 3): the record is longer than {MAX_RECORD_BYTES} bytes");
+        let e = read_csv(
+            Generated::new(&format!("{h}1,"), b'7', huge, ",a,1,+\n"),
+            &encoder(),
+            LabelMode::Required,
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), want);
+        // An unclosed quote: the rest of the input is one field.
+        let e = read_csv(
+            Generated::new(&format!("{h}1,\""), b'x', huge, ""),
+            &encoder(),
+            LabelMode::Required,
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), want);
+        let e = read_csv(
+            Generated::new("age,", b'x', huge, "\n"),
+            &encoder(),
+            LabelMode::Required,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("CSV header: the header row is longer than {MAX_RECORD_BYTES} bytes")
+        );
+        // Skipping bad rows does not skip past the limit either.
+        let mut options = ReadOptions::new(LabelMode::Required);
+        options.on_bad_row = OnBadRow::Skip;
+        let e = read_csv_with(
+            Generated::new(&format!("{h}1,"), b'7', huge, ",a,1,+\n"),
+            &encoder(),
+            &options,
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), want);
+    }
+
+    #[test]
+    fn records_up_to_the_limit_are_read() {
+        // An ignored field just under the limit, between ordinary rows.
+        let h = "age,id,work,flag,y\n1,2,a,1,+\n1,";
+        let len = MAX_RECORD_BYTES - 20;
+        let d = read_csv(
+            Generated::new(h, b'x', len, ",a,1,+\n1,2,b,0,-\n"),
+            &encoder(),
+            LabelMode::Required,
+        )
+        .unwrap();
+        assert_eq!(d.n_rows(), 3);
+        // Many records whose total is far over the limit.
+        let rows = "1,2,a,1,+\n".repeat(300_000);
+        let d = read_csv(
+            format!("age,id,work,flag,y\n{rows}").as_bytes(),
+            &encoder(),
+            LabelMode::Required,
+        )
+        .unwrap();
+        assert_eq!(d.n_rows(), 300_000);
+    }
+
+    /// Regression: duplicate header names were collected with a linear search per
+    /// name, quadratic in a header that repeats many names (2.5e9 comparisons for
+    /// this one, which is just under MAX_RECORD_BYTES).
+    #[test]
+    fn many_duplicate_header_names_are_listed_once_each() {
+        let names: Vec<String> = (0..70_000).map(|i| format!("c{i}")).collect();
+        let header = format!("{0},{0}\n", names.join(","));
+        assert!(header.len() < MAX_RECORD_BYTES as usize);
+        let start = std::time::Instant::now();
+        let e = err(&header);
+        // Loose enough for a loaded machine: the set makes it milliseconds.
+        assert!(start.elapsed().as_secs_f64() < 5.0, "{:?}", start.elapsed());
+        assert!(
+            e.starts_with(r#"CSV header: duplicate columns "c0", "c1", "#),
+            "{}",
+            &e[..80]
+        );
+        assert_eq!(e.matches("\"c69999\"").count(), 1);
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //!
 //! The JSON format and its rules are documented on [`Schema`], the public entry point.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::error::DataError;
@@ -14,6 +16,12 @@ use super::error::DataError;
 /// Largest `bins` accepted: more cut points than this is almost surely a mistake, and
 /// each one costs a literal per row.
 pub const MAX_BINS: u32 = 1000;
+
+/// Largest number of literals a schema may encode to. Each literal costs a name in
+/// every encoder and model and a bit per training row, and `bins` lets a few bytes of
+/// schema ask for a thousand literals, so the count is checked (by arithmetic, before
+/// anything is allocated) to keep a small schema from demanding gigabytes.
+pub const MAX_LITERALS: usize = 100_000;
 
 /// Significant digits kept in equal-width cut points: enough to separate any 1000 bins
 /// of a range that is not itself below float precision, few enough to drop the
@@ -211,6 +219,30 @@ impl Column {
         !matches!(self, Column::Ignore(_))
     }
 
+    /// How many literals the column encodes to (see [`super::Encoder`]), computed
+    /// without building them. Only meaningful for a validated column.
+    pub fn n_literals(&self) -> usize {
+        let values = match self {
+            Column::Numeric(c) => {
+                let cuts = match (&c.thresholds, c.bins) {
+                    (Some(t), _) => t.len(),
+                    (None, Some(bins)) => bins.saturating_sub(1) as usize,
+                    (None, None) => 0,
+                };
+                match c.encoding {
+                    NumericEncoding::Intervals => cuts + 1,
+                    NumericEncoding::Thresholds => cuts,
+                }
+            }
+            Column::Categorical(c) => {
+                c.categories.len() + usize::from(c.unknown == UnknownPolicy::Other)
+            }
+            Column::Boolean(_) => 1,
+            Column::Ignore(_) => return 0,
+        };
+        values + usize::from(self.missing().is_some())
+    }
+
     fn validate(&self) -> Result<(), DataError> {
         let name = self.name();
         if name.is_empty() {
@@ -319,8 +351,10 @@ impl CategoricalColumn {
         if let Some(d) = first_duplicate(&self.categories) {
             return Err(DataError::column(name, format!("duplicate category {d:?}")));
         }
+        // A set, not `categories.contains` per token: both lists may be long.
+        let categories: HashSet<&String> = self.categories.iter().collect();
         if let Some(tokens) = &self.missing
-            && let Some(t) = tokens.iter().find(|t| self.categories.contains(t))
+            && let Some(t) = tokens.iter().find(|t| categories.contains(t))
         {
             return Err(DataError::column(
                 name,
@@ -390,7 +424,19 @@ impl Schema {
                 "no feature column (all columns are ignore)",
             ));
         }
+        let n_literals = self.n_literals();
+        if n_literals > MAX_LITERALS {
+            return Err(DataError::schema(format!(
+                "the columns encode to {n_literals} literals; at most {MAX_LITERALS} are allowed"
+            )));
+        }
         Ok(())
+    }
+
+    /// How many literals the schema encodes to (the encoder's `d`), computed without
+    /// building them.
+    pub fn n_literals(&self) -> usize {
+        self.columns.iter().map(Column::n_literals).sum()
     }
 
     /// Name of the label column.
@@ -444,7 +490,7 @@ fn check_trimmed(column: &str, what: &str, s: &str) -> Result<(), DataError> {
 }
 
 fn first_duplicate(items: &[String]) -> Option<&str> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     items
         .iter()
         .find(|s| !seen.insert(s.as_str()))
@@ -595,6 +641,68 @@ mod tests {
         assert!(e.contains("unknown field `neg`"), "{e}");
         let e = Schema::from_json("{").unwrap_err();
         assert!(matches!(e, DataError::Json(_)), "{e}");
+    }
+
+    /// Regression: `bins` lets ~60 bytes of schema ask for 1000 literals, so a schema
+    /// within the service's 1 MiB text limit encoded to ~18 million literals (several
+    /// GB of names) before anything else was checked. The count is now capped.
+    #[test]
+    fn too_many_literals_are_refused_before_building_them() {
+        let columns: Vec<String> = (0..101)
+            .map(|i| {
+                format!(
+                    r#"{{"name": "c{i}", "type": "numeric", "min": 0, "max": 1, "bins": 1000}}"#
+                )
+            })
+            .collect();
+        let e = err(&columns.join(","));
+        assert!(
+            e.contains("encode to 101000 literals; at most 100000 are allowed"),
+            "{e}"
+        );
+        // One column fewer fits.
+        let s = Schema::from_json(&with_column(&columns[..100].join(","))).unwrap();
+        assert_eq!(s.n_literals(), 100_000);
+    }
+
+    #[test]
+    fn literal_count_matches_the_encoder() {
+        let s = Schema::from_json(&with_column(
+            r#"{"name": "a", "type": "numeric", "min": 0, "max": 9, "bins": 3, "missing": ["?"]},
+               {"name": "b", "type": "numeric", "min": 0, "max": 9, "thresholds": [1, 2], "encoding": "thresholds"},
+               {"name": "c", "type": "categorical", "categories": ["x", "z"], "unknown": "other"},
+               {"name": "d", "type": "boolean", "missing": ["?"]},
+               {"name": "e", "type": "ignore"}"#,
+        ))
+        .unwrap();
+        assert_eq!(s.n_literals(), (3 + 1) + 2 + (2 + 1) + (1 + 1));
+        assert_eq!(
+            crate::data::Encoder::new(&s).unwrap().n_literals(),
+            s.n_literals()
+        );
+    }
+
+    /// Regression: each missing token was looked up in the category list by a
+    /// linear scan, quadratic in a schema with long lists of both.
+    #[test]
+    fn long_category_and_missing_lists_validate_quickly() {
+        let list = |p: &str| {
+            (0..90_000)
+                .map(|i| format!("\"{p}{i}\""))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let col = format!(
+            r#"{{"name": "c", "type": "categorical", "categories": [{}], "missing": [{}]}}"#,
+            list("v"),
+            list("m")
+        );
+        let start = std::time::Instant::now();
+        let s = Schema::from_json(&with_column(&col)).unwrap();
+        assert_eq!(s.n_literals(), 90_001);
+        // The quadratic check made 8e9 comparisons (tens of seconds); the set takes
+        // milliseconds, so the bound is loose enough for a loaded machine.
+        assert!(start.elapsed().as_secs_f64() < 5.0, "{:?}", start.elapsed());
     }
 
     #[test]

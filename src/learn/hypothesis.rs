@@ -117,6 +117,10 @@ impl Hypothesis {
                 if nodes.is_empty() {
                     return Err("a tree has no nodes".into());
                 }
+                // Exactly one parent for every node but the root: with children after
+                // parents this makes it a tree, so walking it (inspection prints every
+                // path) is linear, not exponential as on a shared-node DAG.
+                let mut has_parent = vec![false; nodes.len()];
                 for (i, node) in nodes.iter().enumerate() {
                     if let TreeNode::Split {
                         literal,
@@ -133,8 +137,14 @@ impl Hypothesis {
                             if child as usize <= i || child as usize >= nodes.len() {
                                 return Err(format!("tree node {i} has an invalid child {child}"));
                             }
+                            if std::mem::replace(&mut has_parent[child as usize], true) {
+                                return Err(format!("tree node {child} has two parents"));
+                            }
                         }
                     }
+                }
+                if let Some(orphan) = has_parent.iter().skip(1).position(|p| !p) {
+                    return Err(format!("tree node {} is unreachable", orphan + 1));
                 }
                 Ok(())
             }

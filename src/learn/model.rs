@@ -8,9 +8,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::LearnError;
-use super::hypothesis::Hypothesis;
+use super::hypothesis::{Hypothesis, TreeNode};
 use super::lazybb::Ensemble;
-use super::params::{SensitivityBound, ValidLazyBbParams, WeakLearnerKind, WeakLearnerName};
+use super::params::{
+    MAX_INTERNAL_NODES, MAX_ROUNDS, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
+    WeakLearnerName,
+};
 use crate::data::{Dataset, Encoder, Schema};
 use crate::privacy::Composition;
 
@@ -233,6 +236,27 @@ impl Model {
 
     /// Consistency checks on a deserialised model.
     fn check(&self) -> Result<(), LearnError> {
+        // The bounds training enforces (params.rs), checked before anything is built.
+        let tau = self.params.tau;
+        if tau > MAX_ROUNDS {
+            return Err(LearnError::ModelFormat(format!(
+                "tau = {tau} is more than {MAX_ROUNDS} rounds"
+            )));
+        }
+        let max_splits = match (self.params.weak_learner, self.params.internal_nodes) {
+            (WeakLearnerName::TopDown, Some(t)) if (1..=MAX_INTERNAL_NODES).contains(&t) => t,
+            (WeakLearnerName::TopDown, _) => {
+                return Err(LearnError::ModelFormat(format!(
+                    "a TopDown model needs internal_nodes between 1 and {MAX_INTERNAL_NODES}"
+                )));
+            }
+            (WeakLearnerName::OneRule, None) => 0,
+            (WeakLearnerName::OneRule, Some(_)) => {
+                return Err(LearnError::ModelFormat(
+                    "internal_nodes is only for TopDown models".into(),
+                ));
+            }
+        };
         let encoder = self.encoder()?;
         let names: Vec<&str> = encoder.literals().iter().map(|l| l.name.as_str()).collect();
         if names != self.literals.iter().map(String::as_str).collect::<Vec<_>>() {
@@ -249,6 +273,17 @@ impl Model {
         }
         for h in &self.ensemble {
             h.check(names.len()).map_err(LearnError::ModelFormat)?;
+            if let Hypothesis::Tree { nodes } = h {
+                let splits = nodes
+                    .iter()
+                    .filter(|n| matches!(n, TreeNode::Split { .. }))
+                    .count();
+                if splits > max_splits as usize {
+                    return Err(LearnError::ModelFormat(format!(
+                        "a tree has {splits} splits but internal_nodes = {max_splits}"
+                    )));
+                }
+            }
             let is_tree = matches!(h, Hypothesis::Tree { .. });
             if is_tree != (self.params.weak_learner == WeakLearnerName::TopDown) {
                 return Err(LearnError::ModelFormat(
@@ -401,5 +436,132 @@ impl Predictor {
         used.sort_unstable();
         used.dedup();
         used
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::data::{LabelMode, read_csv};
+    use crate::learn::params::{LazyBbParams, PrivacyMode};
+    use crate::learn::{inspect, train};
+    use crate::privacy::{Budget, NoiseRng};
+
+    /// A small private TopDown model (2 internal nodes, 3 rounds) as JSON.
+    fn tree_model() -> Value {
+        let schema = Schema::from_json(
+            r#"{"label": {"column": "y", "positive": "yes"},
+                "columns": [{"name": "a", "type": "boolean"}, {"name": "b", "type": "boolean"}]}"#,
+        )
+        .unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let csv = "a,b,y\n1,0,yes\n1,1,yes\n0,1,no\n0,0,no\n1,0,yes\n0,1,no\n";
+        let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
+        let params = LazyBbParams {
+            tau: 3,
+            lambda: 0.3,
+            kappa: 0.5,
+            weak_learner: WeakLearnerKind::TopDown {
+                internal_nodes: 2,
+                bound: SensitivityBound::Proven,
+            },
+            privacy: PrivacyMode::Private(Budget::new(2.0, 0.0).unwrap()),
+        }
+        .check()
+        .unwrap();
+        let ensemble = train(&data, &params, Some(&mut NoiseRng::seeded(7)), &mut |_| {
+            true
+        })
+        .unwrap();
+        let model = Model::new(&schema, &encoder, &params, false, &ensemble).unwrap();
+        serde_json::from_str(&model.to_json()).unwrap()
+    }
+
+    fn load_error(value: &Value) -> String {
+        Model::from_json(&value.to_string())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn the_unmodified_tree_model_loads() {
+        let model = Model::from_json(&tree_model().to_string()).unwrap();
+        let encoder = model.encoder().unwrap();
+        assert!(inspect(&model, &encoder).to_text().contains("tree 3:"));
+    }
+
+    /// Regression: a "tree" whose nodes share children passed the child-order
+    /// check, and inspection printed every root-to-leaf path, 2^depth of them,
+    /// so a few kilobytes of model JSON hung `inspect` and the inspect endpoint.
+    #[test]
+    fn a_tree_with_shared_nodes_is_refused() {
+        let mut value = tree_model();
+        value["params"]["internal_nodes"] = json!(16);
+        let mut nodes: Vec<Value> = (1..=16)
+            .map(|i| json!({"kind": "split", "literal": 0, "if_false": i, "if_true": i}))
+            .collect();
+        nodes.push(json!({"kind": "leaf", "positive": true}));
+        for h in value["ensemble"].as_array_mut().unwrap() {
+            h["nodes"] = json!(nodes);
+        }
+        let e = load_error(&value);
+        assert!(e.contains("tree node 1 has two parents"), "{e}");
+    }
+
+    #[test]
+    fn a_tree_with_an_unreachable_node_is_refused() {
+        let mut value = tree_model();
+        value["ensemble"][0]["nodes"] = json!([
+            {"kind": "split", "literal": 0, "if_false": 1, "if_true": 3},
+            {"kind": "leaf", "positive": true},
+            {"kind": "leaf", "positive": false},
+            {"kind": "leaf", "positive": true}
+        ]);
+        let e = load_error(&value);
+        assert!(e.contains("tree node 2 is unreachable"), "{e}");
+    }
+
+    /// Regression: a chain of splits as deep as the model file is long made
+    /// inspection recurse once per level and overflow the stack (an abort, not
+    /// an error). Trees may have at most `internal_nodes` <= 16 splits.
+    #[test]
+    fn trees_deeper_than_internal_nodes_are_refused() {
+        let mut value = tree_model();
+        let depth = 100_000u32;
+        // Node 2i splits into the leaf 2i + 1 and the next split 2i + 2.
+        let mut nodes = Vec::new();
+        for i in 0..depth {
+            nodes.push(
+                json!({"kind": "split", "literal": 0, "if_false": 2 * i + 1, "if_true": 2 * i + 2}),
+            );
+            nodes.push(json!({"kind": "leaf", "positive": true}));
+        }
+        nodes.push(json!({"kind": "leaf", "positive": false}));
+        value["ensemble"][0]["nodes"] = json!(nodes);
+        let e = load_error(&value);
+        assert!(
+            e.contains("a tree has 100000 splits but internal_nodes = 2"),
+            "{e}"
+        );
+
+        value["params"]["internal_nodes"] = json!(100_000);
+        let e = load_error(&value);
+        assert!(e.contains("internal_nodes between 1 and 16"), "{e}");
+        value["params"]["internal_nodes"] = Value::Null;
+        assert!(load_error(&value).contains("internal_nodes between 1 and 16"));
+    }
+
+    #[test]
+    fn round_counts_beyond_training_limits_are_refused() {
+        let mut value = tree_model();
+        value["params"]["tau"] = json!(u32::MAX);
+        let e = load_error(&value);
+        assert!(e.contains("more than 10000 rounds"), "{e}");
+        let mut value = tree_model();
+        value["params"]["weak_learner"] = json!("dp-1r");
+        let e = load_error(&value);
+        assert!(e.contains("only for TopDown"), "{e}");
     }
 }
