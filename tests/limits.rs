@@ -457,7 +457,7 @@ fn vm_hwm(pid: u32) -> u64 {
 /// rows (28 MB of CSV) streamed in chunks, and its peak resident memory
 /// grows by at most 8 copies of the bit matrix (n x (d + 1) bits) plus
 /// 16 MiB, whatever the size of the text. `.ci/upload_memory.py` measures
-/// the same for a 1 GB file (docs/reliability-contract.md).
+/// the same for a 1 GB file (docs/reliability.md).
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_accepted_upload_stays_within_its_memory_bound() {

@@ -112,7 +112,7 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
 /// 1 GiB: uploads are streamed into the encoder, so memory never holds the
 /// CSV text; it grows with the rows: about 6 copies of the bit matrix
 /// (n * (d + 1) / 8 bytes) at the peak, while building, encoding and storing
-/// it (tests/limits.rs, docs/reliability-contract.md). The row limit stops
+/// it (tests/limits.rs, docs/reliability.md). The row limit stops
 /// an upload while it streams.
 pub const DEFAULT_MAX_UPLOAD_BYTES: usize = 1 << 30;
 /// 20 million rows: 20M x 200 literals is 500 MB of bits, within a 2-core,
