@@ -1,12 +1,12 @@
 //! LazyBB end to end on small synthetic data: the noise-free learner finds the
-//! signal, the private learner's first choice follows `exp(-eta err)` with the
+//! signal, the private learner's first choice follows Laplace report-noisy-max with the
 //! calibrated eta, cancellation stops between rounds, models round-trip.
 
 use super::hypothesis::Hypothesis;
 use super::one_rule::OneRule;
 use super::*;
 use crate::data::{BitMatrixBuilder, BitVec, Dataset, Encoder, LabelMode, Schema, read_csv};
-use crate::privacy::testutil::chi_square_p_value;
+use crate::privacy::testutil::{chi_square_p_value, rnm_laplace_probabilities};
 use crate::privacy::{Budget, NoiseRng};
 
 /// Rows given as lists of active literals, with labels.
@@ -87,6 +87,7 @@ fn errors_match_brute_force() {
     let p: Vec<f64> = raw.iter().map(|w| w / total).collect();
     let signed: Vec<f64> = (0..200)
         .map(|i| if labels.get(i) { -p[i] } else { p[i] })
+        .chain([0.0]) // the row lists' sentinel
         .collect();
     let p_positive: f64 = (0..200).filter(|&i| labels.get(i)).map(|i| p[i]).sum();
     let mut learner = OneRule::new(&data.features);
@@ -123,10 +124,12 @@ fn noise_free_lazybb_finds_the_signal() {
 }
 
 /// The first round sees uniform weights, so the chosen candidate must follow
-/// exp(-eta err) / Z with eta = epsilon kappa n / (4 tau). A factor-2 error in
-/// eta fails this test (see the second half).
+/// report-noisy-max on `-err` with Laplace scale `1 / eta`,
+/// eta = epsilon kappa n / (4 tau). A factor-2 error in eta fails this test,
+/// and so does the exponential mechanism's `exp(-eta err) / Z` (the second
+/// half): the selection really is Laplace report-noisy-max.
 #[test]
-fn first_choice_follows_the_calibrated_exponential_mechanism() {
+fn first_choice_follows_calibrated_report_noisy_max() {
     let n = 48;
     let data = synthetic(n, 3);
     let budget = Budget::new(1.0, 0.0).unwrap();
@@ -136,13 +139,11 @@ fn first_choice_follows_the_calibrated_exponential_mechanism() {
     // (privacy::calibration::one_rule_eta): a relative change below 1e-4.
     assert!((eta / (1.0 * 0.5 * 48.0 / 4.0) - 1.0).abs() < 1e-4);
     let errors = brute_force_errors(&data, &vec![1.0 / n as f64; n]);
+    let scores: Vec<f64> = errors.iter().map(|e| -e).collect();
+    let expected = rnm_laplace_probabilities(&scores, 1.0 / eta);
+    let doubled = rnm_laplace_probabilities(&scores, 0.5 / eta);
     let z: f64 = errors.iter().map(|e| (-eta * e).exp()).sum();
-    let expected: Vec<f64> = errors.iter().map(|e| (-eta * e).exp() / z).collect();
-    let doubled_z: f64 = errors.iter().map(|e| (-2.0 * eta * e).exp()).sum();
-    let doubled: Vec<f64> = errors
-        .iter()
-        .map(|e| (-2.0 * eta * e).exp() / doubled_z)
-        .collect();
+    let gibbs: Vec<f64> = errors.iter().map(|e| (-eta * e).exp() / z).collect();
 
     let mut rng = NoiseRng::seeded(21);
     let mut counts = vec![0u64; errors.len()];
@@ -168,6 +169,7 @@ fn first_choice_follows_the_calibrated_exponential_mechanism() {
         "{counts:?} vs {expected:?}"
     );
     assert!(chi_square_p_value(&counts, &doubled) < 1e-10);
+    assert!(chi_square_p_value(&counts, &gibbs) < 1e-10);
 }
 
 #[test]
@@ -361,9 +363,10 @@ fn noise_free_top_down_finds_the_signal() {
     assert!(metrics::accuracy(&predictor.vote_sums(&data), &labels) > 0.85);
 }
 
-/// With t = 1 the first split of the first tree is drawn with probability
-/// exp(eta im) / Z, eta = epsilon kappa n / (64 tau t): checked against the
-/// brute-force improvements, and a 4x eta (the paper's bound) is rejected.
+/// With t = 1 the first split of the first tree is report-noisy-max on the
+/// improvements with Laplace scale 1 / eta, eta = epsilon kappa n / (64 tau t):
+/// checked against the brute-force improvements, and a 4x eta (the paper's
+/// bound) is rejected.
 #[test]
 fn first_split_follows_the_proven_calibration() {
     let n = 64;
@@ -397,10 +400,7 @@ fn first_split_follows_the_proven_calibration() {
                 - wg(&mut (0..n).filter(|&i| !data.features.get(i, j)))
         })
         .collect();
-    let expected = |eta: f64| {
-        let z: f64 = im.iter().map(|v| (eta * v).exp()).sum();
-        im.iter().map(|v| (eta * v).exp() / z).collect::<Vec<f64>>()
-    };
+    let expected = |eta: f64| rnm_laplace_probabilities(&im, 1.0 / eta);
     let mut rng = NoiseRng::seeded(31);
     let mut counts = vec![0u64; 3];
     for _ in 0..30_000 {
