@@ -305,8 +305,13 @@ fn summary(times: &mut [f64]) -> (f64, f64, f64) {
 
 /// Time `runs` trainings on each of `a` and `b`, interleaved (so that drift
 /// in the machine's speed hits both alike), and print the figures.
-fn time_pair(name: &str, a: &Dataset, b: &Dataset, params: &crate::learn::ValidLazyBbParams) {
-    let runs = 400;
+fn time_pair(
+    name: &str,
+    a: &Dataset,
+    b: &Dataset,
+    params: &crate::learn::ValidLazyBbParams,
+    runs: usize,
+) {
     let mut rng = NoiseRng::seeded(7);
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
     for _ in 0..runs {
@@ -328,7 +333,9 @@ fn time_pair(name: &str, a: &Dataset, b: &Dataset, params: &crate::learn::ValidL
     );
 }
 
-/// Training time on neighbouring datasets (docs/privacy.md, "Timing"):
+/// Training time on neighbouring datasets and on same-shape datasets of
+/// extreme literal densities, for DP-1R and DP TopDown (docs/privacy.md,
+/// "Timing"):
 /// `cargo test --release audit::tests::training_time -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -360,15 +367,12 @@ fn training_time_on_neighbouring_datasets() {
         "Adult: n = {n}, d = {d}; the substituted row differs in {} literals",
         distance(far)
     );
-    let adult_params = params(1.0, 39, 0.45, 0.35);
-    time_pair("Adult, eps 1, tau 39", &adult, &neighbour, &adult_params);
 
-    // Same n and d, different data (not neighbours): every literal unset vs
-    // every literal set in half the rows. Shows that the time depends on the
-    // literals' densities, i.e. on more than n and the parameters.
-    let sparse_rows: Vec<(Vec<u32>, bool)> =
-        (0..n).map(|i| (vec![], i.is_multiple_of(2))).collect();
-    let dense_rows: Vec<(Vec<u32>, bool)> = (0..n)
+    // Same n and d, different data (not neighbours): every literal unset,
+    // every literal set in half the rows, every literal set. Before the
+    // padding, the time depended on the literals' densities.
+    let unset_rows: Vec<(Vec<u32>, bool)> = (0..n).map(|i| (vec![], i.is_multiple_of(2))).collect();
+    let half_rows: Vec<(Vec<u32>, bool)> = (0..n)
         .map(|i| {
             (
                 (0..d as u32)
@@ -378,10 +382,52 @@ fn training_time_on_neighbouring_datasets() {
             )
         })
         .collect();
-    time_pair(
-        "same n and d, all literals 0 (D) vs half set (D'), not neighbours",
-        &dataset(d, &sparse_rows),
-        &dataset(d, &dense_rows),
-        &adult_params,
+    let set_rows: Vec<(Vec<u32>, bool)> = (0..n)
+        .map(|i| ((0..d as u32).collect(), i.is_multiple_of(2)))
+        .collect();
+    let (unset, half, set) = (
+        dataset(d, &unset_rows),
+        dataset(d, &half_rows),
+        dataset(d, &set_rows),
     );
+
+    let one_rule = params(1.0, 39, 0.45, 0.35);
+    let top_down = LazyBbParams {
+        tau: 15,
+        lambda: 0.45,
+        kappa: 0.3,
+        weak_learner: WeakLearnerKind::TopDown {
+            internal_nodes: 3,
+            bound: crate::learn::SensitivityBound::Proven,
+        },
+        privacy: PrivacyMode::Private(Budget::new(1.0, 0.0).unwrap()),
+    }
+    .check()
+    .unwrap();
+    for (learner, params, runs) in [
+        ("DP-1R, eps 1, tau 39", &one_rule, 400),
+        ("TopDown t 3, eps 1, tau 15", &top_down, 200),
+    ] {
+        time_pair(
+            &format!("{learner}: Adult (D) vs neighbour (D')"),
+            &adult,
+            &neighbour,
+            params,
+            runs,
+        );
+        time_pair(
+            &format!("{learner}: all literals 0 (D) vs half set (D'), not neighbours"),
+            &unset,
+            &half,
+            params,
+            runs,
+        );
+        time_pair(
+            &format!("{learner}: all literals 0 (D) vs all set (D'), not neighbours"),
+            &unset,
+            &set,
+            params,
+            runs,
+        );
+    }
 }

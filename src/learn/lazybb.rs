@@ -100,6 +100,31 @@ pub(crate) enum Fault {
 /// only when `lambda tau` exceeds about 250.
 pub(crate) const FLUSH_BELOW: f64 = f64::from_bits((1023 - 400) << 52);
 
+/// Normalise the projected measure: `mu[k]` is the measure of every row of
+/// margin class `k`, `count[2k]` / `count[2k + 1]` count its rows with
+/// `y = -1` / `y = +1`. Writes the signed weights `-y p` of each (class,
+/// label) to `signed_of_class` and returns `P+ = p(y = +1)`. These are the
+/// float operations that the summation and normalisation parts of the float
+/// margin E bound (`privacy::calibration::one_rule_float_margin`;
+/// `learn::tests::float_error_of_the_errors_is_within_the_margin` checks them
+/// against an exact reference).
+pub(crate) fn class_weights(count: &[u64], mu: &[f64], signed_of_class: &mut [f64]) -> f64 {
+    let total: f64 = count
+        .chunks_exact(2)
+        .zip(mu)
+        .map(|(c, w)| w * (c[0] + c[1]) as f64)
+        .sum();
+    let mut p_positive = 0.0;
+    for (k, w) in mu.iter().enumerate() {
+        let weight = w / total; // normalised: p(i) <= 1/(kappa n)
+        let weight = if weight < FLUSH_BELOW { 0.0 } else { weight };
+        signed_of_class[2 * k] = weight; // y = -1: -y p = +p
+        signed_of_class[2 * k + 1] = -weight; // y = +1
+        p_positive += weight * count[2 * k + 1] as f64;
+    }
+    p_positive
+}
+
 /// [`train`], optionally with a [`Fault`] (tests only pass `Some`).
 pub(crate) fn train_with_fault(
     data: &Dataset,
@@ -176,19 +201,7 @@ pub(crate) fn train_with_fault(
             // Case A without the cap: mu = m, entries above 1 kept.
             mu = (0..classes / 2).map(|k| log_m(k).exp()).collect();
         }
-        let total: f64 = count
-            .chunks_exact(2)
-            .zip(&mu)
-            .map(|(c, w)| w * (c[0] + c[1]) as f64)
-            .sum();
-        let mut p_positive = 0.0;
-        for (k, w) in mu.iter().enumerate() {
-            let weight = w / total; // normalised: p(i) <= 1/(kappa n)
-            let weight = if weight < FLUSH_BELOW { 0.0 } else { weight };
-            signed_of_class[2 * k] = weight; // y = -1: -y p = +p
-            signed_of_class[2 * k + 1] = -weight; // y = +1
-            p_positive += weight * count[2 * k + 1] as f64;
-        }
+        let p_positive = class_weights(&count, &mu, &mut signed_of_class);
         for (out, &c) in signed.iter_mut().zip(&class) {
             *out = signed_of_class[c as usize];
         }

@@ -436,4 +436,106 @@ mod tests {
             }
         }
     }
+
+    /// The float margin of TopDown (`privacy::calibration::top_down_float_margin`)
+    /// against an exact reference: the root's Gini improvements computed from
+    /// LazyBB's float weights (`lazybb::class_weights`) are compared with
+    /// improvements of the exact cell masses under the exactly normalised
+    /// weights (masses from `privacy::float_reference`, then `wG` in f64,
+    /// whose own error is below `20 u`). Random and equal-weight inputs;
+    /// prints the worst ratio to the margin.
+    #[test]
+    fn float_error_of_the_improvements_is_within_the_margin() {
+        use crate::privacy::calibration::top_down_float_margin;
+        use crate::privacy::float_reference::{Expansion, quotient};
+        let u = f64::EPSILON / 2.0;
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for (name, n, random) in [
+            ("random", 200_003usize, true),
+            ("equal weights", 3_000_001, false),
+        ] {
+            let classes = if random { 79 } else { 1 };
+            let mu: Vec<f64> = (0..classes).map(|_| next().max(1e-3)).collect();
+            let class: Vec<usize> = (0..n)
+                .map(|_| if random { (next() * 79.0) as usize } else { 0 })
+                .collect();
+            let positive: Vec<bool> = (0..n)
+                .map(|i| if random { next() < 0.3 } else { i % 3 == 0 })
+                .collect();
+            let d = 4;
+            let mut builder = BitMatrixBuilder::new(d);
+            for i in 0..n {
+                let active: Vec<u32> = (0..d as u32)
+                    .filter(|&j| {
+                        if random {
+                            next() < 0.2 * f64::from(j + 1)
+                        } else {
+                            (i / (j as usize + 1)) % 2 == 0
+                        }
+                    })
+                    .collect();
+                builder.push_row(&active);
+            }
+            let features = builder.finish();
+            let mut count = vec![0u64; 2 * classes];
+            for (&k, &y) in class.iter().zip(&positive) {
+                count[2 * k + usize::from(y)] += 1;
+            }
+            let mut signed_of_class = vec![0.0; 2 * classes];
+            crate::learn::lazybb::class_weights(&count, &mu, &mut signed_of_class);
+            let signed: Vec<f64> = class
+                .iter()
+                .zip(&positive)
+                .map(|(&k, &y)| signed_of_class[2 * k + usize::from(y)])
+                .chain([0.0])
+                .collect();
+            let mut learner = TopDown::new(&features, 1);
+            learner.improvements = vec![vec![0.0; d]];
+            learner.score_leaves(&[0], 1, &signed);
+
+            let mut total = Expansion::default();
+            for &k in &class {
+                total.add(mu[k]);
+            }
+            let mass = |filter: &dyn Fn(usize) -> bool| {
+                let mut e = Expansion::default();
+                for i in (0..n).filter(|&i| filter(i)) {
+                    e.add(mu[class[i]]);
+                }
+                let (hi, lo) = quotient(&e, &total);
+                hi + lo
+            };
+            let wg = |a: f64, b: f64| {
+                if a + b > 0.0 {
+                    4.0 * a * b / (a + b)
+                } else {
+                    0.0
+                }
+            };
+            let parent = wg(mass(&|i| positive[i]), mass(&|i| !positive[i]));
+            let mut worst = 0.0f64;
+            for j in 0..d {
+                let cell =
+                    |x: bool, y: bool| mass(&|i| features.get(i, j) == x && positive[i] == y);
+                let im = parent
+                    - wg(cell(true, true), cell(true, false))
+                    - wg(cell(false, true), cell(false, false));
+                worst = worst.max((learner.improvements[0][j] - im).abs());
+            }
+            let margin = top_down_float_margin(n, 0.5, 39, 3);
+            println!(
+                "{name} (n = {n}): worst |im computed - reference| = {worst:.3e} = {:.1} u, \
+                 {:.2e} of E_td",
+                worst / u,
+                worst / margin
+            );
+            assert!(worst <= margin, "{name}: {worst:e} > {margin:e}");
+        }
+    }
 }

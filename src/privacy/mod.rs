@@ -23,6 +23,8 @@
 
 pub mod calibration;
 pub mod exact;
+#[cfg(test)]
+pub(crate) mod float_reference;
 pub mod grid;
 pub mod laplace;
 pub mod rng;
