@@ -476,7 +476,7 @@ mod tests {
                         if random {
                             next() < 0.2 * f64::from(j + 1)
                         } else {
-                            (i / (j as usize + 1)) % 2 == 0
+                            (i / (j as usize + 1)).is_multiple_of(2)
                         }
                     })
                     .collect();
