@@ -433,13 +433,17 @@ fn time_pair(
     );
 }
 
-/// Training time on neighbouring datasets and on same-shape datasets of
-/// extreme literal densities, for DP-1R and DP TopDown (docs/privacy.md,
-/// "Timing"):
-/// `cargo test --release audit::tests::training_time -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn training_time_on_neighbouring_datasets() {
+/// The timing designs: Adult and a neighbour, and same-shape datasets of
+/// extreme literal densities; the DP-1R and TopDown parameters.
+struct TimingDesigns {
+    /// (name, dataset): Adult, its neighbour, all literals unset, half set,
+    /// all set.
+    datasets: Vec<(&'static str, Dataset)>,
+    /// (name, parameters, timed runs per dataset).
+    learners: Vec<(&'static str, crate::learn::ValidLazyBbParams, usize)>,
+}
+
+fn timing_designs() -> TimingDesigns {
     use crate::data::{Encoder, LabelMode, Schema, read_csv};
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult/");
     let schema =
@@ -467,7 +471,6 @@ fn training_time_on_neighbouring_datasets() {
         "Adult: n = {n}, d = {d}; the substituted row differs in {} literals",
         distance(far)
     );
-
     // Same n and d, different data (not neighbours): every literal unset,
     // every literal set in half the rows, every literal set. Before the
     // padding, the time depended on the literals' densities.
@@ -485,13 +488,6 @@ fn training_time_on_neighbouring_datasets() {
     let set_rows: Vec<(Vec<u32>, bool)> = (0..n)
         .map(|i| ((0..d as u32).collect(), i.is_multiple_of(2)))
         .collect();
-    let (unset, half, set) = (
-        dataset(d, &unset_rows),
-        dataset(d, &half_rows),
-        dataset(d, &set_rows),
-    );
-
-    let one_rule = params(1.0, 39, 0.45, 0.35);
     let top_down = LazyBbParams {
         tau: 15,
         lambda: 0.45,
@@ -504,30 +500,59 @@ fn training_time_on_neighbouring_datasets() {
     }
     .check()
     .unwrap();
-    for (learner, params, runs) in [
-        ("DP-1R, eps 1, tau 39", &one_rule, 400),
-        ("TopDown t 3, eps 1, tau 15", &top_down, 200),
-    ] {
-        time_pair(
-            &format!("{learner}: Adult (D) vs neighbour (D')"),
-            &adult,
-            &neighbour,
-            params,
-            runs,
-        );
-        time_pair(
-            &format!("{learner}: all literals 0 (D) vs half set (D'), not neighbours"),
-            &unset,
-            &half,
-            params,
-            runs,
-        );
-        time_pair(
-            &format!("{learner}: all literals 0 (D) vs all set (D'), not neighbours"),
-            &unset,
-            &set,
-            params,
-            runs,
-        );
+    TimingDesigns {
+        datasets: vec![
+            ("Adult", adult),
+            ("Adult neighbour", neighbour),
+            ("all literals unset", dataset(d, &unset_rows)),
+            ("half set", dataset(d, &half_rows)),
+            ("all set", dataset(d, &set_rows)),
+        ],
+        learners: vec![
+            ("DP-1R, eps 1, tau 39", params(1.0, 39, 0.45, 0.35), 400),
+            ("TopDown t 3, eps 1, tau 15", top_down, 200),
+        ],
+    }
+}
+
+/// Training time on neighbouring datasets and on same-shape datasets of
+/// extreme literal densities, for DP-1R and DP TopDown (docs/privacy.md,
+/// "Timing"):
+/// `cargo test --release audit::tests::training_time -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn training_time_on_neighbouring_datasets() {
+    let designs = timing_designs();
+    let data = |k: usize| &designs.datasets[k].1;
+    for (learner, params, runs) in &designs.learners {
+        for (a, b) in [(0, 1), (2, 3), (2, 4)] {
+            time_pair(
+                &format!(
+                    "{learner}: {} (D) vs {} (D')",
+                    designs.datasets[a].0, designs.datasets[b].0
+                ),
+                data(a),
+                data(b),
+                params,
+                *runs,
+            );
+        }
+    }
+}
+
+/// One training per dataset and learner, each with the same seeded noise,
+/// for counting instructions under callgrind (docs/privacy.md, "Timing"):
+/// the noise draws consume the same random bits whatever the data, so any
+/// difference in the instruction counts is data-dependent work.
+#[test]
+#[ignore]
+fn training_instructions() {
+    let designs = timing_designs();
+    for (learner, params, _) in &designs.learners {
+        for (name, data) in &designs.datasets {
+            let mut rng = NoiseRng::seeded(11);
+            train_with_fault(data, params, Some(&mut rng), &mut |_| true, None).unwrap();
+            println!("trained: {learner}, {name}");
+        }
     }
 }
