@@ -544,12 +544,21 @@ fn training_time_on_neighbouring_datasets() {
 /// for counting instructions under callgrind (docs/privacy.md, "Timing"):
 /// the noise draws consume the same random bits whatever the data, so any
 /// difference in the instruction counts is data-dependent work.
+/// `PRIVBOOST_PROBE=l,k` runs only learner l on dataset k (one callgrind
+/// process per pair).
 #[test]
 #[ignore]
 fn training_instructions() {
     let designs = timing_designs();
-    for (learner, params, _) in &designs.learners {
-        for (name, data) in &designs.datasets {
+    let only: Option<(usize, usize)> = std::env::var("PRIVBOOST_PROBE").ok().map(|v| {
+        let (l, k) = v.split_once(',').expect("PRIVBOOST_PROBE=l,k");
+        (l.parse().unwrap(), k.parse().unwrap())
+    });
+    for (l, (learner, params, _)) in designs.learners.iter().enumerate() {
+        for (k, (name, data)) in designs.datasets.iter().enumerate() {
+            if only.is_some_and(|pair| pair != (l, k)) {
+                continue;
+            }
             let mut rng = NoiseRng::seeded(11);
             train_with_fault(data, params, Some(&mut rng), &mut |_| true, None).unwrap();
             println!("trained: {learner}, {name}");

@@ -45,24 +45,25 @@ impl RowLists {
         let d = features.n_cols();
         let mut rows = Vec::with_capacity(d * width);
         let mut complement = Vec::with_capacity(d);
+        // Building is constant work too: every row of every column is
+        // written to the buffer and the length advances by its bit, so the
+        // steps do not depend on how many rows a literal lists.
+        let mut buffer = vec![0u32; n + 1];
         for j in 0..d {
             let column = features.column(j);
             let ones: usize = column.iter().map(|w| w.count_ones() as usize).sum();
             // 2 ones > n means n - ones < n / 2: either way at most width rows.
             let zeros_listed = 2 * ones > n;
-            let start = rows.len();
-            for (w, &word) in column.iter().enumerate() {
-                let mut bits = if zeros_listed { !word } else { word };
-                if w == column.len() - 1 && !n.is_multiple_of(64) {
-                    bits &= (1u64 << (n % 64)) - 1;
-                }
-                while bits != 0 {
-                    rows.push((w * 64) as u32 + bits.trailing_zeros());
-                    bits &= bits - 1;
-                }
+            let flip = u64::from(zeros_listed);
+            let mut len = 0;
+            for i in 0..n {
+                buffer[len] = i as u32;
+                len += ((column[i / 64] >> (i % 64)) & 1 ^ flip) as usize;
             }
-            debug_assert!(rows.len() - start <= width);
-            rows.resize(start + width, sentinel);
+            debug_assert!(len <= width);
+            // Positions len.. hold stale indices: the sentinel instead, in
+            // width steps whatever len is.
+            rows.extend((0..width).map(|k| if k < len { buffer[k] } else { sentinel }));
             complement.push(zeros_listed);
         }
         RowLists {
