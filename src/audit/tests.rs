@@ -509,8 +509,8 @@ fn timing_designs() -> TimingDesigns {
             ("all set", dataset(d, &set_rows)),
         ],
         learners: vec![
-            ("DP-1R, eps 1, tau 39", params(1.0, 39, 0.45, 0.35), 400),
-            ("TopDown t 3, eps 1, tau 15", top_down, 200),
+            ("DP-1R, eps 1, tau 39", params(1.0, 39, 0.45, 0.35), 150),
+            ("TopDown t 3, eps 1, tau 15", top_down, 60),
         ],
     }
 }

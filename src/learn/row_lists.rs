@@ -61,9 +61,12 @@ impl RowLists {
                 len += ((column[i / 64] >> (i % 64)) & 1 ^ flip) as usize;
             }
             debug_assert!(len <= width);
-            // Positions len.. hold stale indices: the sentinel instead, in
-            // width steps whatever len is.
-            rows.extend((0..width).map(|k| if k < len { buffer[k] } else { sentinel }));
+            // Positions len.. hold stale indices: the sentinel instead, with
+            // the same arithmetic at every position whatever len is.
+            rows.extend(buffer[..width].iter().enumerate().map(|(k, &row)| {
+                let keep = u32::from(k < len);
+                keep * row + (1 - keep) * sentinel
+            }));
             complement.push(zeros_listed);
         }
         RowLists {
