@@ -23,6 +23,16 @@
 //! hypotheses, each drawn by the weak learner's mechanism. Nothing computed
 //! here (errors, margins, weights) is returned or logged; progress reports say
 //! only how many rounds are done.
+//!
+//! The work per round is data-independent too (`docs/privacy.md`, "Timing"):
+//! the projection always gets all `2 tau + 1` margin groups (empty ones with
+//! count 0) and does the same steps in both of its cases
+//! ([`super::projection::log_scale`]); the weak learners sum padded row lists
+//! ([`super::row_lists`]) and select by report-noisy-max, whose time depends
+//! on the noise only; tree margins are updated from each row's leaf, one
+//! lookup per row ([`TopDown::add_margins`]). Weights below [`FLUSH_BELOW`]
+//! are set to 0 so that no sum ever meets a subnormal number, whose
+//! arithmetic is many times slower on common CPUs.
 
 use super::LearnError;
 use super::hypothesis::Hypothesis;
@@ -78,6 +88,43 @@ pub(crate) enum Fault {
     UncappedProjection,
 }
 
+/// Normalised weights below `2^-400` are set to 0 before the weak learner
+/// sees them. Every other weight is a normal float and a multiple of
+/// `2^-452`, so every sum of weights is 0 or at least `2^-452` in magnitude,
+/// every product of two class masses in TopDown's Gini at least `2^-906`:
+/// no float operation of the weak learners meets a subnormal number, whose
+/// much slower arithmetic would make the time depend on how many rows carry
+/// tiny weights. Flushing moves any error or class mass by at most
+/// `n 2^-400 < 2^-368`, far inside the float margin E
+/// (`privacy::calibration`), which exceeds `2^-52`. Weights this small occur
+/// only when `lambda tau` exceeds about 250.
+pub(crate) const FLUSH_BELOW: f64 = f64::from_bits((1023 - 400) << 52);
+
+/// Normalise the projected measure: `mu[k]` is the measure of every row of
+/// margin class `k`, `count[2k]` / `count[2k + 1]` count its rows with
+/// `y = -1` / `y = +1`. Writes the signed weights `-y p` of each (class,
+/// label) to `signed_of_class` and returns `P+ = p(y = +1)`. These are the
+/// float operations that the summation and normalisation parts of the float
+/// margin E bound (`privacy::calibration::one_rule_float_margin`;
+/// `learn::tests::float_error_of_the_errors_is_within_the_margin` checks them
+/// against an exact reference).
+pub(crate) fn class_weights(count: &[u64], mu: &[f64], signed_of_class: &mut [f64]) -> f64 {
+    let total: f64 = count
+        .chunks_exact(2)
+        .zip(mu)
+        .map(|(c, w)| w * (c[0] + c[1]) as f64)
+        .sum();
+    let mut p_positive = 0.0;
+    for (k, w) in mu.iter().enumerate() {
+        let weight = w / total; // normalised: p(i) <= 1/(kappa n)
+        let weight = if weight < FLUSH_BELOW { 0.0 } else { weight };
+        signed_of_class[2 * k] = weight; // y = -1: -y p = +p
+        signed_of_class[2 * k + 1] = -weight; // y = +1
+        p_positive += weight * count[2 * k + 1] as f64;
+    }
+    p_positive
+}
+
 /// [`train`], optionally with a [`Fault`] (tests only pass `Some`).
 pub(crate) fn train_with_fault(
     data: &Dataset,
@@ -121,7 +168,8 @@ pub(crate) fn train_with_fault(
         count[c as usize] += 1;
     }
     let mut signed_of_class = vec![0.0f64; classes];
-    let mut signed = vec![0.0f64; n];
+    // One more entry than rows: the row lists' sentinel, always 0.
+    let mut signed = vec![0.0f64; n + 1];
     let mut learner = match p.weak_learner {
         WeakLearnerKind::OneRule => Learner::OneRule(OneRule::new(&data.features)),
         WeakLearnerKind::TopDown { internal_nodes, .. } => {
@@ -135,10 +183,11 @@ pub(crate) fn train_with_fault(
     for round in 1..=p.tau {
         // p_t from the cumulative margins s_{t-1} (all 0 in round 1, where
         // mu_1 = kappa is already dense and the projection returns it).
+        // All 2 tau + 1 groups, empty ones included: the projection's work
+        // must not depend on which margins occur.
         let mut groups: Vec<Group> = count
             .chunks_exact(2)
             .enumerate()
-            .filter(|(_, c)| c[0] + c[1] > 0)
             .map(|(k, c)| Group {
                 log_value: log_m(k),
                 count: c[0] + c[1],
@@ -152,18 +201,7 @@ pub(crate) fn train_with_fault(
             // Case A without the cap: mu = m, entries above 1 kept.
             mu = (0..classes / 2).map(|k| log_m(k).exp()).collect();
         }
-        let total: f64 = count
-            .chunks_exact(2)
-            .zip(&mu)
-            .map(|(c, w)| w * (c[0] + c[1]) as f64)
-            .sum();
-        let mut p_positive = 0.0;
-        for (k, w) in mu.iter().enumerate() {
-            let weight = w / total; // normalised: p(i) <= 1/(kappa n)
-            signed_of_class[2 * k] = weight; // y = -1: -y p = +p
-            signed_of_class[2 * k + 1] = -weight; // y = +1
-            p_positive += weight * count[2 * k + 1] as f64;
-        }
+        let p_positive = class_weights(&count, &mu, &mut signed_of_class);
         for (out, &c) in signed.iter_mut().zip(&class) {
             *out = signed_of_class[c as usize];
         }
@@ -175,7 +213,7 @@ pub(crate) fn train_with_fault(
         let h = match &mut learner {
             Learner::OneRule(learner) => {
                 let selection = match (&calibration, noise.as_deref_mut()) {
-                    (Some(c), Some(rng)) => Selection::Exponential { eta: eta(c), rng },
+                    (Some(c), Some(rng)) => Selection::NoisyMax { eta: eta(c), rng },
                     _ => Selection::Best,
                 };
                 let index = learner.select(&signed, p_positive, selection)?;
@@ -191,11 +229,19 @@ pub(crate) fn train_with_fault(
                     },
                     _ => TreeSelection::Best,
                 };
-                learner.fit(&data.features, &signed, selection)?
+                let tree = learner.fit(&data.features, &signed, selection)?;
+                // s(i) += y_i h(x_i) from each row's leaf: one lookup per
+                // row, where walking the tree would take as many steps as
+                // the row's (data-dependent) depth.
+                learner.add_margins(&tree, &y, &mut class, 2);
+                tree
             }
         };
-        // s(i) += y_i h(x_i), i.e. the class index moves by 2 y_i h(x_i).
-        h.add_margins(&data.features, &y, &mut class, 2);
+        if let Learner::OneRule(_) = learner {
+            // s(i) += y_i h(x_i), i.e. the class index moves by 2 y_i h(x_i);
+            // branch-free for stumps and constants.
+            h.add_margins(&data.features, &y, &mut class, 2);
+        }
         count.iter_mut().for_each(|c| *c = 0);
         for &c in &class {
             count[c as usize] += 1;

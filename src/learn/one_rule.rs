@@ -9,7 +9,9 @@
 //! - `err(not x_j) = 1 - err(x_j)`, `err(+1) = 1 - P+`, `err(-1) = P+`.
 //!
 //! So one pass over the set bits of each literal, accumulating the signed
-//! weights `-y_i p(i)`, gives all `2d + 2` errors.
+//! weights `-y_i p(i)`, gives all `2d + 2` errors. The passes go over
+//! [`RowLists`], padded so that every literal costs the same whatever its
+//! density (`docs/privacy.md`, "Timing").
 //!
 //! # Privacy
 //!
@@ -20,28 +22,34 @@
 //! `max(p(i*), p'(i*)) <= zeta` through the substituted row plus at most
 //! `d(p, p') <= zeta` through all the others: the robust sensitivity is
 //! `Delta = 2 zeta` (LazyBB Obs 8.1, with the substituted row accounted for;
-//! PAPERS.md §1.4). The exponential mechanism with `P(h) ∝ exp(-eta err(h))`
-//! is then `2 eta Delta = 4 eta zeta`-DP (LazyBB Thm 2.13, 4.1), and
-//! `eta = eps_round kappa n / 4` spends exactly `eps_round` per call
-//! ([`crate::privacy::calibration::one_rule_eta`]). `docs/privacy.md` has the
-//! full argument.
+//! PAPERS.md §1.4). The learner picks a candidate by report-noisy-max on the
+//! scores `-err(h)` with Laplace noise of scale `1 / eta`
+//! ([`crate::privacy::laplace::report_noisy_max`]), which is
+//! `2 eta Delta = 4 eta zeta`-DP (Dwork–Roth Claim 3.9; LazyBB Thm 2.14), the
+//! same as the exponential mechanism `P(h) ∝ exp(-eta err(h))` of LazyBB
+//! §4.1, so `eta = eps_round kappa n / 4` spends `eps_round` per call
+//! ([`crate::privacy::calibration::one_rule_eta`]). Report-noisy-max replaced
+//! the exponential mechanism because its running time does not depend on
+//! the scores (the rejection sampler's did); the selection distribution
+//! differs (Laplace instead of Gumbel noise on the scores), the guarantee does
+//! not. `docs/privacy.md` has the full argument.
 //!
 //! As implemented, the errors are floating-point sums (error at most
-//! `E = privacy::calibration::one_rule_float_margin` each) and the sampler
-//! rounds the log-weights `-eta err` to a `2^-30` grid and samples exactly
-//! ([`crate::privacy::exponential`]); one call spends
-//! `2 eta (2 zeta + 2E + 3u) + 2^-29`, and `one_rule_eta` solves that for
-//! `eta` so that it equals `eps_round` (`docs/privacy.md`, "DP-1R, exactly").
+//! `E = privacy::calibration::one_rule_float_margin` each) and the mechanism
+//! rounds `fl(-err / fl(1 / eta))` to a `2^-30` grid and adds exact discrete
+//! Laplace noise; one call spends `2 eta (1 + 3u) (2 zeta + 2E + 3u) + 2^-29`,
+//! and `one_rule_eta` solves that for `eta` so that it equals `eps_round`
+//! (`docs/privacy.md`, "DP-1R, exactly").
 
 use super::row_lists::RowLists;
 use crate::data::BitMatrix;
-use crate::privacy::{NoiseRng, PrivacyError, exponential};
+use crate::privacy::{NoiseRng, PrivacyError, laplace};
 
 /// How the learner picks among the candidates.
 pub(crate) enum Selection<'a> {
-    /// The weighted exponential mechanism with noise rate `eta`.
-    Exponential {
-        /// `P(h) ∝ exp(-eta err(h))`.
+    /// Report-noisy-max on `-err(h)` with Laplace noise of scale `1 / eta`.
+    NoisyMax {
+        /// The noise rate (inverse Laplace scale, in error units).
         eta: f64,
         /// The noise source.
         rng: &'a mut NoiseRng,
@@ -53,12 +61,11 @@ pub(crate) enum Selection<'a> {
 
 /// Per-column row lists and reusable buffers for the per-round computation.
 pub(crate) struct OneRule {
-    /// The rows to sum each literal over ([`RowLists`] says why, and notes
-    /// the timing side channel its lengths open).
+    /// The rows to sum each literal over ([`RowLists`] says why they are
+    /// padded to one length).
     lists: RowLists,
     errors: Vec<f64>,
-    log_weights: Vec<f64>,
-    scratch: Vec<f64>,
+    scores: Vec<f64>,
 }
 
 impl OneRule {
@@ -67,13 +74,13 @@ impl OneRule {
         OneRule {
             lists: RowLists::new(features),
             errors: Vec::new(),
-            log_weights: Vec::new(),
-            scratch: Vec::new(),
+            scores: Vec::new(),
         }
     }
 
     /// Pick a candidate index (see `Hypothesis::from_candidate_index`) given
     /// the signed weights `signed[i] = -y_i p(i)` and `p_positive = P+`.
+    /// `signed` has `n + 1` entries, the last 0.0 (the row lists' sentinel).
     pub(crate) fn select(
         &mut self,
         signed: &[f64],
@@ -83,17 +90,17 @@ impl OneRule {
         self.compute_errors(signed, p_positive);
         match selection {
             Selection::Best => Ok(argmin(&self.errors)),
-            Selection::Exponential { eta, rng } => {
-                self.log_weights.clear();
-                self.log_weights
-                    .extend(self.errors.iter().map(|e| -eta * e));
-                exponential::sample_with_scratch(rng, &self.log_weights, &mut self.scratch)
+            Selection::NoisyMax { eta, rng } => {
+                self.scores.clear();
+                self.scores.extend(self.errors.iter().map(|e| -e));
+                laplace::report_noisy_max(rng, &self.scores, 1.0 / eta)
             }
         }
     }
 
     /// The `2d + 2` weighted errors, in candidate order.
     pub(crate) fn compute_errors(&mut self, signed: &[f64], p_positive: f64) {
+        debug_assert_eq!(signed.last(), Some(&0.0), "the sentinel's weight");
         let d = self.lists.len();
         self.errors.clear();
         self.errors.resize(2 * d + 2, 0.0);
@@ -115,7 +122,9 @@ impl OneRule {
                 acc[0] += signed[i as usize];
             }
             let sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-            let sum = if complement { total - sum } else { sum };
+            // `total - sum` or `0 + sum`, with the same operations.
+            let c = RowLists::complement_factor(complement);
+            let sum = c * total + (1.0 - 2.0 * c) * sum;
             let err = p_positive + sum;
             self.errors[j] = err;
             self.errors[d + j] = 1.0 - err;

@@ -224,8 +224,10 @@ pub struct Calibration {
     pub zeta: f64,
     /// The per-round budget and the composition that gave it.
     pub round: RoundBudget,
-    /// Noise rate of the exponential mechanism: `P(h) ∝ exp(-eta err(h))`
-    /// for 1-Rules, `P(split) ∝ exp(eta im)` for TopDown.
+    /// Noise rate of the selection: report-noisy-max adds Laplace noise of
+    /// scale `1 / eta` to `-err(h)` for 1-Rules and to `im` for TopDown
+    /// splits (the epsilon of the exponential mechanism
+    /// `P(h) ∝ exp(-eta err(h))`; `privacy::laplace`).
     pub eta: f64,
     /// TopDown only: the Laplace scale (in probability mass) of the leaf
     /// labels' report-noisy-max.

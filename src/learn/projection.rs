@@ -37,6 +37,16 @@ pub struct Group {
 ///
 /// The projected measure is `min(1, exp(ln c + log_value))` per entry.
 /// Requires `kappa` in (0, 1), at least one entry, and finite log-values.
+/// Groups may be empty (`count = 0`): they change nothing.
+///
+/// # Constant work
+///
+/// The steps taken depend only on the number of groups and their
+/// log-values, never on the counts (which come from private data): both
+/// cases are always computed and the Case B scan always runs to the end,
+/// keeping the first group that satisfies its condition. LazyBB passes all
+/// `2 tau + 1` margin groups with the same log-values every round, so the
+/// sort sees the same input order too (`docs/privacy.md`, "Timing").
 pub fn log_scale(groups: &mut [Group], kappa: f64) -> f64 {
     debug_assert!(kappa > 0.0 && kappa < 1.0);
     debug_assert!(groups.iter().all(|g| g.log_value.is_finite()));
@@ -49,11 +59,10 @@ pub fn log_scale(groups: &mut [Group], kappa: f64) -> f64 {
         .iter()
         .map(|g| g.count as f64 * g.log_value.min(0.0).exp())
         .sum();
-    if capped_sum >= target {
-        return 0.0;
-    }
+    let case_a = capped_sum >= target;
 
-    // Case B: descending order; suffix[g] = ln sum_{h >= g} count_h m_h.
+    // Case B: descending order; suffix[g] = ln sum_{h >= g} count_h m_h
+    // (-inf over empty groups only).
     groups.sort_by(|a, b| b.log_value.total_cmp(&a.log_value));
     let mut suffix = vec![f64::NEG_INFINITY; groups.len() + 1];
     for g in (0..groups.len()).rev() {
@@ -61,22 +70,29 @@ pub fn log_scale(groups: &mut [Group], kappa: f64) -> f64 {
         suffix[g] = log_add_exp(term, suffix[g + 1]);
     }
     let mut capped = 0u64;
+    let mut found = None;
     for (g, group) in groups.iter().enumerate() {
         // Groups before g are capped at 1; g and after are scaled by c.
+        // Before the answer, remaining > 0: in Case B we only cap entries
+        // whose scaled value exceeds 1, each adding exactly 1, so we never
+        // cap kappa n entries before stopping. After it the value is unused
+        // (and may be NaN). An empty group's c equals the next non-empty
+        // group's (same remaining and suffix), so stopping at it is exact.
         let remaining = target - capped as f64;
-        // remaining > 0: Case B means the capped sum is below target, and
-        // we only cap entries whose scaled value exceeds 1, each adding
-        // exactly 1, so we never cap kappa n entries before stopping.
-        debug_assert!(remaining > 0.0);
         let log_c = remaining.ln() - suffix[g];
-        if log_c + group.log_value <= 0.0 {
-            return log_c;
+        if found.is_none() && log_c + group.log_value <= 0.0 {
+            found = Some(log_c);
         }
         capped += group.count;
     }
-    // Unreachable for kappa < 1: with every entry capped the sum is n >= kappa n,
-    // so the loop has stopped. Return the scale that caps everything.
-    -groups.last().map_or(0.0, |g| g.log_value)
+    match (case_a, found) {
+        (true, _) => 0.0,
+        (false, Some(log_c)) => log_c,
+        // Unreachable for kappa < 1: with every entry capped the sum is
+        // n >= kappa n, so the scan has found a group. Return the scale
+        // that caps everything.
+        (false, None) => -groups.last().map_or(0.0, |g| g.log_value),
+    }
 }
 
 /// The projection of the measure `exp(log_m)` as the measure itself
@@ -239,6 +255,44 @@ mod tests {
         let log_c = log_scale(&mut groups, 0.6);
         for (&v, &got) in values.iter().zip(&mu) {
             assert!(((log_c + v).min(0.0).exp() - got).abs() < 1e-12);
+        }
+    }
+
+    /// Empty groups (LazyBB passes every margin, occurring or not) give the
+    /// same scale, bit for bit, in both cases of the projection.
+    #[test]
+    fn empty_groups_change_nothing() {
+        let mut state = 99u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for case in 0..500 {
+            let kappa = 0.05 + 0.9 * next();
+            let size = 1 + case % 12;
+            let groups: Vec<Group> = (0..size)
+                .map(|_| Group {
+                    log_value: 8.0 * next() - 6.0,
+                    count: 1 + (20.0 * next()) as u64,
+                })
+                .collect();
+            let mut padded = groups.clone();
+            for _ in 0..(1 + case % 5) {
+                let log_value = 10.0 * next() - 7.0;
+                let at = (next() * padded.len() as f64) as usize;
+                padded.insert(
+                    at,
+                    Group {
+                        log_value,
+                        count: 0,
+                    },
+                );
+            }
+            let want = log_scale(&mut groups.clone(), kappa);
+            let got = log_scale(&mut padded, kappa);
+            assert_eq!(got.to_bits(), want.to_bits(), "case {case}");
         }
     }
 }

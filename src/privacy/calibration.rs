@@ -166,22 +166,34 @@ pub fn one_rule_float_margin(n: usize, kappa: f64, tau: u32) -> f64 {
     2.0 * (summation + weights) * UNIT_ROUNDOFF
 }
 
+/// How much larger than the intended noise rate `r` the rate actually used
+/// by report-noisy-max can be: the learners pass the scale `s = fl(1 / r)`
+/// (or `fl(1 / fl(8 t eta))` for TopDown's leaves), and the mechanism
+/// divides by it, so the effective rate is `1 / s <= r (1 + u)^2 / (1 - u)
+/// <= r (1 + 3u)`.
+const SCALE_FACTOR: f64 = 1.0 + 3.0 * UNIT_ROUNDOFF;
+
 /// The epsilon one DP-1R round actually spends with noise rate `eta`,
 /// everything included (`docs/privacy.md`, "DP-1R, exactly"):
 ///
 /// ```text
-/// eps_call = 2 eta (2 zeta + 2 E + 3 u) + 2^-29
+/// eps_call = 2 eta (1 + 3u) (2 zeta + 2 E + 3 u) + 2^-29
 /// ```
 ///
-/// `2 zeta` is the robust sensitivity of the exact error (LazyBB Obs 8.1),
-/// `2 E` the float error of the two neighbours' computed errors
-/// ([`one_rule_float_margin`]), `3 u` the rounding of `-eta err` (at most
-/// `eta (1 + E) u` each), and `2^-29` the grid of the exact sampler
-/// ([`super::exponential::GRID_EPSILON`]).
+/// The learner runs report-noisy-max on the scores `-err` with Laplace scale
+/// `s = fl(1 / eta)` (`privacy::laplace`), which computes
+/// `v = fl(-err / s)` and is `2 (L + 2^-30)`-DP when neighbours' `v` differ
+/// by at most `L`. `2 zeta` is the robust sensitivity of the exact error
+/// (LazyBB Obs 8.1), `2 E` the float error of the two neighbours' computed
+/// errors ([`one_rule_float_margin`]), `3 u` the rounding of the two
+/// divisions (at most `(1 + E) u` each, in units of `1 / s`), `1 + 3u`
+/// bounds `1 / s` against `eta` ([`SCALE_FACTOR`]), and `2^-29` is the grid
+/// ([`super::grid::GRID_EPSILON`]).
 pub fn one_rule_round_epsilon(eta: f64, kappa: f64, n: usize, tau: u32) -> f64 {
     let zeta = 1.0 / (kappa * n as f64);
     let margin = one_rule_float_margin(n, kappa, tau);
-    2.0 * eta * (2.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF) + super::exponential::GRID_EPSILON
+    2.0 * eta * SCALE_FACTOR * (2.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF)
+        + super::grid::GRID_EPSILON
 }
 
 /// Noise rate of the DP 1-Rule weak learner for a per-round budget, when the
@@ -190,15 +202,15 @@ pub fn one_rule_round_epsilon(eta: f64, kappa: f64, n: usize, tau: u32) -> f64 {
 /// Solves [`one_rule_round_epsilon`]`(eta) = epsilon_round` for `eta`, after
 /// taking a relative `2^-30` off `epsilon_round` for the roundings of the
 /// calibration itself. The idealised formula (LazyBB Thm 4.2) is
-/// `eta = eps_round kappa n / 4`; the exact-sampler version is smaller by the
-/// relative factor `(2 zeta) / (2 zeta + 2 E + 3 u)` and the `2^-29` grid, a
+/// `eta = eps_round kappa n / 4`; the implemented one is smaller by the
+/// relative factor `(2 zeta) / ((1 + 3u) (2 zeta + 2 E + 3 u))` and the `2^-29` grid, a
 /// change in the 7th significant digit on Adult. Returns 0 (a uniform choice,
 /// which spends nothing) if `epsilon_round` does not even cover the grid.
 pub fn one_rule_eta_for_rounds(epsilon_round: f64, kappa: f64, n: usize, tau: u32) -> f64 {
     let zeta = 1.0 / (kappa * n as f64);
     let margin = one_rule_float_margin(n, kappa, tau);
-    let usable = epsilon_round * (1.0 - CALIBRATION_SLACK) - super::exponential::GRID_EPSILON;
-    let eta = usable / (2.0 * (2.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF));
+    let usable = epsilon_round * (1.0 - CALIBRATION_SLACK) - super::grid::GRID_EPSILON;
+    let eta = usable / (2.0 * SCALE_FACTOR * (2.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF));
     (eta * (1.0 - CALIBRATION_SLACK)).max(0.0)
 }
 
@@ -221,8 +233,8 @@ pub fn one_rule_eta(epsilon_round: f64, kappa: f64, n: usize) -> f64 {
 /// `docs/privacy.md`, "DP TopDown"):
 ///
 /// ```text
-/// 2 t [eta (16 zeta + 2E + 3u) + 2^-30]                 t exponential-mechanism selections, im of sensitivity 16 zeta
-/// + 8 t eta (4 zeta + 4E + 8u) + 2 (t + 1) 2^-30         leaf labels: discrete Laplace of scale 1/(8 t eta) on all
+/// 2 t [eta (1+3u) (16 zeta + 2E + 3u) + 2^-30]          t report-noisy-max selections (scale 1/eta), im of sensitivity 16 zeta
+/// + 8 t eta (1+3u) (4 zeta + 4E + 8u) + 2 (t + 1) 2^-30  leaf labels: discrete Laplace of scale 1/(8 t eta) on all
 ///                                                         2 (t + 1) leaf masses (L1 sensitivity 4 zeta), each rounded
 ///                                                         to the 2^-30 grid in noise units; per-leaf argmax
 /// ```
@@ -235,14 +247,15 @@ pub fn one_rule_eta(epsilon_round: f64, kappa: f64, n: usize) -> f64 {
 /// `margin` is E, the caller's bound on the float error of each computed
 /// `im` and each leaf mass (the learner must derive it, as
 /// [`one_rule_float_margin`] does for DP-1R); `3u` and `4u` cover the
-/// roundings of `eta * im` and of `mass / scale`. In exact arithmetic this
+/// roundings of `im / scale` and of `mass / scale`, and `1 + 3u` bounds the
+/// effective rate `1 / scale` ([`SCALE_FACTOR`]). In exact arithmetic this
 /// is `64 t eta zeta`.
 pub fn top_down_round_epsilon(eta: f64, kappa: f64, n: usize, t: u32, margin: f64) -> f64 {
     let zeta = 1.0 / (kappa * n as f64);
     let t = f64::from(t);
-    let grid = super::exponential::GRID;
-    2.0 * t * (eta * (16.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF) + grid)
-        + 8.0 * t * eta * (4.0 * zeta + 4.0 * margin + 8.0 * UNIT_ROUNDOFF)
+    let grid = super::grid::GRID;
+    2.0 * t * (eta * SCALE_FACTOR * (16.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF) + grid)
+        + 8.0 * t * eta * SCALE_FACTOR * (4.0 * zeta + 4.0 * margin + 8.0 * UNIT_ROUNDOFF)
         + 2.0 * (t + 1.0) * grid
 }
 
@@ -280,10 +293,11 @@ pub fn top_down_float_margin(n: usize, kappa: f64, tau: u32, t: u32) -> f64 {
 pub fn top_down_eta(epsilon_round: f64, kappa: f64, n: usize, t: u32, margin: f64) -> f64 {
     let zeta = 1.0 / (kappa * n as f64);
     let tf = f64::from(t.max(1));
-    let grid = super::exponential::GRID;
+    let grid = super::grid::GRID;
     let usable = epsilon_round * (1.0 - CALIBRATION_SLACK) - (4.0 * tf + 2.0) * grid;
-    let per_eta = 2.0 * tf * (16.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF)
-        + 16.0 * tf * (2.0 * zeta + 2.0 * margin + 4.0 * UNIT_ROUNDOFF);
+    let per_eta = SCALE_FACTOR
+        * (2.0 * tf * (16.0 * zeta + 2.0 * margin + 3.0 * UNIT_ROUNDOFF)
+            + 16.0 * tf * (2.0 * zeta + 2.0 * margin + 4.0 * UNIT_ROUNDOFF));
     ((usable / per_eta) * (1.0 - CALIBRATION_SLACK)).max(0.0)
 }
 

@@ -4,7 +4,7 @@
 //! rational number and every comparison is an integer comparison, so the
 //! output distributions are *exactly* the ones stated (given uniform random
 //! bits), and the privacy proofs of the mechanisms built on them
-//! ([`super::exponential`], [`super::laplace`]) hold for the code as written,
+//! ([`super::laplace`]) hold for the code as written,
 //! not only for an idealised real-valued sampler (Mironov 2012 shows how the
 //! textbook floating-point Laplace sampler leaks).
 //!

@@ -8,11 +8,13 @@
 //!   It can be seeded only in this crate's unit tests.
 //! - [`exact`]: exact samplers from the CSPRNG's bits (CKS20): Bernoulli of a
 //!   rational, Bernoulli(exp(-gamma)), discrete Laplace, discrete Gaussian.
-//! - [`exponential`]: the (weighted) exponential mechanism on log-weights
-//!   rounded to a `2^-30` grid, sampled exactly.
-//! - [`laplace`]: report-noisy-max with exact discrete Laplace noise.
+//! - [`grid`]: the `2^-30` grid that scores are rounded to before noise.
+//! - [`laplace`]: report-noisy-max with exact discrete Laplace noise, the
+//!   selection mechanism of both weak learners (it replaced a rejection-sampled
+//!   exponential mechanism whose running time depended on the scores).
 //! - [`calibration`]: the privacy budget type and the per-round split by basic
-//!   or advanced composition, and the DP-1R noise rate `eta`.
+//!   or advanced composition, the noise rates `eta`, and the float-error
+//!   margins they charge for.
 //!
 //! No mechanism draws floating-point noise: scores are rounded to a fixed
 //! grid and the randomness is exact (integer and rational arithmetic only).
@@ -21,7 +23,9 @@
 
 pub mod calibration;
 pub mod exact;
-pub mod exponential;
+#[cfg(test)]
+pub(crate) mod float_reference;
+pub mod grid;
 pub mod laplace;
 pub mod rng;
 #[cfg(test)]
