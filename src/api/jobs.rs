@@ -165,10 +165,10 @@ async fn prepare(
 fn noise_json(params: &JobParams, c: &Calibration) -> Value {
     let mechanism = match params.weak_learner {
         WeakLearnerName::OneRule => {
-            "weighted exponential mechanism over one-rules (DP-1R), once per round"
+            "report-noisy-max with discrete Laplace noise over one-rules (DP-1R), once per round"
         }
         WeakLearnerName::TopDown => {
-            "exponential mechanism per split and report-noisy-max leaf labels (DP TopDown, proven sensitivity bound), once per round"
+            "report-noisy-max with discrete Laplace noise per split and per leaf label (DP TopDown, proven sensitivity bound), once per round"
         }
     };
     json!({

@@ -126,8 +126,8 @@ impl PrivacyStatement {
         };
         let (mechanism, sensitivity, budget_split) = match weak_learner {
             WeakLearnerKind::OneRule => (
-                "weighted exponential mechanism over the 2d+2 one-rules (literals, negations, constants) with kappa-smooth weights (LazyBB Alg 3)".to_string(),
-                "robust sensitivity of the weighted error is 2 zeta in exact arithmetic, plus 2E for the float error of the computed errors (E = privacy::calibration::one_rule_float_margin) and 3u for rounding -eta err; with the 2^-30 grid each round spends 2 eta (2 zeta + 2E + 3u) + 2^-29 <= eps_round (eta from privacy::calibration::one_rule_eta_for_rounds; the paper's eta = eps_round kappa n / 4 in exact arithmetic)".to_string(),
+                "report-noisy-max with exact discrete Laplace noise of scale 1/eta over the 2d+2 one-rules (literals, negations, constants) with kappa-smooth weights (LazyBB Alg 3; the same epsilon as its weighted exponential mechanism, with a running time that does not depend on the data)".to_string(),
+                "robust sensitivity of the weighted error is 2 zeta in exact arithmetic, plus 2E for the float error of the computed errors (E = privacy::calibration::one_rule_float_margin) 3u for the float error of the scores, and a factor 1 + 3u for dividing by the noise scale fl(1/eta); with the 2^-30 grid each round spends 2 eta (1 + 3u) (2 zeta + 2E + 3u) + 2^-29 <= eps_round (eta from privacy::calibration::one_rule_eta_for_rounds; the paper's eta = eps_round kappa n / 4 in exact arithmetic)".to_string(),
                 format!("equal over the {tau} boosting rounds; nothing else reads the rows"),
             ),
             WeakLearnerKind::TopDown { internal_nodes: t, bound } => {
@@ -138,7 +138,7 @@ impl PrivacyStatement {
                 }
                 (
                     format!(
-                        "TopDown trees with {t} internal nodes (LazyBB Alg 2): each split by the weighted exponential mechanism over (leaf, literal) pairs, P ∝ exp(eta im); leaf labels by report-noisy-max with Laplace scale {:.6e} on the leaves' class masses",
+                        "TopDown trees with {t} internal nodes (LazyBB Alg 2): each split by report-noisy-max with exact discrete Laplace noise of scale 1/eta over (leaf, literal) pairs (the epsilon of the weighted exponential mechanism P ∝ exp(eta im)); leaf labels by report-noisy-max with Laplace scale {:.6e} on the leaves' class masses",
                         c.leaf_scale.unwrap_or(f64::NAN)
                     ),
                     "robust sensitivity of the Gini improvement is 16 zeta in exact arithmetic (proved in docs/privacy.md; the paper's 4 zeta is too small), so each split is (32 eta zeta)-DP; the leaf mass vector has L1 sensitivity 4 zeta, so Laplace scale 1/(8 t eta) costs 32 t eta zeta; each tree is (64 t eta zeta)-DP, i.e. eta = eps_round kappa n / (64 t), less the float margin E_td = privacy::calibration::top_down_float_margin and the 2^-30 grids (privacy::calibration::top_down_eta)".to_string(),
