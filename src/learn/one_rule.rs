@@ -41,7 +41,9 @@
 //! and `one_rule_eta` solves that for `eta` so that it equals `eps_round`
 //! (`docs/privacy.md`, "DP-1R, exactly").
 
-use super::row_lists::RowLists;
+use std::ops::Range;
+
+use super::row_lists::{GroupError, RowLists};
 use crate::data::BitMatrix;
 use crate::privacy::{NoiseRng, PrivacyError, laplace};
 
@@ -69,13 +71,17 @@ pub(crate) struct OneRule {
 }
 
 impl OneRule {
-    /// Row lists for training on `features`.
-    pub(crate) fn new(features: &BitMatrix) -> OneRule {
-        OneRule {
-            lists: RowLists::new(features),
+    /// Row lists for training on `features` with its one-hot literal
+    /// `groups` ([`RowLists::new`]).
+    pub(crate) fn new(
+        features: &BitMatrix,
+        groups: &[Range<usize>],
+    ) -> Result<OneRule, GroupError> {
+        Ok(OneRule {
+            lists: RowLists::new(features, groups)?,
             errors: Vec::new(),
             scores: Vec::new(),
-        }
+        })
     }
 
     /// Pick a candidate index (see `Hypothesis::from_candidate_index`) given
@@ -107,6 +113,8 @@ impl OneRule {
         // sum_i -y_i p(i) = P- - P+ = 1 - 2 P+.
         let total = 1.0 - 2.0 * p_positive;
         for j in 0..d {
+            // One-hot group lists are multiples of 4 long, so only padded
+            // lists (all `floor(n / 2)` long) have a remainder.
             let (list, complement) = self.lists.get(j);
             // Four accumulators: a single float add chain would bound the
             // loop by the add latency rather than by the loads.

@@ -21,6 +21,7 @@ fn dataset(d: usize, rows: &[(&[u32], bool)]) -> Dataset {
     Dataset {
         features: builder.finish(),
         labels: Some(BitVec::from_bools(&labels)),
+        one_hot_groups: vec![],
     }
 }
 
@@ -92,7 +93,7 @@ fn errors_match_brute_force() {
         .chain([0.0]) // the row lists' sentinel
         .collect();
     let p_positive: f64 = (0..200).filter(|&i| labels.get(i)).map(|i| p[i]).sum();
-    let mut learner = OneRule::new(&data.features);
+    let mut learner = OneRule::new(&data.features, &[]).unwrap();
     learner.compute_errors(&signed, p_positive);
     for (got, want) in learner.errors().iter().zip(brute_force_errors(&data, &p)) {
         assert!((got - want).abs() < 1e-12, "{got} vs {want}");
@@ -649,7 +650,7 @@ fn float_error_of_the_errors_is_within_the_margin() {
         let n = case.n();
         let (signed, p_positive) = case.float_weights();
         let features = BitMatrix::from_columns(n, &case.columns);
-        let mut learner = OneRule::new(&features);
+        let mut learner = OneRule::new(&features, &[]).unwrap();
         learner.compute_errors(&signed, p_positive);
         let exact = case.exact_errors();
         let worst = learner
@@ -670,5 +671,45 @@ fn float_error_of_the_errors_is_within_the_margin() {
             worst / e
         );
         assert!(worst <= e_sum, "{}: {worst:e} > {e_sum:e}", case.name);
+    }
+}
+
+/// With one-hot groups the weighted errors equal the padded lists' up to
+/// float reassociation: bit for bit for literals listed directly in both
+/// (their real rows land in the same accumulators), within a few ulps for
+/// those the padded lists complement (`total - unset` there).
+#[test]
+fn one_hot_group_errors_match_the_padded_errors() {
+    use super::row_lists::tests::one_hot_matrix;
+    let groups = [0..6, 6..7, 8..20, 21..30];
+    for (n, seed) in [(1usize, 1u64), (97, 2), (4096, 3), (10_001, 4)] {
+        let features = one_hot_matrix(n, 31, &groups, seed);
+        let weights: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 37) % 11) as f64).collect();
+        let total: f64 = weights.iter().sum();
+        let signed: Vec<f64> = (0..n)
+            .map(|i| {
+                let y = if features.get(i, (i * 13) % 31) {
+                    1.0
+                } else {
+                    -1.0
+                };
+                -y * weights[i] / total
+            })
+            .chain([0.0])
+            .collect();
+        let p_positive: f64 = signed.iter().filter(|&&s| s < 0.0).map(|s| -s).sum();
+        let mut padded = OneRule::new(&features, &[]).unwrap();
+        let mut grouped = OneRule::new(&features, &groups).unwrap();
+        padded.compute_errors(&signed, p_positive);
+        grouped.compute_errors(&signed, p_positive);
+        for (j, (a, b)) in padded.errors().iter().zip(grouped.errors()).enumerate() {
+            let literal = j % 31;
+            let dense = 2 * features.column_bits(literal).count_ones() > n;
+            if j < 62 && !dense && features.column_bits(literal).count_ones() <= 4 * (n / 8) {
+                assert_eq!(a.to_bits(), b.to_bits(), "n {n} candidate {j}");
+            } else {
+                assert!((a - b).abs() <= 1e-14, "n {n} candidate {j}: {a} vs {b}");
+            }
+        }
     }
 }
