@@ -368,6 +368,7 @@ pub(crate) mod tests {
     /// A group that some row does not set exactly once is refused, and so
     /// are empty, out-of-range and overlapping groups.
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // lists of one group
     fn groups_that_are_not_one_hot_are_refused() {
         let mut builder = BitMatrixBuilder::new(4);
         for active in [&[0u32, 2][..], &[1, 2], &[0, 1, 3], &[1, 2]] {
