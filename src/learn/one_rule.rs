@@ -10,8 +10,9 @@
 //!
 //! So one pass over the set bits of each literal, accumulating the signed
 //! weights `-y_i p(i)`, gives all `2d + 2` errors. The passes go over
-//! [`RowLists`], padded so that every literal costs the same whatever its
-//! density (`docs/privacy.md`, "Timing").
+//! [`RowLists`], laid out so that the work depends on n, d and the schema's
+//! one-hot groups only, never on the literals' densities (`docs/privacy.md`,
+//! "Timing").
 //!
 //! # Privacy
 //!

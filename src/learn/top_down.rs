@@ -57,7 +57,8 @@
 //!
 //! # Constant work
 //!
-//! Scoring a leaf walks every literal's padded row list ([`RowLists`]) and
+//! Scoring a leaf walks every literal's row list ([`RowLists`]: the lists'
+//! total length is fixed by n, d and the one-hot groups) and
 //! every row once; moving rows into the children of a split and updating the
 //! margins ([`TopDown::add_margins`]) take one branch-free step per row. The
 //! work per tree depends on `n`, `d` and `t` only (`docs/privacy.md`,
