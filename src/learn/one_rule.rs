@@ -69,6 +69,8 @@ pub(crate) struct OneRule {
     lists: RowLists,
     errors: Vec<f64>,
     scores: Vec<f64>,
+    /// Per-literal partial sums of one one-hot group (4 lanes each).
+    lanes: Vec<f64>,
 }
 
 impl OneRule {
@@ -82,6 +84,7 @@ impl OneRule {
             lists: RowLists::new(features, groups)?,
             errors: Vec::new(),
             scores: Vec::new(),
+            lanes: Vec::new(),
         })
     }
 
@@ -113,9 +116,27 @@ impl OneRule {
         self.errors.resize(2 * d + 2, 0.0);
         // sum_i -y_i p(i) = P- - P+ = 1 - 2 P+.
         let total = 1.0 - 2.0 * p_positive;
-        for j in 0..d {
-            // One-hot group lists are multiples of 4 long, so only padded
-            // lists (all `floor(n / 2)` long) have a remainder.
+        // One-hot groups: one loop over each group's 4-entry blocks, a fixed
+        // trip count; four lanes per literal (by block) keep the add chains
+        // independent.
+        for group in self.lists.groups() {
+            let rows = self.lists.group_rows(group);
+            self.lanes.clear();
+            self.lanes.resize(4 * group.literals.len(), 0.0);
+            for (b, (c, &owner)) in rows.chunks_exact(4).zip(&group.owner).enumerate() {
+                let s = (signed[c[0] as usize] + signed[c[1] as usize])
+                    + (signed[c[2] as usize] + signed[c[3] as usize]);
+                self.lanes[4 * owner as usize + b % 4] += s;
+            }
+            for (k, lane) in self.lanes.chunks_exact(4).enumerate() {
+                let err = p_positive + ((lane[0] + lane[1]) + (lane[2] + lane[3]));
+                let j = group.literals.start + k;
+                self.errors[j] = err;
+                self.errors[d + j] = 1.0 - err;
+            }
+        }
+        for j in (0..d).filter(|&j| !self.lists.in_group(j)) {
+            // Padded lists, all `floor(n / 2)` long.
             let (list, complement) = self.lists.get(j);
             // Four accumulators: a single float add chain would bound the
             // loop by the add latency rather than by the loads.

@@ -57,6 +57,22 @@ pub(crate) struct RowLists {
     spans: Vec<(usize, usize)>,
     /// Whether literal j's list holds the rows where it is NOT set.
     complement: Vec<bool>,
+    /// The one-hot groups, in literal order.
+    groups: Vec<GroupLists>,
+}
+
+/// One one-hot group's lists as one flat run of 4-entry blocks, so that a
+/// caller can sum the whole group in one loop of a fixed trip count (loops
+/// per literal would exit at data-dependent points, and the compiler's
+/// unrolling turns those into data-dependent instruction counts).
+pub(crate) struct GroupLists {
+    /// The group's literals.
+    pub(crate) literals: Range<usize>,
+    /// `rows[start..start + width]` of the [`RowLists`].
+    start: usize,
+    width: usize,
+    /// For each 4-entry block, its literal's offset in `literals`.
+    pub(crate) owner: Vec<u32>,
 }
 
 /// Why the one-hot groups given to [`RowLists::new`] cannot be used.
@@ -117,13 +133,25 @@ impl RowLists {
         // written to the buffer and the length advances by its bit, so the
         // steps do not depend on how many rows a literal lists.
         let mut buffer = vec![0u32; n + 1];
+        let mut group_lists_out = Vec::with_capacity(groups.len());
         let mut j = 0;
         while j < d {
             if let Some(g) = group_of[j] {
                 let range = groups[g].clone();
                 let start = rows.len();
+                let first_span = spans.len();
                 rows.extend(group_lists(features, range.clone(), &mut spans, start));
                 complement.extend(range.clone().map(|_| false));
+                let mut owner = Vec::with_capacity((rows.len() - start) / 4);
+                for (k, &(_, len)) in spans[first_span..].iter().enumerate() {
+                    owner.extend(std::iter::repeat_n(k as u32, len / 4));
+                }
+                group_lists_out.push(GroupLists {
+                    literals: range.clone(),
+                    start,
+                    width: rows.len() - start,
+                    owner,
+                });
                 j = range.end;
                 continue;
             }
@@ -152,7 +180,24 @@ impl RowLists {
             rows,
             spans,
             complement,
+            groups: group_lists_out,
         })
+    }
+
+    /// The one-hot groups.
+    pub(crate) fn groups(&self) -> &[GroupLists] {
+        &self.groups
+    }
+
+    /// A group's entries (a multiple of 4; block b belongs to literal
+    /// `group.literals.start + group.owner[b]`).
+    pub(crate) fn group_rows(&self, group: &GroupLists) -> &[u32] {
+        &self.rows[group.start..group.start + group.width]
+    }
+
+    /// Whether literal j is in a one-hot group.
+    pub(crate) fn in_group(&self, j: usize) -> bool {
+        self.groups.iter().any(|g| g.literals.contains(&j))
     }
 
     /// Number of literals.

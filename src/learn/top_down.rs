@@ -280,24 +280,50 @@ impl TopDown {
         for &leaf in new_leaves {
             self.improvements[leaf as usize].resize(self.lists.len(), 0.0);
         }
-        for j in 0..self.lists.len() {
-            let (rows, complement) = self.lists.get(j);
-            let mut listed = [Sums::default(); 3];
-            for &i in rows {
-                let i = i as usize;
-                listed[slot_of_node[self.leaf_of[i] as usize]].add(signed[i]);
-            }
+        let finish = |improvements: &mut Vec<Vec<f64>>, j: usize, listed: &[Sums; 3], c: f64| {
             // `total - listed` or `0 + listed`, with the same operations.
-            let c = RowLists::complement_factor(complement);
             for (slot, &leaf) in new_leaves.iter().enumerate() {
                 let ones = Sums {
                     signed: c * total[slot].signed + (1.0 - 2.0 * c) * listed[slot].signed,
                     abs: c * total[slot].abs + (1.0 - 2.0 * c) * listed[slot].abs,
                 };
                 let zeros = total[slot].minus(ones);
-                self.improvements[leaf as usize][j] =
+                improvements[leaf as usize][j] =
                     total[slot].weighted_gini() - ones.weighted_gini() - zeros.weighted_gini();
             }
+        };
+        // One-hot groups: one loop over each group's 4-entry blocks (a fixed
+        // trip count, whatever the lengths of its literals' lists).
+        let mut group_listed = Vec::new();
+        for group in self.lists.groups() {
+            group_listed.clear();
+            group_listed.resize(group.literals.len(), [Sums::default(); 3]);
+            let rows = self.lists.group_rows(group);
+            for (c, &owner) in rows.chunks_exact(4).zip(&group.owner) {
+                let listed: &mut [Sums; 3] = &mut group_listed[owner as usize];
+                for &i in c {
+                    let i = i as usize;
+                    listed[slot_of_node[self.leaf_of[i] as usize]].add(signed[i]);
+                }
+            }
+            for (k, listed) in group_listed.iter().enumerate() {
+                finish(
+                    &mut self.improvements,
+                    group.literals.start + k,
+                    listed,
+                    0.0,
+                );
+            }
+        }
+        for j in (0..self.lists.len()).filter(|&j| !self.lists.in_group(j)) {
+            let (rows, complement) = self.lists.get(j);
+            let mut listed = [Sums::default(); 3];
+            for &i in rows {
+                let i = i as usize;
+                listed[slot_of_node[self.leaf_of[i] as usize]].add(signed[i]);
+            }
+            let c = RowLists::complement_factor(complement);
+            finish(&mut self.improvements, j, &listed, c);
         }
     }
 }
