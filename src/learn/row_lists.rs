@@ -31,14 +31,15 @@
 //! [`crate::data::Encoder::one_hot_groups`]): every row sets exactly one
 //! literal of the group, so the group's set-row lists, unpadded, hold exactly
 //! `n` rows together whatever the data. Such literals list their set rows,
-//! each list padded with the sentinel to a multiple of 4 (so that the
-//! 4-way unrolled sums of `one_rule` have no remainder), and the group's last
-//! list takes sentinels up to the group width `4 ceil((n + 3 k) / 4)` for `k`
-//! literals: the group costs the same loads, additions and loop iterations
-//! for any data with the same n, where `k` padded lists would cost
-//! `k floor(n / 2)`. What the data decides is where each literal's list
-//! ends, so which loop exits happen when (a branch predictor sees a
-//! data-dependent pattern; the instruction count does not change).
+//! each list padded with the sentinel to a multiple of 4, and the group's
+//! last list takes sentinels up to the group width `4 ceil((n + 3 k) / 4)`
+//! for `k` literals. The callers sum a group in *one* loop over its 4-entry
+//! blocks ([`GroupLists`] says which literal each block belongs to), so the
+//! group costs the same loads, additions and loop iterations for any data
+//! with the same n, where `k` padded lists would cost `k floor(n / 2)`.
+//! (Loops per literal would not do: their exits fall at data-dependent
+//! points and the compiler's unrolling makes the instruction count depend
+//! on each length modulo the unroll factor; callgrind showed it.)
 //! [`RowLists::new`] checks on the data that every group is one-hot (a
 //! popcount and an OR of its columns, constant work) and refuses a group
 //! that is not: it would be a bug in the encoder, and quietly padding it
