@@ -143,10 +143,17 @@ impl RowLists {
                 let first_span = spans.len();
                 rows.extend(group_lists(features, range.clone(), &mut spans, start));
                 complement.extend(range.clone().map(|_| false));
-                let mut owner = Vec::with_capacity((rows.len() - start) / 4);
-                for (k, &(_, len)) in spans[first_span..].iter().enumerate() {
-                    owner.extend(std::iter::repeat_n(k as u32, len / 4));
-                }
+                // Block b's literal is the number of lists ending at or
+                // before its first entry: every (block, list) pair is
+                // visited, a fixed count (a loop per list would run a
+                // data-dependent number of times).
+                let ends: Vec<usize> = spans[first_span..]
+                    .iter()
+                    .map(|&(s, len)| s + len - start)
+                    .collect();
+                let owner: Vec<u32> = (0..(rows.len() - start) / 4)
+                    .map(|b| ends.iter().map(|&e| u32::from(e <= 4 * b)).sum())
+                    .collect();
                 group_lists_out.push(GroupLists {
                     literals: range.clone(),
                     start,
