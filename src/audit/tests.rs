@@ -33,6 +33,7 @@ fn dataset(d: usize, rows: &[(Vec<u32>, bool)]) -> Dataset {
     Dataset {
         features: builder.finish(),
         labels: Some(BitVec::from_bools(&labels)),
+        one_hot_groups: vec![],
     }
 }
 
@@ -436,8 +437,8 @@ fn time_pair(
 /// The timing designs: Adult and a neighbour, and same-shape datasets of
 /// extreme literal densities; the DP-1R and TopDown parameters.
 struct TimingDesigns {
-    /// (name, dataset): Adult, its neighbour, all literals unset, half set,
-    /// all set.
+    /// (name, dataset): Adult, its neighbour, three one-hot datasets with
+    /// Adult's groups, three without groups (unset, half set, all set).
     datasets: Vec<(&'static str, Dataset)>,
     /// (name, parameters, timed runs per dataset).
     learners: Vec<(&'static str, crate::learn::ValidLazyBbParams, usize)>,
@@ -471,9 +472,31 @@ fn timing_designs() -> TimingDesigns {
         "Adult: n = {n}, d = {d}; the substituted row differs in {} literals",
         distance(far)
     );
-    // Same n and d, different data (not neighbours): every literal unset,
-    // every literal set in half the rows, every literal set. Before the
-    // padding, the time depended on the literals' densities.
+    // Same n, d and one-hot groups, different data (not neighbours): every
+    // row in the first literal of each group (one full list, the rest empty),
+    // rows spread evenly over each group's literals, every row in the last
+    // literal. The group lists must cost the same whatever the split.
+    let groups = adult.one_hot_groups.clone();
+    assert_eq!(
+        groups.iter().map(|g| g.len()).sum::<usize>(),
+        d,
+        "Adult is all one-hot"
+    );
+    let one_hot = |pick: &dyn Fn(usize, usize) -> usize| {
+        let rows: Vec<(Vec<u32>, bool)> = (0..n)
+            .map(|i| {
+                let active = groups.iter().map(|g| (g.start + pick(i, g.len())) as u32);
+                (active.collect(), i.is_multiple_of(2))
+            })
+            .collect();
+        Dataset {
+            one_hot_groups: groups.clone(),
+            ..dataset(d, &rows)
+        }
+    };
+    // Same n and d without groups (every literal padded to n / 2): every
+    // literal unset, set in half the rows, set. Before the padding, the time
+    // depended on the literals' densities.
     let unset_rows: Vec<(Vec<u32>, bool)> = (0..n).map(|i| (vec![], i.is_multiple_of(2))).collect();
     let half_rows: Vec<(Vec<u32>, bool)> = (0..n)
         .map(|i| {
@@ -504,9 +527,18 @@ fn timing_designs() -> TimingDesigns {
         datasets: vec![
             ("Adult", adult),
             ("Adult neighbour", neighbour),
-            ("all literals unset", dataset(d, &unset_rows)),
-            ("half set", dataset(d, &half_rows)),
-            ("all set", dataset(d, &set_rows)),
+            (
+                "one-hot, all rows in each group's first literal",
+                one_hot(&|_, _| 0),
+            ),
+            ("one-hot, rows spread evenly", one_hot(&|i, k| i % k)),
+            (
+                "one-hot, all rows in each group's last literal",
+                one_hot(&|_, k| k - 1),
+            ),
+            ("no groups, all literals unset", dataset(d, &unset_rows)),
+            ("no groups, half set", dataset(d, &half_rows)),
+            ("no groups, all set", dataset(d, &set_rows)),
         ],
         learners: vec![
             ("DP-1R, eps 1, tau 39", params(1.0, 39, 0.45, 0.35), 150),
@@ -525,7 +557,7 @@ fn training_time_on_neighbouring_datasets() {
     let designs = timing_designs();
     let data = |k: usize| &designs.datasets[k].1;
     for (learner, params, runs) in &designs.learners {
-        for (a, b) in [(0, 1), (2, 3), (2, 4)] {
+        for (a, b) in [(0, 1), (2, 3), (2, 4), (5, 6), (5, 7)] {
             time_pair(
                 &format!(
                     "{learner}: {} (D) vs {} (D')",

@@ -3,6 +3,8 @@
 //! Produced by [`super::read_csv`]; the learners only ever see this (never raw rows).
 //! [`Dataset::subset`] gathers rows for cross-validation folds.
 
+use std::ops::Range;
+
 use super::bits::{BitMatrix, BitVec};
 
 /// Encoded dataset.
@@ -12,6 +14,12 @@ pub struct Dataset {
     pub features: BitMatrix,
     /// Some(labels) where the label column was present: bit set = positive (y = +1).
     pub labels: Option<BitVec>,
+    /// Literal index ranges that set exactly one literal per row, from the
+    /// public schema ([`super::Encoder::one_hot_groups`]); empty when
+    /// unknown (hand-built matrices). The learners sum such a range in work
+    /// that depends on n only and check the claim on the data
+    /// (`learn::row_lists`).
+    pub one_hot_groups: Vec<Range<usize>>,
 }
 
 impl Dataset {
@@ -33,6 +41,7 @@ impl Dataset {
                 .labels
                 .as_ref()
                 .map(|l| rows.iter().map(|&i| l.get(i)).collect()),
+            one_hot_groups: self.one_hot_groups.clone(),
         }
     }
 }
@@ -56,6 +65,7 @@ mod tests {
             let data = Dataset {
                 features: b.finish(),
                 labels: Some(rows.iter().map(|(_, y)| *y).collect()),
+                one_hot_groups: vec![],
             };
             let idx: Vec<usize> = picks.iter().map(|p| p.index(rows.len())).collect();
             let s = data.subset(&idx);

@@ -8,6 +8,7 @@
 //! The value rules are documented on [`Encoder`].
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use serde_json::{Map, Value};
 
@@ -40,6 +41,8 @@ pub struct Encoder {
     codecs: Vec<Codec>,
     /// Column name -> index into `codecs`, or `None` for an ignored column.
     by_name: HashMap<String, Option<usize>>,
+    /// See [`Encoder::one_hot_groups`].
+    one_hot_groups: Vec<Range<usize>>,
 }
 
 /// How one feature column's values become literals.
@@ -82,6 +85,7 @@ impl Encoder {
         let mut feature_names = Vec::new();
         let mut codecs = Vec::new();
         let mut by_name = HashMap::new();
+        let mut one_hot_groups = Vec::new();
         for column in &schema.columns {
             if !column.is_feature() {
                 by_name.insert(column.name().to_owned(), None);
@@ -135,6 +139,19 @@ impl Encoder {
                 literals.push(Literal::is(f, name, "missing"));
                 Some(literal_index(literals.len() - 1)?)
             };
+            // Which columns set exactly one of their literals in every encoded
+            // row (see `encode_cell`): intervals (clamping keeps every number
+            // in one interval) and categories, each with their `is other` and
+            // `is missing` literals. Thresholds set several, a boolean none
+            // when false.
+            let one_hot = match &kind {
+                CodecKind::Numeric { encoding, .. } => *encoding == NumericEncoding::Intervals,
+                CodecKind::Categorical { .. } => true,
+                CodecKind::Boolean => false,
+            };
+            if one_hot && literals.len() > first as usize {
+                one_hot_groups.push(first as usize..literals.len());
+            }
             codecs.push(Codec {
                 name: name.to_owned(),
                 first,
@@ -151,7 +168,17 @@ impl Encoder {
             feature_names,
             codecs,
             by_name,
+            one_hot_groups,
         })
+    }
+
+    /// The literal index ranges of the one-hot columns: every row the encoder
+    /// accepts sets exactly one literal of each range. Derived from the
+    /// schema alone (public), in column order; the learners use it to sum
+    /// each range's literals in work that depends on n only
+    /// ([`crate::data::Dataset::one_hot_groups`]).
+    pub fn one_hot_groups(&self) -> &[Range<usize>] {
+        &self.one_hot_groups
     }
 
     /// All literals, in index order.
@@ -384,6 +411,37 @@ mod tests {
     fn row(age: Value, hours: Value) -> Value {
         json!({"age": age, "hours": hours, "work": "Private", "color": "red",
                "shape": "round", "smoker": "no", "vegan": "no"})
+    }
+
+    /// Intervals and categories (with `is other` / `is missing`) are one-hot
+    /// groups, thresholds and booleans not; every accepted value, missing,
+    /// unknown or clamped, sets exactly one literal of each group.
+    #[test]
+    fn one_hot_groups_set_one_literal_per_row() {
+        let e = encoder();
+        assert_eq!(e.one_hot_groups(), [0..10, 13..16, 16..18, 18..20]);
+        let rows = [
+            json!({"age": 17, "hours": 5, "work": "Private", "color": "red",
+                   "shape": "round", "smoker": "yes", "vegan": "?"}),
+            json!({"age": -1e9, "hours": 99, "work": "?", "color": "blue",
+                   "shape": "square", "smoker": "no", "vegan": "no"}),
+            json!({"age": 1e9, "hours": 40, "work": null, "color": "red",
+                   "shape": "NA", "smoker": "1", "vegan": "true"}),
+            json!({"age": "  53.5 ", "hours": 20, "work": "", "color": "",
+                   "shape": null, "smoker": "f", "vegan": null}),
+        ];
+        for row in rows {
+            let mut active = Vec::new();
+            e.encode_json_row(row.as_object().unwrap(), 1, &mut active)
+                .unwrap();
+            for g in e.one_hot_groups() {
+                let set = active
+                    .iter()
+                    .filter(|&&j| g.contains(&(j as usize)))
+                    .count();
+                assert_eq!(set, 1, "{row} group {g:?}");
+            }
+        }
     }
 
     #[test]

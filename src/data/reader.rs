@@ -236,6 +236,7 @@ fn read<R: Read>(
         dataset: Dataset {
             features: bits.finish(),
             labels,
+            one_hot_groups: encoder.one_hot_groups().to_vec(),
         },
         skipped,
         errors,

@@ -30,7 +30,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, error, info, info_span, warn};
 
-use crate::data::{Encoder, Schema};
+use crate::data::{Dataset, Encoder, Schema};
 use crate::learn::params::{SensitivityBound, WeakLearnerName};
 use crate::learn::{LazyBbParams, LearnError, Model, PrivacyMode, WeakLearnerKind, train};
 use crate::privacy::{Budget, NoiseRng};
@@ -324,6 +324,11 @@ impl JobQueue {
             let schema =
                 Schema::from_json(&schema_json).map_err(|e| Failure::Internal(e.to_string()))?;
             let encoder = Encoder::new(&schema).map_err(|e| Failure::Internal(e.to_string()))?;
+            // The stored rows carry no one-hot groups: they come from the schema.
+            let data = Dataset {
+                one_hot_groups: encoder.one_hot_groups().to_vec(),
+                ..data
+            };
             let valid = params.to_lazybb()?.check()?;
             let mut noise = NoiseRng::from_os().map_err(|e| Failure::Internal(e.to_string()))?;
             let mut on_round = |done: u32| {

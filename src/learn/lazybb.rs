@@ -28,7 +28,7 @@
 //! the projection always gets all `2 tau + 1` margin groups (empty ones with
 //! count 0) and does the same steps in both of its cases
 //! ([`super::projection::log_scale`]); the weak learners sum padded row lists
-//! ([`super::row_lists`]) and select by report-noisy-max, whose time depends
+//! and one-hot group lists ([`super::row_lists`]) and select by report-noisy-max, whose time depends
 //! on the noise only; tree margins are updated from each row's leaf, one
 //! lookup per row ([`TopDown::add_margins`]). Weights below [`FLUSH_BELOW`]
 //! are set to 0 so that no sum ever meets a subnormal number, whose
@@ -39,8 +39,9 @@ use super::hypothesis::Hypothesis;
 use super::one_rule::{OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
+use super::row_lists::GroupError;
 use super::top_down::{TopDown, TreeSelection};
-use crate::data::Dataset;
+use crate::data::{DataError, Dataset};
 use crate::privacy::NoiseRng;
 
 /// What [`train`] returns: the hypotheses and the calibration used.
@@ -170,11 +171,16 @@ pub(crate) fn train_with_fault(
     let mut signed_of_class = vec![0.0f64; classes];
     // One more entry than rows: the row lists' sentinel, always 0.
     let mut signed = vec![0.0f64; n + 1];
+    // A group that is not one-hot in the data is an encoder bug: refuse.
+    let groups = &data.one_hot_groups;
+    let group_error = |e: GroupError| LearnError::Data(DataError::schema(e.to_string()));
     let mut learner = match p.weak_learner {
-        WeakLearnerKind::OneRule => Learner::OneRule(OneRule::new(&data.features)),
-        WeakLearnerKind::TopDown { internal_nodes, .. } => {
-            Learner::TopDown(TopDown::new(&data.features, internal_nodes))
+        WeakLearnerKind::OneRule => {
+            Learner::OneRule(OneRule::new(&data.features, groups).map_err(group_error)?)
         }
+        WeakLearnerKind::TopDown { internal_nodes, .. } => Learner::TopDown(
+            TopDown::new(&data.features, groups, internal_nodes).map_err(group_error)?,
+        ),
     };
     let mut hypotheses = Vec::with_capacity(p.tau as usize);
     // ln m(s) = ln kappa - lambda s (SPEC §4.1), never exponentiated raw.

@@ -10,8 +10,9 @@
 //!
 //! So one pass over the set bits of each literal, accumulating the signed
 //! weights `-y_i p(i)`, gives all `2d + 2` errors. The passes go over
-//! [`RowLists`], padded so that every literal costs the same whatever its
-//! density (`docs/privacy.md`, "Timing").
+//! [`RowLists`], laid out so that the work depends on n, d and the schema's
+//! one-hot groups only, never on the literals' densities (`docs/privacy.md`,
+//! "Timing").
 //!
 //! # Privacy
 //!
@@ -41,7 +42,9 @@
 //! and `one_rule_eta` solves that for `eta` so that it equals `eps_round`
 //! (`docs/privacy.md`, "DP-1R, exactly").
 
-use super::row_lists::RowLists;
+use std::ops::Range;
+
+use super::row_lists::{GroupError, RowLists};
 use crate::data::BitMatrix;
 use crate::privacy::{NoiseRng, PrivacyError, laplace};
 
@@ -66,16 +69,23 @@ pub(crate) struct OneRule {
     lists: RowLists,
     errors: Vec<f64>,
     scores: Vec<f64>,
+    /// Per-literal partial sums of one one-hot group (4 lanes each).
+    lanes: Vec<f64>,
 }
 
 impl OneRule {
-    /// Row lists for training on `features`.
-    pub(crate) fn new(features: &BitMatrix) -> OneRule {
-        OneRule {
-            lists: RowLists::new(features),
+    /// Row lists for training on `features` with its one-hot literal
+    /// `groups` ([`RowLists::new`]).
+    pub(crate) fn new(
+        features: &BitMatrix,
+        groups: &[Range<usize>],
+    ) -> Result<OneRule, GroupError> {
+        Ok(OneRule {
+            lists: RowLists::new(features, groups)?,
             errors: Vec::new(),
             scores: Vec::new(),
-        }
+            lanes: Vec::new(),
+        })
     }
 
     /// Pick a candidate index (see `Hypothesis::from_candidate_index`) given
@@ -106,7 +116,27 @@ impl OneRule {
         self.errors.resize(2 * d + 2, 0.0);
         // sum_i -y_i p(i) = P- - P+ = 1 - 2 P+.
         let total = 1.0 - 2.0 * p_positive;
-        for j in 0..d {
+        // One-hot groups: one loop over each group's 4-entry blocks, a fixed
+        // trip count; four lanes per literal (by block) keep the add chains
+        // independent.
+        for group in self.lists.groups() {
+            let rows = self.lists.group_rows(group);
+            self.lanes.clear();
+            self.lanes.resize(4 * group.literals.len(), 0.0);
+            for (b, (c, &owner)) in rows.chunks_exact(4).zip(&group.owner).enumerate() {
+                let s = (signed[c[0] as usize] + signed[c[1] as usize])
+                    + (signed[c[2] as usize] + signed[c[3] as usize]);
+                self.lanes[4 * owner as usize + b % 4] += s;
+            }
+            for (k, lane) in self.lanes.chunks_exact(4).enumerate() {
+                let err = p_positive + ((lane[0] + lane[1]) + (lane[2] + lane[3]));
+                let j = group.literals.start + k;
+                self.errors[j] = err;
+                self.errors[d + j] = 1.0 - err;
+            }
+        }
+        for j in (0..d).filter(|&j| !self.lists.in_group(j)) {
+            // Padded lists, all `floor(n / 2)` long.
             let (list, complement) = self.lists.get(j);
             // Four accumulators: a single float add chain would bound the
             // loop by the add latency rather than by the loads.

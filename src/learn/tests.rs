@@ -21,6 +21,7 @@ fn dataset(d: usize, rows: &[(&[u32], bool)]) -> Dataset {
     Dataset {
         features: builder.finish(),
         labels: Some(BitVec::from_bools(&labels)),
+        one_hot_groups: vec![],
     }
 }
 
@@ -92,7 +93,7 @@ fn errors_match_brute_force() {
         .chain([0.0]) // the row lists' sentinel
         .collect();
     let p_positive: f64 = (0..200).filter(|&i| labels.get(i)).map(|i| p[i]).sum();
-    let mut learner = OneRule::new(&data.features);
+    let mut learner = OneRule::new(&data.features, &[]).unwrap();
     learner.compute_errors(&signed, p_positive);
     for (got, want) in learner.errors().iter().zip(brute_force_errors(&data, &p)) {
         assert!((got - want).abs() < 1e-12, "{got} vs {want}");
@@ -649,7 +650,7 @@ fn float_error_of_the_errors_is_within_the_margin() {
         let n = case.n();
         let (signed, p_positive) = case.float_weights();
         let features = BitMatrix::from_columns(n, &case.columns);
-        let mut learner = OneRule::new(&features);
+        let mut learner = OneRule::new(&features, &[]).unwrap();
         learner.compute_errors(&signed, p_positive);
         let exact = case.exact_errors();
         let worst = learner
@@ -670,5 +671,85 @@ fn float_error_of_the_errors_is_within_the_margin() {
             worst / e
         );
         assert!(worst <= e_sum, "{}: {worst:e} > {e_sum:e}", case.name);
+    }
+}
+
+/// With one-hot groups the weighted errors equal the padded lists' up to
+/// float reassociation (the group sums add 4-entry blocks into 4 lanes per
+/// literal; padded lists add entries into 4 accumulators, or complement):
+/// within 1e-14 on weights summing to 1.
+#[test]
+fn one_hot_group_errors_match_the_padded_errors() {
+    use super::row_lists::tests::one_hot_matrix;
+    let groups = [0..6, 6..7, 8..20, 21..30];
+    for (n, seed) in [(1usize, 1u64), (97, 2), (4096, 3), (10_001, 4)] {
+        let features = one_hot_matrix(n, 31, &groups, seed);
+        let weights: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 37) % 11) as f64).collect();
+        let total: f64 = weights.iter().sum();
+        let signed: Vec<f64> = (0..n)
+            .map(|i| {
+                let y = if features.get(i, (i * 13) % 31) {
+                    1.0
+                } else {
+                    -1.0
+                };
+                -y * weights[i] / total
+            })
+            .chain([0.0])
+            .collect();
+        let p_positive: f64 = signed.iter().filter(|&&s| s < 0.0).map(|s| -s).sum();
+        let mut padded = OneRule::new(&features, &[]).unwrap();
+        let mut grouped = OneRule::new(&features, &groups).unwrap();
+        padded.compute_errors(&signed, p_positive);
+        grouped.compute_errors(&signed, p_positive);
+        for (j, (a, b)) in padded.errors().iter().zip(grouped.errors()).enumerate() {
+            assert!((a - b).abs() <= 1e-14, "n {n} candidate {j}: {a} vs {b}");
+        }
+    }
+}
+
+/// On Adult (every column one-hot) and Mushroom, seeded private training
+/// with the schema's one-hot groups picks the same hypotheses as with every
+/// literal padded: the sums agree up to reassociation, far below the noise's
+/// `2^-30` grid, so accuracy is unchanged.
+#[test]
+fn one_hot_groups_train_the_same_models() {
+    use crate::data::{Encoder, LabelMode, Schema, read_csv};
+    for (set, file) in [("adult", "adult-train.csv"), ("mushroom", "mushroom.csv")] {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data")
+            .join(set);
+        let schema = std::fs::read_to_string(dir.join("schema.json")).unwrap();
+        let encoder = Encoder::new(&Schema::from_json(&schema).unwrap()).unwrap();
+        let file = std::fs::File::open(dir.join(file)).unwrap();
+        let grouped = &read_csv(file, &encoder, LabelMode::Required).unwrap();
+        assert!(!grouped.one_hot_groups.is_empty(), "{set}");
+        assert_eq!(grouped.one_hot_groups, encoder.one_hot_groups());
+        let padded = Dataset {
+            one_hot_groups: vec![],
+            ..grouped.clone()
+        };
+        for weak_learner in [
+            WeakLearnerKind::OneRule,
+            WeakLearnerKind::TopDown {
+                internal_nodes: 3,
+                bound: crate::learn::SensitivityBound::Proven,
+            },
+        ] {
+            let params = LazyBbParams {
+                tau: 9,
+                lambda: 0.45,
+                kappa: 0.35,
+                weak_learner,
+                privacy: PrivacyMode::Private(Budget::new(1.0, 0.0).unwrap()),
+            }
+            .check()
+            .unwrap();
+            let run = |data: &Dataset| {
+                let mut rng = NoiseRng::seeded(21);
+                train(data, &params, Some(&mut rng), &mut |_| true).unwrap()
+            };
+            assert_eq!(run(grouped), run(&padded), "{set}");
+        }
     }
 }

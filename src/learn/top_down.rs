@@ -57,14 +57,17 @@
 //!
 //! # Constant work
 //!
-//! Scoring a leaf walks every literal's padded row list ([`RowLists`]) and
+//! Scoring a leaf walks every literal's row list ([`RowLists`]: the lists'
+//! total length is fixed by n, d and the one-hot groups) and
 //! every row once; moving rows into the children of a split and updating the
 //! margins ([`TopDown::add_margins`]) take one branch-free step per row. The
 //! work per tree depends on `n`, `d` and `t` only (`docs/privacy.md`,
 //! "Timing").
 
 use super::hypothesis::{Hypothesis, TreeNode};
-use super::row_lists::RowLists;
+use std::ops::Range;
+
+use super::row_lists::{GroupError, RowLists};
 use crate::data::BitMatrix;
 use crate::privacy::{NoiseRng, PrivacyError, laplace};
 
@@ -137,15 +140,20 @@ impl Sums {
 const OTHER: usize = 2;
 
 impl TopDown {
-    /// Buffers for trees with `internal_nodes` splits on `features`.
-    pub(crate) fn new(features: &BitMatrix, internal_nodes: u32) -> TopDown {
-        TopDown {
-            lists: RowLists::new(features),
+    /// Buffers for trees with `internal_nodes` splits on `features`, with
+    /// its one-hot literal `groups` ([`RowLists::new`]).
+    pub(crate) fn new(
+        features: &BitMatrix,
+        groups: &[Range<usize>],
+        internal_nodes: u32,
+    ) -> Result<TopDown, GroupError> {
+        Ok(TopDown {
+            lists: RowLists::new(features, groups)?,
             internal_nodes: internal_nodes as usize,
             leaf_of: vec![0; features.n_rows() + 1],
             improvements: Vec::new(),
             scores: Vec::new(),
-        }
+        })
     }
 
     /// Grow one tree under the signed weights `signed[i] = -y_i p(i)`
@@ -272,24 +280,50 @@ impl TopDown {
         for &leaf in new_leaves {
             self.improvements[leaf as usize].resize(self.lists.len(), 0.0);
         }
-        for j in 0..self.lists.len() {
-            let (rows, complement) = self.lists.get(j);
-            let mut listed = [Sums::default(); 3];
-            for &i in rows {
-                let i = i as usize;
-                listed[slot_of_node[self.leaf_of[i] as usize]].add(signed[i]);
-            }
+        let finish = |improvements: &mut Vec<Vec<f64>>, j: usize, listed: &[Sums; 3], c: f64| {
             // `total - listed` or `0 + listed`, with the same operations.
-            let c = RowLists::complement_factor(complement);
             for (slot, &leaf) in new_leaves.iter().enumerate() {
                 let ones = Sums {
                     signed: c * total[slot].signed + (1.0 - 2.0 * c) * listed[slot].signed,
                     abs: c * total[slot].abs + (1.0 - 2.0 * c) * listed[slot].abs,
                 };
                 let zeros = total[slot].minus(ones);
-                self.improvements[leaf as usize][j] =
+                improvements[leaf as usize][j] =
                     total[slot].weighted_gini() - ones.weighted_gini() - zeros.weighted_gini();
             }
+        };
+        // One-hot groups: one loop over each group's 4-entry blocks (a fixed
+        // trip count, whatever the lengths of its literals' lists).
+        let mut group_listed = Vec::new();
+        for group in self.lists.groups() {
+            group_listed.clear();
+            group_listed.resize(group.literals.len(), [Sums::default(); 3]);
+            let rows = self.lists.group_rows(group);
+            for (c, &owner) in rows.chunks_exact(4).zip(&group.owner) {
+                let listed: &mut [Sums; 3] = &mut group_listed[owner as usize];
+                for &i in c {
+                    let i = i as usize;
+                    listed[slot_of_node[self.leaf_of[i] as usize]].add(signed[i]);
+                }
+            }
+            for (k, listed) in group_listed.iter().enumerate() {
+                finish(
+                    &mut self.improvements,
+                    group.literals.start + k,
+                    listed,
+                    0.0,
+                );
+            }
+        }
+        for j in (0..self.lists.len()).filter(|&j| !self.lists.in_group(j)) {
+            let (rows, complement) = self.lists.get(j);
+            let mut listed = [Sums::default(); 3];
+            for &i in rows {
+                let i = i as usize;
+                listed[slot_of_node[self.leaf_of[i] as usize]].add(signed[i]);
+            }
+            let c = RowLists::complement_factor(complement);
+            finish(&mut self.improvements, j, &listed, c);
         }
     }
 }
@@ -350,7 +384,7 @@ mod tests {
     #[test]
     fn improvements_match_brute_force() {
         let (features, signed) = data();
-        let mut learner = TopDown::new(&features, 1);
+        let mut learner = TopDown::new(&features, &[], 1).unwrap();
         learner.improvements = vec![vec![0.0; 4]];
         learner.score_leaves(&[0], 1, &signed);
         let all: Vec<usize> = (0..300).collect();
@@ -368,7 +402,7 @@ mod tests {
     fn best_tree_has_t_splits_and_consistent_children() {
         let (features, signed) = data();
         for t in 1..=4 {
-            let mut learner = TopDown::new(&features, t);
+            let mut learner = TopDown::new(&features, &[], t).unwrap();
             let tree = learner
                 .fit(&features, &signed, TreeSelection::Best)
                 .unwrap();
@@ -390,7 +424,7 @@ mod tests {
                     panic!()
                 };
                 let rows: Vec<usize> = (0..300).filter(|&i| features.get(i, 0)).collect();
-                let mut fresh = TopDown::new(&features, 1);
+                let mut fresh = TopDown::new(&features, &[], 1).unwrap();
                 fresh.improvements = vec![vec![0.0; 4]];
                 fresh.leaf_of = (0..300)
                     .map(|i| if features.get(i, 0) { if_true } else { 99 })
@@ -417,7 +451,7 @@ mod tests {
             .collect();
         let mut rng = NoiseRng::seeded(5);
         for t in 1..=4 {
-            let mut learner = TopDown::new(&features, t);
+            let mut learner = TopDown::new(&features, &[], t).unwrap();
             for selection in [
                 TreeSelection::Best,
                 TreeSelection::Private {
@@ -495,7 +529,7 @@ mod tests {
                 .map(|(&k, &y)| signed_of_class[2 * k + usize::from(y)])
                 .chain([0.0])
                 .collect();
-            let mut learner = TopDown::new(&features, 1);
+            let mut learner = TopDown::new(&features, &[], 1).unwrap();
             learner.improvements = vec![vec![0.0; d]];
             learner.score_leaves(&[0], 1, &signed);
 
@@ -536,6 +570,47 @@ mod tests {
                 worst / margin
             );
             assert!(worst <= margin, "{name}: {worst:e} > {margin:e}");
+        }
+    }
+
+    /// With one-hot groups the improvements equal the padded lists' up to
+    /// float reassociation (a complemented literal is `total - unset` there,
+    /// a direct sum here), at the root and below a split.
+    #[test]
+    fn group_lists_give_the_padded_improvements() {
+        use crate::learn::row_lists::tests::one_hot_matrix;
+        let groups = [0..4, 5..12, 12..15];
+        let (n, d) = (2003, 16);
+        let features = one_hot_matrix(n, d, &groups, 9);
+        let mut state = 3u64;
+        let signed: Vec<f64> = (0..n)
+            .map(|i| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let w = 0.5 + (state >> 40) as f64 / (1u64 << 24) as f64;
+                if features.get(i, 1) ^ (i % 7 == 0) {
+                    -w
+                } else {
+                    w
+                }
+            })
+            .collect();
+        let total: f64 = signed.iter().map(|s| s.abs()).sum();
+        let signed: Vec<f64> = signed.iter().map(|s| s / total).chain([0.0]).collect();
+        for t in 1..=3 {
+            let mut padded = TopDown::new(&features, &[], t).unwrap();
+            let mut grouped = TopDown::new(&features, &groups, t).unwrap();
+            let a = padded.fit(&features, &signed, TreeSelection::Best).unwrap();
+            let b = grouped
+                .fit(&features, &signed, TreeSelection::Best)
+                .unwrap();
+            assert_eq!(a, b, "t = {t}");
+            for (x, y) in padded.improvements.iter().zip(&grouped.improvements) {
+                for (x, y) in x.iter().zip(y) {
+                    assert!((x - y).abs() <= 1e-14, "{x} vs {y}");
+                }
+            }
         }
     }
 }

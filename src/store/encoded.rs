@@ -39,7 +39,8 @@ pub(crate) fn encode(data: &Dataset) -> Result<EncodedRows, StoreError> {
     })
 }
 
-/// Decode what [`encode`] wrote.
+/// Decode what [`encode`] wrote. The one-hot groups are not stored (they
+/// come from the schema): the caller sets them from the dataset's encoder.
 pub(crate) fn decode(rows: &EncodedRows) -> Result<Dataset, StoreError> {
     let words_per_column = rows.n_rows.div_ceil(64);
     let corrupt = || StoreError::Corrupt("stored rows have the wrong length".into());
@@ -58,6 +59,7 @@ pub(crate) fn decode(rows: &EncodedRows) -> Result<Dataset, StoreError> {
     Ok(Dataset {
         features: BitMatrix::from_columns(rows.n_rows, &columns),
         labels: Some(labels),
+        one_hot_groups: vec![],
     })
 }
 
@@ -86,6 +88,7 @@ mod tests {
                 labels: Some(BitVec::from_bools(
                     &(0..n).map(|i| i % 2 == 0).collect::<Vec<_>>(),
                 )),
+                one_hot_groups: vec![],
             };
             let back = decode(&encode(&data).unwrap()).unwrap();
             assert_eq!(back.features, data.features);

@@ -279,6 +279,7 @@ mod tests {
         let data = Dataset {
             features: BitMatrix::from_columns(3, &[BitVec::from_bools(&[true, false, true])]),
             labels: Some(BitVec::from_bools(&[true, false, false])),
+            one_hot_groups: vec![],
         };
         let new = NewDataset {
             owner_id: &owner.id,
@@ -361,6 +362,7 @@ mod tests {
         let data = Dataset {
             features: BitMatrix::from_columns(1, &[BitVec::from_bools(&[true])]),
             labels: Some(BitVec::from_bools(&[true])),
+            one_hot_groups: vec![],
         };
         let new = NewDataset {
             owner_id: &owner.id,
