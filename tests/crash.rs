@@ -404,17 +404,9 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
             .build()
             .unwrap();
         if cycle == 0 {
-            let key: Value = client
-                .post(format!("{}/v1/keys", server.url))
-                .bearer_auth(ADMIN_KEY)
-                .json(&json!({"role": "owner", "name": "crash"}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            *run.owner.lock().unwrap() = key["key"].as_str().unwrap().to_owned();
+            let (_, key) =
+                common::create_key(&client, &server.url, ADMIN_KEY, "owner", "crash").await;
+            *run.owner.lock().unwrap() = key;
         } else {
             let counts = check_or_fail(
                 &run,
@@ -502,24 +494,13 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
         seed,
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let mut conn = invariants::open_read_only(&run.db).await;
-        let open: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')")
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-        if open == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{open} jobs still queued or running after 120 s (seed {seed}); log {}",
-            server.log.display()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let open = invariants::wait_until_no_job_is_open(&run.db, Duration::from_secs(120)).await;
+    assert_eq!(
+        open,
+        0,
+        "{open} jobs still queued or running after 120 s (seed {seed}); log {}",
+        server.log.display()
+    );
     let counts = check_or_fail(&run, &server, &client, true, "at the end", seed).await;
     assert_eq!(
         counts.final_jobs, counts.jobs,

@@ -488,17 +488,14 @@ async fn an_accepted_upload_stays_within_its_memory_bound() {
         assert!(Instant::now() < deadline, "the server did not start");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let owner: serde_json::Value = client
-        .post(format!("http://{addr}/v1/keys"))
-        .bearer_auth(common::ADMIN_KEY)
-        .json(&json!({"role": "owner", "name": "m"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let owner = owner["key"].as_str().unwrap().to_owned();
+    let (_, owner) = common::create_key(
+        &client,
+        &format!("http://{addr}"),
+        common::ADMIN_KEY,
+        "owner",
+        "m",
+    )
+    .await;
     let before = vm_hwm(child.id());
     const ROWS: u64 = 4_000_000;
     let (head, sent) = stream_rows(&addr, &owner, b"42,a,1\n", ROWS).await;

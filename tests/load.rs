@@ -59,16 +59,9 @@ impl Api {
     }
 
     async fn owner_key(&self) -> String {
-        let key = self
-            .call(
-                self.client
-                    .post(format!("{}/v1/keys", self.url))
-                    .bearer_auth(ADMIN_KEY)
-                    .json(&json!({"role": "owner", "name": "load"})),
-                201,
-            )
-            .await;
-        key["key"].as_str().unwrap().to_owned()
+        common::create_key(&self.client, &self.url, ADMIN_KEY, "owner", "load")
+            .await
+            .1
     }
 
     /// Upload and register what must be stored; returns the dataset id.
@@ -128,20 +121,8 @@ impl Api {
 
 /// Wait until no job is queued or running (all processes), reading the file.
 async fn wait_all_final(db: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        let mut conn = invariants::open_read_only(db).await;
-        let open: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')")
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-        if open == 0 {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{open} jobs never finished");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let open = invariants::wait_until_no_job_is_open(db, Duration::from_secs(180)).await;
+    assert_eq!(open, 0, "{open} jobs never finished");
 }
 
 /// `n` Mushroom rows as predict-request objects (without the label).

@@ -138,17 +138,7 @@ async fn crash_with_running_job_reruns_under_the_same_charge() {
     }
     // Drive the child with the same helpers by pointing a TestServer-like
     // client at it.
-    let key: Value = client
-        .post(format!("{url}/v1/keys"))
-        .bearer_auth(ADMIN_KEY)
-        .json(&json!({"role": "owner", "name": "o"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let owner = key["key"].as_str().unwrap().to_owned();
+    let (_, owner) = common::create_key(&client, &url, ADMIN_KEY, "owner", "o").await;
     let schema = std::fs::read_to_string(common::mushroom_schema()).unwrap();
     let form = reqwest::multipart::Form::new()
         .text("name", "m")

@@ -118,17 +118,7 @@ async fn no_key_and_no_row_value_reaches_the_logs_or_the_csv_errors() {
     let s = serve_with_debug_logs(ADMIN).await;
     let c = Client::new();
     let url = &s.url;
-    let owner: Value = c
-        .post(format!("{url}/v1/keys"))
-        .bearer_auth(ADMIN)
-        .json(&json!({"role": "owner", "name": "logs"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let owner_key = owner["key"].as_str().unwrap().to_owned();
+    let (_, owner_key) = common::create_key(&c, url, ADMIN, "owner", "logs").await;
 
     let mut csv = common::small_csv(200);
     csv.push_str(&format!("{CELL_NUMBER},a,1\n"));

@@ -326,20 +326,27 @@ pub(crate) mod tests {
             let lists = RowLists::new(&features, &[]).unwrap();
             assert_eq!(lists.total_entries(), 4 * (n / 2));
             for j in 0..4 {
-                let (list, complement) = lists.get(j);
-                assert_eq!(list.len(), n / 2, "n {n} literal {j}");
-                let real: Vec<usize> = list
-                    .iter()
-                    .filter(|&&i| i as usize != n)
-                    .map(|&i| i as usize)
-                    .collect();
-                let want: Vec<usize> = (0..n)
-                    .filter(|&i| features.get(i, j) != complement)
-                    .collect();
-                assert_eq!(real, want, "n {n} literal {j}");
-                assert!(list[real.len()..].iter().all(|&i| i as usize == n));
+                assert_eq!(lists.get(j).0.len(), n / 2, "n {n} literal {j}");
+                assert_lists_the_rows_then_sentinels(&lists, &features, j);
             }
         }
+    }
+
+    /// Literal j's list holds exactly the rows where it is set (unset, if
+    /// complemented), in order, then only the sentinel `n`.
+    fn assert_lists_the_rows_then_sentinels(lists: &RowLists, features: &BitMatrix, j: usize) {
+        let n = features.n_rows();
+        let (list, complement) = lists.get(j);
+        let real: Vec<usize> = list
+            .iter()
+            .filter(|&&i| i as usize != n)
+            .map(|&i| i as usize)
+            .collect();
+        let want: Vec<usize> = (0..n)
+            .filter(|&i| features.get(i, j) != complement)
+            .collect();
+        assert_eq!(real, want, "n {n} literal {j}");
+        assert!(list[real.len()..].iter().all(|&i| i as usize == n));
     }
 
     /// A random matrix whose literals `groups` are one-hot (each row picks
@@ -392,17 +399,8 @@ pub(crate) mod tests {
                     group_width(n, 3) + group_width(n, 5) + group_width(n, 1) + 2 * (n / 2);
                 assert_eq!(lists.total_entries(), want_total, "n {n}");
                 for j in 0..11 {
+                    assert_lists_the_rows_then_sentinels(&lists, &features, j);
                     let (list, complement) = lists.get(j);
-                    let real: Vec<usize> = list
-                        .iter()
-                        .filter(|&&i| i as usize != n)
-                        .map(|&i| i as usize)
-                        .collect();
-                    let want: Vec<usize> = (0..n)
-                        .filter(|&i| features.get(i, j) != complement)
-                        .collect();
-                    assert_eq!(real, want, "n {n} literal {j}");
-                    assert!(list[real.len()..].iter().all(|&i| i as usize == n));
                     if groups.iter().any(|g| g.contains(&j)) {
                         assert!(!complement);
                         assert_eq!(list.len() % 4, 0, "n {n} literal {j}");

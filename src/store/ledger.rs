@@ -266,19 +266,21 @@ mod tests {
         }
     }
 
-    /// Run `ops` against a fresh file; after each one the charges fit the
-    /// total, and a refused charge leaves the ledger as it was.
-    async fn run(ops: Vec<Op>) {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = crate::store::open(&dir.path().join("t.db"), 4)
-            .await
-            .unwrap();
+    /// A fresh store in `dir` with an owner key and one dataset of `n` rows
+    /// (one literal, labels alternating) whose total is `epsilon`.
+    async fn pool_with_dataset(
+        dir: &std::path::Path,
+        n: usize,
+        epsilon: f64,
+    ) -> (SqlitePool, keys::KeyInfo, datasets::DatasetInfo) {
+        let pool = crate::store::open(&dir.join("t.db"), 4).await.unwrap();
         let owner = keys::create(&pool, Role::Owner, "o", "secret")
             .await
             .unwrap();
+        let bits: Vec<bool> = (0..n).map(|i| i % 2 == 0).collect();
         let data = Dataset {
-            features: BitMatrix::from_columns(3, &[BitVec::from_bools(&[true, false, true])]),
-            labels: Some(BitVec::from_bools(&[true, false, false])),
+            features: BitMatrix::from_columns(n, &[BitVec::from_bools(&bits)]),
+            labels: Some(BitVec::from_bools(&bits)),
             one_hot_groups: vec![],
         };
         let new = NewDataset {
@@ -288,13 +290,21 @@ mod tests {
             data: &data,
             rejected_rows: 0,
             total: Amount {
-                epsilon: 1.0,
+                epsilon,
                 delta: 0.0,
             },
         };
         let Created::New(d) = datasets::create(&pool, new, None, respond).await.unwrap() else {
             panic!("created")
         };
+        (pool, owner, d)
+    }
+
+    /// Run `ops` against a fresh file; after each one the charges fit the
+    /// total, and a refused charge leaves the ledger as it was.
+    async fn run(ops: Vec<Op>) {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, owner, d) = pool_with_dataset(dir.path(), 3, 1.0).await;
         let mut job_ids = Vec::new();
         for op in ops {
             let before = entries(&pool, &d.id, 0, 1000).await.unwrap().items.len();
@@ -353,31 +363,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_budget_read_is_one_snapshot_while_jobs_are_admitted() {
         let dir = tempfile::tempdir().unwrap();
-        let pool = crate::store::open(&dir.path().join("t.db"), 4)
-            .await
-            .unwrap();
-        let owner = keys::create(&pool, Role::Owner, "o", "secret")
-            .await
-            .unwrap();
-        let data = Dataset {
-            features: BitMatrix::from_columns(1, &[BitVec::from_bools(&[true])]),
-            labels: Some(BitVec::from_bools(&[true])),
-            one_hot_groups: vec![],
-        };
-        let new = NewDataset {
-            owner_id: &owner.id,
-            name: "d",
-            schema_json: "{}",
-            data: &data,
-            rejected_rows: 0,
-            total: Amount {
-                epsilon: 1000.0,
-                delta: 0.0,
-            },
-        };
-        let Created::New(d) = datasets::create(&pool, new, None, respond).await.unwrap() else {
-            panic!("created")
-        };
+        let (pool, owner, d) = pool_with_dataset(dir.path(), 1, 1000.0).await;
         let writer = {
             let (pool, dataset, owner) = (pool.clone(), d.id.clone(), owner.id.clone());
             tokio::spawn(async move {

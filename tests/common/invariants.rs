@@ -368,3 +368,22 @@ pub async fn check(
     tx.rollback().await.unwrap();
     (v, counts)
 }
+
+/// Poll the file until no job is queued or running (whichever process owns
+/// them), for at most `within`; returns how many are still open (0 = all
+/// final).
+pub async fn wait_until_no_job_is_open(db: &Path, within: std::time::Duration) -> i64 {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let mut conn = open_read_only(db).await;
+        let open: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        if open == 0 || std::time::Instant::now() >= deadline {
+            return open;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -121,19 +121,7 @@ impl TestServer {
 
     /// Create a key; returns (id, secret).
     pub async fn key(&self, role: &str, name: &str) -> (String, String) {
-        let body = self
-            .expect(
-                StatusCode::CREATED,
-                self.client
-                    .post(self.at("/v1/keys"))
-                    .bearer_auth(&self.admin)
-                    .json(&json!({"role": role, "name": name})),
-            )
-            .await;
-        (
-            body["id"].as_str().unwrap().into(),
-            body["key"].as_str().unwrap().into(),
-        )
+        create_key(&self.client, &self.url, &self.admin, role, name).await
     }
 
     /// Upload a dataset (multipart); returns the raw response.
@@ -262,6 +250,29 @@ impl TestServer {
         .await;
         body["items"].as_array().unwrap().clone()
     }
+}
+
+/// Create a key with `admin` on the server at `base` (also a child process's
+/// URL); returns (id, secret).
+pub async fn create_key(
+    client: &Client,
+    base: &str,
+    admin: &str,
+    role: &str,
+    name: &str,
+) -> (String, String) {
+    let r = client
+        .post(format!("{base}/v1/keys"))
+        .bearer_auth(admin)
+        .json(&json!({"role": role, "name": name}))
+        .send()
+        .await
+        .expect("POST /v1/keys");
+    let body = expect_status(r, StatusCode::CREATED).await;
+    (
+        body["id"].as_str().unwrap().into(),
+        body["key"].as_str().unwrap().into(),
+    )
 }
 
 /// Check the status; returns the JSON body (Null when empty). A failure
