@@ -13,7 +13,7 @@ use privboost::data::{
     Column, DataError, Encoder, LabelMode, MAX_LITERALS, NumericEncoding, OnBadRow, ReadOptions,
     Schema, read_csv, read_csv_with,
 };
-use privboost::learn::{Model, inspect};
+use privboost::learn::{LazyBbModel, inspect};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -71,7 +71,7 @@ fn valid_row(encoder: &Encoder) -> Map<String, Value> {
 
 /// Loading must succeed or fail cleanly; a loaded model must work end to end.
 fn load_and_use(text: &str) -> Result<(), privboost::learn::LearnError> {
-    let model = Model::from_json(text)?;
+    let model = LazyBbModel::from_json(text)?;
     let encoder = model.encoder().expect("a loaded model has an encoder");
     assert_eq!(encoder.n_literals(), model.literals.len());
     let _ = inspect(&model, &encoder).to_text();
@@ -82,7 +82,7 @@ fn load_and_use(text: &str) -> Result<(), privboost::learn::LearnError> {
         .expect("a row of declared values encodes");
     let p = predictor.prediction(predictor.vote_sum(&active));
     assert!((-1.0..=1.0).contains(&p.score), "{}", p.score);
-    assert_eq!(Model::from_json(&model.to_json()).unwrap(), model);
+    assert_eq!(LazyBbModel::from_json(&model.to_json()).unwrap(), model);
     Ok(())
 }
 
@@ -433,7 +433,7 @@ proptest! {
             check_active(&active, &encoder);
         }
         for text in MODELS {
-            let model = Model::from_json(text).unwrap();
+            let model = LazyBbModel::from_json(text).unwrap();
             let (encoder, predictor) = (model.encoder().unwrap(), model.predictor());
             if encoder.encode_json_row(&row, 1, &mut active).is_ok() {
                 check_active(&active, &encoder);
@@ -623,7 +623,7 @@ fn huge_claims_are_refused_cheaply() {
     // Rounds: tau far beyond the ensemble (and the training limit).
     let mut v = model.clone();
     v["params"]["tau"] = json!(u32::MAX);
-    assert!(Model::from_json(&v.to_string()).is_err());
+    assert!(LazyBbModel::from_json(&v.to_string()).is_err());
 
     // Literals: a schema whose bins would make millions of literals.
     let mut v = model.clone();
@@ -631,7 +631,9 @@ fn huge_claims_are_refused_cheaply() {
         .map(|i| json!({"name": format!("w{i}"), "type": "numeric", "min": 0, "max": 1, "bins": 1000}))
         .collect();
     v["schema"]["columns"] = json!(wide);
-    let e = Model::from_json(&v.to_string()).unwrap_err().to_string();
+    let e = LazyBbModel::from_json(&v.to_string())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(&format!("at most {MAX_LITERALS}")), "{e}");
 
     // Intervals: bins beyond the limit, and an absurd bin count.

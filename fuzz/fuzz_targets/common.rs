@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each target uses a part
 
 use privboost::data::{Column, Dataset, Encoder, LabelMode, OnBadRow, ReadOptions, read_csv_with};
-use privboost::learn::{Model, inspect};
+use privboost::learn::{LazyBbModel, inspect};
 use serde_json::{Map, Value};
 
 /// A schema with every column type, encoding, unknown policy and missing tokens.
@@ -90,7 +90,7 @@ pub fn valid_row(encoder: &Encoder) -> Map<String, Value> {
 }
 
 /// Everything the service and the CLI do with a loaded model must work.
-pub fn exercise_model(model: &Model) {
+pub fn exercise_model(model: &LazyBbModel) {
     let encoder = model.encoder().expect("a loaded model has an encoder");
     assert_eq!(encoder.n_literals(), model.literals.len());
     let predictor = model.predictor();
@@ -102,6 +102,6 @@ pub fn exercise_model(model: &Model) {
         .expect("a row of declared values encodes");
     let p = predictor.prediction(predictor.vote_sum(&active));
     assert!((-1.0..=1.0).contains(&p.score), "score {}", p.score);
-    let again = Model::from_json(&model.to_json()).expect("a model survives to_json");
+    let again = LazyBbModel::from_json(&model.to_json()).expect("a model survives to_json");
     assert_eq!(&again, model);
 }

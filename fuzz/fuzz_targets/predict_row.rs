@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
 use privboost::data::Encoder;
-use privboost::learn::{Model, Predictor};
+use privboost::learn::{LazyBbModel, Predictor};
 use serde_json::Value;
 
 /// Models trained by `privboost train` on shipped data: stumps over numeric,
@@ -23,7 +23,7 @@ static MODELS: LazyLock<Vec<(Encoder, Predictor)>> = LazyLock::new(|| {
     ]
     .iter()
     .map(|text| {
-        let model = Model::from_json(text).unwrap();
+        let model = LazyBbModel::from_json(text).unwrap();
         (model.encoder().unwrap(), model.predictor())
     })
     .collect()

@@ -13,10 +13,11 @@ use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{
     AppState, MAX_EPSILON, PageQuery, Routes, datasets::visible, idempotency_key, replay, to_json,
 };
-use crate::jobs::{DEFAULT_INTERNAL_NODES, JobParams};
-use crate::learn::ValidLazyBbParams;
-use crate::learn::params::{Calibration, WeakLearnerName, default_parameters};
-use crate::privacy::{Budget, Composition};
+use crate::data::Schema;
+use crate::jobs::JobParams;
+use crate::learn::params::WeakLearnerName;
+use crate::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec, Plan, PublicFacts};
+use crate::privacy::Budget;
 use crate::store::datasets::DatasetInfo;
 use crate::store::idempotency::{IdemRequest, StoredResponse};
 use crate::store::jobs::{self, Cancelled, JobRecord, NewJob, Submitted};
@@ -31,7 +32,9 @@ pub(super) fn routes(r: Routes) -> Routes {
         .at(Method::POST, "/v1/jobs/{id}/cancel", cancel)
 }
 
-/// The body of `POST /v1/jobs` and `POST /v1/jobs/estimate`.
+/// The body of `POST /v1/jobs` and `POST /v1/jobs/estimate`: the dataset,
+/// the budget, the algorithm and that algorithm's parameters (flat; a
+/// parameter of another algorithm is refused by name).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct JobRequest {
@@ -41,6 +44,8 @@ struct JobRequest {
     /// Total delta (0: pure DP; > 0: advanced composition over rounds).
     #[serde(default)]
     delta: f64,
+    /// `lazybb` (default).
+    algorithm: Option<AlgorithmName>,
     tau: Option<u32>,
     lambda: Option<f64>,
     kappa: Option<f64>,
@@ -54,8 +59,39 @@ struct JobRequest {
     private: Option<bool>,
 }
 
-/// Check the request into job parameters, before any access or budget check.
-fn check(req: &JobRequest) -> Result<(JobParams, ValidLazyBbParams), ApiError> {
+impl JobRequest {
+    /// The learner and its parameters; fields of another learner are errors.
+    fn spec(&self, errors: &mut Vec<FieldError>) -> AlgorithmSpec {
+        let algorithm = self.algorithm.unwrap_or_default();
+        let _ = errors;
+        match algorithm {
+            AlgorithmName::Lazybb => AlgorithmSpec::Lazybb(LazyBbSpec {
+                tau: self.tau,
+                lambda: self.lambda,
+                kappa: self.kappa,
+                weak_learner: self.weak_learner,
+                internal_nodes: self.internal_nodes,
+            }),
+        }
+    }
+}
+
+/// The request field a learner's parameter error is about.
+fn field_of(message: &str) -> &'static str {
+    [
+        ("(t)", "internal_nodes"),
+        ("(tau)", "tau"),
+        ("(lambda)", "lambda"),
+        ("(kappa)", "kappa"),
+        ("algorithm ", "algorithm"),
+    ]
+    .into_iter()
+    .find(|(tag, _)| message.contains(tag))
+    .map_or("params", |(_, field)| field)
+}
+
+/// Check the request's own fields, before any access or budget check.
+fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Budget), ApiError> {
     let mut errors = Vec::new();
     if req.seed.is_some() {
         errors.push(FieldError::new(
@@ -69,117 +105,67 @@ fn check(req: &JobRequest) -> Result<(JobParams, ValidLazyBbParams), ApiError> {
             "the service only runs differentially private jobs",
         ));
     }
-    if req.epsilon > MAX_EPSILON {
+    let budget = if req.epsilon > MAX_EPSILON {
         errors.push(FieldError::new(
             "epsilon",
             format!("must be at most {MAX_EPSILON}"),
         ));
-    } else if let Err(e) = Budget::new(req.epsilon, req.delta) {
-        let field = if e.to_string().contains("delta") {
-            "delta"
-        } else {
-            "epsilon"
-        };
-        errors.push(FieldError::new(field, e.to_string()));
-    }
-    let weak_learner = req.weak_learner.unwrap_or(WeakLearnerName::OneRule);
-    if req.internal_nodes.is_some() && weak_learner != WeakLearnerName::TopDown {
-        errors.push(FieldError::new(
-            "internal_nodes",
-            "only the dp-top-down weak learner takes internal_nodes",
-        ));
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
-    let (tau, lambda, kappa) = default_parameters(req.epsilon);
-    let params = JobParams {
-        tau: req.tau.unwrap_or(tau),
-        lambda: req.lambda.unwrap_or(lambda),
-        kappa: req.kappa.unwrap_or(kappa),
-        weak_learner,
-        internal_nodes: match weak_learner {
-            WeakLearnerName::TopDown => Some(req.internal_nodes.unwrap_or(DEFAULT_INTERNAL_NODES)),
-            WeakLearnerName::OneRule => None,
-        },
-        epsilon: req.epsilon,
-        delta: req.delta,
-        defaults_used: req.tau.is_none() && req.lambda.is_none() && req.kappa.is_none(),
+        None
+    } else {
+        match Budget::new(req.epsilon, req.delta) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                let field = if e.to_string().contains("delta") {
+                    "delta"
+                } else {
+                    "epsilon"
+                };
+                errors.push(FieldError::new(field, e.to_string()));
+                None
+            }
+        }
     };
-    let valid = params.to_lazybb().and_then(|p| p.check()).map_err(|e| {
-        let message = e.to_string();
-        let field = if message.contains("(t)") {
-            "internal_nodes"
-        } else if message.contains("(tau)") {
-            "tau"
-        } else if message.contains("(lambda)") {
-            "lambda"
-        } else if message.contains("(kappa)") {
-            "kappa"
-        } else {
-            "params"
-        };
-        ApiError::Validation(vec![FieldError::new(field, message)])
-    })?;
-    Ok((params, valid))
+    let spec = req.spec(&mut errors);
+    match budget {
+        Some(budget) if errors.is_empty() => Ok((spec, budget)),
+        _ => Err(ApiError::Validation(errors)),
+    }
 }
 
-/// Parse and check a request body; the dataset must be visible and ready.
+/// Parse and check a request body; the dataset must be visible and ready;
+/// the plan (cost, noise) is computed from public facts only.
 async fn prepare(
     state: &AppState,
     caller: &Caller,
     body: Value,
-) -> Result<(JobParams, Calibration, DatasetInfo), ApiError> {
+) -> Result<(JobParams, Plan, DatasetInfo), ApiError> {
     caller.require(&[Role::Owner, Role::Analyst], "training")?;
     let req: JobRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?;
-    let (params, valid) = check(&req)?;
+    let (spec, budget) = check(&req)?;
     let dataset = visible(state, caller, &req.dataset_id).await?;
     if dataset.state != "ready" {
         return Err(ApiError::Conflict("the dataset was deleted".into()));
     }
     let n = usize::try_from(dataset.n_rows).map_err(|_| ApiError::Internal("row count".into()))?;
-    let calibration = valid
-        .calibrate(n)
-        .map_err(|e| ApiError::Validation(vec![FieldError::new("params", e.to_string())]))?
-        .ok_or_else(|| ApiError::Internal("a private job without calibration".into()))?;
-    // Extreme but in-range values (kappa near 0, say) can overflow the
-    // calibration; such a job could not produce a meaningful model.
-    let finite = [
-        calibration.eta,
-        calibration.zeta,
-        calibration.round.epsilon_round,
-    ]
-    .iter()
-    .all(|v| v.is_finite() && *v > 0.0);
-    if !finite {
-        return Err(ApiError::Validation(vec![FieldError::new(
-            "params",
-            "these parameters give a non-finite noise calibration (check kappa, tau and epsilon)",
-        )]));
-    }
-    Ok((params, calibration, dataset))
-}
-
-/// The noise a job gets (public: depends on parameters and n only).
-fn noise_json(params: &JobParams, c: &Calibration) -> Value {
-    let mechanism = match params.weak_learner {
-        WeakLearnerName::OneRule => {
-            "report-noisy-max with discrete Laplace noise over one-rules (DP-1R), once per round"
-        }
-        WeakLearnerName::TopDown => {
-            "report-noisy-max with discrete Laplace noise per split and per leaf label (DP TopDown, proven sensitivity bound), once per round"
-        }
+    let schema = Schema::from_json(&dataset.schema.to_string())
+        .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
+    let facts = PublicFacts {
+        n_rows: n,
+        task: schema.task(),
     };
-    json!({
-        "mechanism": mechanism,
-        "leaf_scale": c.leaf_scale,
-        "n_rows": c.n,
-        "epsilon_per_round": c.round.epsilon_round,
-        "composition": match c.round.composition { Composition::Basic => "basic", Composition::Advanced => "advanced" },
-        "eta": c.eta,
-        "zeta": c.zeta,
-    })
+    let plan = spec.plan(budget, facts).map_err(|e| {
+        let message = e.to_string();
+        ApiError::Validation(vec![FieldError::new(field_of(&message), message)])
+    })?;
+    let charged = plan.cost.charge();
+    let params = JobParams {
+        spec: plan.resolved,
+        epsilon: charged.epsilon(),
+        delta: charged.delta(),
+        defaults_used: plan.defaults_used,
+    };
+    Ok((params, plan, dataset))
 }
 
 /// A job as JSON, with live progress when it runs in this process.
@@ -203,7 +189,7 @@ async fn submit(
     let idem_key = idempotency_key(&headers)?;
     // serde_json's map is sorted, so the hash ignores key order.
     let canonical = body.to_string();
-    let (params, _calibration, dataset) = prepare(&state, &caller, body).await?;
+    let (params, plan, dataset) = prepare(&state, &caller, body).await?;
     let idem = idem_key
         .map(|k| IdemRequest::new(&caller.id, &k, "POST", "/v1/jobs", canonical.as_bytes()));
     let params_json =
@@ -218,7 +204,7 @@ async fn submit(
             dataset_id: &dataset.id,
             submitted_by: &caller.id,
             params_json: &params_json,
-            tau: params.tau,
+            tau: plan.steps,
             charge,
             max_active_per_key: state.config.max_active_jobs_per_key,
         },
@@ -264,7 +250,7 @@ async fn estimate(
     caller: Caller,
     AppJson(body): AppJson<Value>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (params, calibration, dataset) = prepare(&state, &caller, body).await?;
+    let (params, plan, dataset) = prepare(&state, &caller, body).await?;
     let budget = ledger::budget(&state.pool, &dataset.id).await?;
     let charge = Amount {
         epsilon: params.epsilon,
@@ -274,7 +260,8 @@ async fn estimate(
         "dataset_id": dataset.id,
         "charge": charge,
         "params": params,
-        "noise": noise_json(&params, &calibration),
+        "cost": plan.cost,
+        "noise": plan.noise(),
         "budget": budget,
         "admissible": charge.fits_within(budget.remaining),
     })))

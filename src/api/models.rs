@@ -21,7 +21,7 @@ use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, PageQuery, Routes, page_json};
 use crate::data::Encoder;
-use crate::learn::{Model, Predictor, inspect};
+use crate::learn::{Model, ModelPredictor, Output};
 use crate::store::deployments::{self, Put};
 use crate::store::models::{self, ModelRecord};
 
@@ -44,7 +44,7 @@ pub(super) fn routes(r: Routes) -> Routes {
 pub(crate) struct Loaded {
     model: Model,
     encoder: Encoder,
-    predictor: Predictor,
+    predictor: ModelPredictor,
     positive: String,
     negative: String,
 }
@@ -75,7 +75,7 @@ impl ModelCache {
             .encoder()
             .map_err(|e| ApiError::Internal(format!("stored model: {e}")))?;
         let predictor = model.predictor();
-        let label = &model.schema.label;
+        let label = &model.schema().label;
         let loaded = Arc::new(Loaded {
             positive: label.positive.clone(),
             negative: label
@@ -101,8 +101,10 @@ fn summary(record: &ModelRecord, model: &Model) -> Value {
         "job_id": record.job_id,
         "dataset_id": record.dataset_id,
         "created_at": record.created_at,
-        "params": model.params,
-        "privacy": model.privacy,
+        "algorithm": model.algorithm(),
+        "task": model.task(),
+        "params": model.params_json(),
+        "privacy": model.privacy_json(),
     })
 }
 
@@ -143,7 +145,7 @@ async fn get(
 ) -> Result<impl IntoResponse, ApiError> {
     let (record, loaded) = visible_model(&state, &caller, &id).await?;
     let mut body = summary(&record, &loaded.model);
-    body["inspection"] = serde_json::to_value(inspect(&loaded.model, &loaded.encoder))
+    body["inspection"] = serde_json::to_value(loaded.model.inspect(&loaded.encoder))
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     body["model"] =
         serde_json::from_str(&record.model_json).map_err(|e| ApiError::Internal(e.to_string()))?;
@@ -157,13 +159,20 @@ struct PredictRequest {
     rows: Vec<Map<String, Value>>,
 }
 
-/// One prediction as JSON.
+/// One prediction as JSON: a class with its score (classification) or a
+/// value (regression).
 #[derive(serde::Serialize)]
-struct PredictionOut<'a> {
-    class: &'a str,
-    positive: bool,
-    score: f64,
-    probability: f64,
+#[serde(untagged)]
+enum PredictionOut<'a> {
+    Class {
+        class: &'a str,
+        positive: bool,
+        score: f64,
+        probability: f64,
+    },
+    Value {
+        value: f64,
+    },
 }
 
 /// Predict rows with a loaded model. Errors name the row and the column.
@@ -193,18 +202,18 @@ fn predict_rows<'a>(
             .map_err(|e| {
                 ApiError::Validation(vec![FieldError::new(format!("rows[{i}]"), e.to_string())])
             })?;
-        let p = loaded
-            .predictor
-            .prediction(loaded.predictor.vote_sum(&active));
-        out.push(PredictionOut {
-            class: if p.positive {
-                &loaded.positive
-            } else {
-                &loaded.negative
+        out.push(match loaded.predictor.predict(&active) {
+            Output::Class(p) => PredictionOut::Class {
+                class: if p.positive {
+                    &loaded.positive
+                } else {
+                    &loaded.negative
+                },
+                positive: p.positive,
+                score: p.score,
+                probability: p.probability,
             },
-            positive: p.positive,
-            score: p.score,
-            probability: p.probability,
+            Output::Value(value) => PredictionOut::Value { value },
         });
     }
     Ok(out)
@@ -370,15 +379,44 @@ async fn infer(
         })
         .collect();
     let predictions = predict_rows(&loaded, &rows, state.config.max_predict_rows)?;
-    let n = predictions.len();
     Ok(axum::Json(json!({
         "model_name": name,
         "model_version": record.id,
         "id": body.id,
-        "outputs": [
-            {"name": "class", "datatype": "BYTES", "shape": [n], "data": predictions.iter().map(|p| p.class).collect::<Vec<_>>()},
-            {"name": "score", "datatype": "FP64", "shape": [n], "data": predictions.iter().map(|p| p.score).collect::<Vec<_>>()},
-            {"name": "probability", "datatype": "FP64", "shape": [n], "data": predictions.iter().map(|p| p.probability).collect::<Vec<_>>()},
-        ],
+        "outputs": infer_outputs(&predictions),
     })))
+}
+
+/// The output tensors of a task: `class`, `score`, `probability` for a
+/// classifier; `value` for a regressor.
+fn infer_outputs(predictions: &[PredictionOut<'_>]) -> Value {
+    let n = predictions.len();
+    let mut class = Vec::new();
+    let mut score = Vec::new();
+    let mut probability = Vec::new();
+    let mut values = Vec::new();
+    for p in predictions {
+        match p {
+            PredictionOut::Class {
+                class: c,
+                score: s,
+                probability: q,
+                ..
+            } => {
+                class.push(*c);
+                score.push(*s);
+                probability.push(*q);
+            }
+            PredictionOut::Value { value } => values.push(*value),
+        }
+    }
+    if values.is_empty() {
+        json!([
+            {"name": "class", "datatype": "BYTES", "shape": [n], "data": class},
+            {"name": "score", "datatype": "FP64", "shape": [n], "data": score},
+            {"name": "probability", "datatype": "FP64", "shape": [n], "data": probability},
+        ])
+    } else {
+        json!([{"name": "value", "datatype": "FP64", "shape": [n], "data": values}])
+    }
 }

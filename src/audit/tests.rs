@@ -33,6 +33,7 @@ fn dataset(d: usize, rows: &[(Vec<u32>, bool)]) -> Dataset {
     Dataset {
         features: builder.finish(),
         labels: Some(BitVec::from_bools(&labels)),
+        targets: None,
         one_hot_groups: vec![],
     }
 }

@@ -55,8 +55,8 @@ pub struct EvalArgs {
     #[arg(long, value_delimiter = ',')]
     density: Vec<f64>,
     /// The weak learner: `one-rule` (DP 1-Rules) or `top-down` (DP TopDown trees).
-    #[arg(long, value_enum, default_value_t = super::train::WeakLearnerArg::OneRule)]
-    weak_learner: super::train::WeakLearnerArg,
+    #[arg(long, value_enum, default_value_t = super::algorithm::WeakLearnerArg::OneRule)]
+    weak_learner: super::algorithm::WeakLearnerArg,
     /// Internal nodes per TopDown tree (comma-separated list allowed).
     #[arg(long, value_delimiter = ',', default_value = "3")]
     internal_nodes: Vec<u32>,
@@ -92,7 +92,7 @@ enum CalibrationArg {
 pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let methods = methods(&args)?;
     if args.calibration == CalibrationArg::Paper {
-        if args.weak_learner != super::train::WeakLearnerArg::TopDown {
+        if args.weak_learner != super::algorithm::WeakLearnerArg::TopDown {
             bail!("--calibration paper applies to --weak-learner top-down only");
         }
         eprintln!(
@@ -224,8 +224,8 @@ fn methods(args: &EvalArgs) -> anyhow::Result<Vec<Method>> {
             for &lambda in &pick(&args.learning_rate, &paper_grid::LAMBDA, default_lambda) {
                 for &kappa in &pick(&args.density, &paper_grid::KAPPA, default_kappa) {
                     let nodes: Vec<Option<u32>> = match args.weak_learner {
-                        super::train::WeakLearnerArg::OneRule => vec![None],
-                        super::train::WeakLearnerArg::TopDown => {
+                        super::algorithm::WeakLearnerArg::OneRule => vec![None],
+                        super::algorithm::WeakLearnerArg::TopDown => {
                             args.internal_nodes.iter().map(|&t| Some(t)).collect()
                         }
                     };

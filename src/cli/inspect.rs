@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use privboost::learn;
+use privboost::learn::{self, Model};
 
 use super::files;
 
@@ -21,6 +21,7 @@ pub struct InspectArgs {
 pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     let model = files::load_model(&args.model)?;
     let encoder = model.encoder()?;
+    let Model::LazyBb(model) = model;
     let inspection = learn::inspect(&model, &encoder);
     if args.json {
         let value = serde_json::json!({

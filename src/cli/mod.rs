@@ -6,6 +6,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod algorithm;
 mod bench;
 mod eval;
 mod experiment;

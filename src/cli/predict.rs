@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use privboost::data::LabelMode;
+use privboost::data::{LabelMode, Schema, Task};
+use privboost::learn::Output;
 
 use super::files;
 
@@ -24,24 +25,32 @@ pub struct PredictArgs {
     out: Option<PathBuf>,
 }
 
-/// Predict and write `class,score,probability` per input row, in order.
+/// Predict and write `class,score,probability` (classification) or `value`
+/// (regression) per input row, in order.
 pub fn run(args: PredictArgs) -> anyhow::Result<()> {
     let model = files::load_model(&args.model)?;
     let encoder = model.encoder()?;
     let rows = files::load_dataset(&args.data, &encoder, LabelMode::Optional)?;
     let predictor = model.predictor();
-    let (positive, negative) = class_names(&model);
+    let (positive, negative) = class_names(model.schema());
 
     let mut out = csv::Writer::from_writer(Vec::new());
-    out.write_record(["class", "score", "probability"])?;
-    for sum in predictor.vote_sums(&rows) {
-        let p = predictor.prediction(sum);
-        let class = if p.positive { &positive } else { &negative };
-        out.write_record([
-            class.as_str(),
-            &p.score.to_string(),
-            &p.probability.to_string(),
-        ])?;
+    match model.task() {
+        Task::Binary => out.write_record(["class", "score", "probability"])?,
+        Task::Regression { .. } => out.write_record(["value"])?,
+    }
+    for output in predictor.predict_all(&rows) {
+        match output {
+            Output::Class(p) => {
+                let class = if p.positive { &positive } else { &negative };
+                out.write_record([
+                    class.as_str(),
+                    &p.score.to_string(),
+                    &p.probability.to_string(),
+                ])?;
+            }
+            Output::Value(v) => out.write_record([v.to_string()])?,
+        }
     }
     let bytes = out.into_inner().context("writing predictions")?;
     match &args.out {
@@ -57,8 +66,8 @@ pub fn run(args: PredictArgs) -> anyhow::Result<()> {
 
 /// The label values to print: the schema's positive and negative values
 /// (`not <positive>` when the schema declares no negative value).
-fn class_names(model: &privboost::learn::Model) -> (String, String) {
-    let label = &model.schema.label;
+fn class_names(schema: &Schema) -> (String, String) {
+    let label = &schema.label;
     let negative = label
         .negative
         .clone()

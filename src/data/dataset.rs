@@ -12,8 +12,11 @@ use super::bits::{BitMatrix, BitVec};
 pub struct Dataset {
     /// n x d literal bits, column-major.
     pub features: BitMatrix,
-    /// Some(labels) where the label column was present: bit set = positive (y = +1).
+    /// Some(labels) where a binary label column was present: bit set = positive (y = +1).
     pub labels: Option<BitVec>,
+    /// Some(values) where a regression label column was present, each clamped
+    /// to the schema's public bounds.
+    pub targets: Option<Vec<f64>>,
     /// Literal index ranges that set exactly one literal per row, from the
     /// public schema ([`super::Encoder::one_hot_groups`]); empty when
     /// unknown (hand-built matrices). The learners sum such a range in work
@@ -41,6 +44,10 @@ impl Dataset {
                 .labels
                 .as_ref()
                 .map(|l| rows.iter().map(|&i| l.get(i)).collect()),
+            targets: self
+                .targets
+                .as_ref()
+                .map(|t| rows.iter().map(|&i| t[i]).collect()),
             one_hot_groups: self.one_hot_groups.clone(),
         }
     }
@@ -65,6 +72,7 @@ mod tests {
             let data = Dataset {
                 features: b.finish(),
                 labels: Some(rows.iter().map(|(_, y)| *y).collect()),
+                targets: None,
                 one_hot_groups: vec![],
             };
             let idx: Vec<usize> = picks.iter().map(|p| p.index(rows.len())).collect();

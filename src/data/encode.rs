@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::error::DataError;
 use super::literal::Literal;
-use super::schema::{Column, NumericEncoding, Schema, UnknownPolicy};
+use super::schema::{Column, NumericEncoding, Schema, Task, UnknownPolicy};
 
 /// Turns raw rows into literals.
 ///
@@ -337,6 +337,25 @@ impl Encoder {
     }
 
     /// The label of one trimmed value: `true` for positive.
+    /// A regression label: a finite number, clamped to the schema's public
+    /// bounds (so that every learner's sensitivity argument can rely on them).
+    /// The error names the row and column, never the value.
+    pub(crate) fn encode_target(&self, value: &str, row: usize) -> Result<f64, DataError> {
+        let label = &self.schema.label;
+        let err = |message: &str| DataError::cell(row, &label.column, message);
+        let Task::Regression { min, max } = self.schema.task() else {
+            return Err(err("the schema's label is not numeric"));
+        };
+        if value.is_empty() {
+            return Err(err("empty label"));
+        }
+        let x: f64 = value.parse().map_err(|_| err("label is not a number"))?;
+        if !x.is_finite() {
+            return Err(err("label is not a finite number"));
+        }
+        Ok(x.clamp(min, max))
+    }
+
     pub(crate) fn encode_label(&self, value: &str, row: usize) -> Result<bool, DataError> {
         let label = &self.schema.label;
         let err = |message: &str| DataError::cell(row, &label.column, message);

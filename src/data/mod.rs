@@ -79,6 +79,6 @@ pub use reader::{
     LabelMode, MAX_RECORD_BYTES, OnBadRow, ReadOptions, ReadReport, read_csv, read_csv_with,
 };
 pub use schema::{
-    BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelSpec, MAX_BINS, MAX_LITERALS,
-    NumericColumn, NumericEncoding, Schema, UnknownPolicy,
+    BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelKind, LabelSpec, MAX_BINS,
+    MAX_LITERALS, NumericColumn, NumericEncoding, Schema, Task, UnknownPolicy,
 };

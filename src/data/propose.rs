@@ -201,6 +201,9 @@ pub fn propose_schema<R: Read>(
     let schema = Schema {
         label: LabelSpec {
             column: label.to_owned(),
+            kind: None,
+            min: None,
+            max: None,
             positive: positive.to_owned(),
             negative,
         },

@@ -19,6 +19,7 @@ use super::bits::{BitMatrixBuilder, BitVec};
 use super::dataset::Dataset;
 use super::encode::Encoder;
 use super::error::DataError;
+use super::schema::Task;
 
 /// Longest record (a whole CSV row, header included) the reader accepts, in bytes.
 /// The `csv` crate buffers one whole record, so without a limit a single huge field
@@ -198,7 +199,9 @@ fn read<R: Read>(
     let layout = layout(&header, encoder, options.label)?;
 
     let mut bits = BitMatrixBuilder::new(encoder.n_literals());
-    let mut labels = layout.label.map(|_| BitVec::new());
+    let mut labels = layout
+        .label
+        .map(|_| LabelColumn::for_task(encoder.schema().task()));
     let mut record = csv::ByteRecord::new();
     let mut active = Vec::new();
     let mut errors = Vec::new();
@@ -232,10 +235,16 @@ fn read<R: Read>(
     if bits.n_rows() == 0 {
         return Err(DataError::NoRows.into());
     }
+    let (labels, targets) = match labels {
+        None => (None, None),
+        Some(LabelColumn::Binary(bits)) => (Some(bits), None),
+        Some(LabelColumn::Numeric(values)) => (None, Some(values)),
+    };
     Ok(ReadReport {
         dataset: Dataset {
             features: bits.finish(),
             labels,
+            targets,
             one_hot_groups: encoder.one_hot_groups().to_vec(),
         },
         skipped,
@@ -311,6 +320,21 @@ fn layout(
     })
 }
 
+/// The label column as it is read: class bits, or regression values.
+enum LabelColumn {
+    Binary(BitVec),
+    Numeric(Vec<f64>),
+}
+
+impl LabelColumn {
+    fn for_task(task: Task) -> LabelColumn {
+        match task {
+            Task::Binary => LabelColumn::Binary(BitVec::new()),
+            Task::Regression { .. } => LabelColumn::Numeric(Vec::new()),
+        }
+    }
+}
+
 /// Encode one record into `active` (and append its label).
 fn encode_record(
     record: &csv::ByteRecord,
@@ -318,7 +342,7 @@ fn encode_record(
     encoder: &Encoder,
     row: usize,
     active: &mut Vec<u32>,
-    labels: Option<&mut BitVec>,
+    labels: Option<&mut LabelColumn>,
 ) -> Result<(), DataError> {
     if record.len() != layout.width {
         return Err(DataError::row(
@@ -333,7 +357,11 @@ fn encode_record(
     }
     if let (Some(i), Some(labels)) = (layout.label, labels) {
         let name = encoder.schema().label_column();
-        labels.push(encoder.encode_label(field(record, i, row, name)?, row)?);
+        let value = field(record, i, row, name)?;
+        match labels {
+            LabelColumn::Binary(bits) => bits.push(encoder.encode_label(value, row)?),
+            LabelColumn::Numeric(values) => values.push(encoder.encode_target(value, row)?),
+        }
     }
     Ok(())
 }

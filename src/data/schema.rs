@@ -81,18 +81,67 @@ pub struct Schema {
     pub columns: Vec<Column>,
 }
 
-/// Which column is the label, and which value is positive.
+/// Which column is the label: for classification, which value is positive; for
+/// regression (`"type": "numeric"`), the label's public bounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LabelSpec {
     /// Name of the label column.
     pub column: String,
-    /// The value meaning y = +1.
+    /// `numeric` for a regression label; absent (the default) for a binary
+    /// class label. Absent is not written, so classification schemas
+    /// serialise exactly as before regression existed.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<LabelKind>,
+    /// Regression: the public lower bound of the label (labels are clamped to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// Regression: the public upper bound of the label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// Classification: the value meaning y = +1 (empty for regression).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub positive: String,
     /// If given, the only other accepted value (y = -1); a typo in the data then
     /// becomes an error instead of a negative example.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub negative: Option<String>,
+}
+
+/// The kind of a label column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LabelKind {
+    /// A real-valued label with public bounds (regression).
+    Numeric,
+    /// A binary class label (the default when `type` is absent).
+    Categorical,
+}
+
+/// What a schema's label asks the learners to do. Public: it comes from the
+/// schema alone.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Task {
+    /// Binary classification, y in {+1, -1}.
+    Binary,
+    /// Regression of a label clamped to the public bounds `[min, max]`.
+    Regression {
+        /// Public lower bound.
+        min: f64,
+        /// Public upper bound.
+        max: f64,
+    },
+}
+
+impl Task {
+    /// `"binary"` or `"regression"`, as the API and errors name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Task::Binary => "binary classification",
+            Task::Regression { .. } => "regression",
+        }
+    }
 }
 
 /// One column of the CSV (other than the label), tagged by `"type"`.
@@ -393,10 +442,30 @@ impl Schema {
             return Err(DataError::schema("label: column must not be empty"));
         }
         check_trimmed("label", "column", &label.column)?;
-        if label.positive.is_empty() {
+        if label.kind == Some(LabelKind::Numeric) {
+            if !label.positive.is_empty() || label.negative.is_some() {
+                return Err(DataError::schema(
+                    "label: a numeric label takes min and max, not positive/negative",
+                ));
+            }
+            match (label.min, label.max) {
+                (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() && lo < hi => {}
+                _ => {
+                    return Err(DataError::schema(
+                        "label: a numeric label needs public finite bounds min < max",
+                    ));
+                }
+            }
+        } else if label.min.is_some() || label.max.is_some() {
+            return Err(DataError::schema(
+                "label: min and max are only for a numeric label (\"type\": \"numeric\")",
+            ));
+        } else if label.positive.is_empty() {
             return Err(DataError::schema("label: positive must not be empty"));
         }
-        check_trimmed("label", "positive value", &label.positive)?;
+        if !label.positive.is_empty() {
+            check_trimmed("label", "positive value", &label.positive)?;
+        }
         if let Some(neg) = &label.negative {
             if neg.is_empty() {
                 return Err(DataError::schema("label: negative must not be empty"));
@@ -444,7 +513,15 @@ impl Schema {
         &self.label.column
     }
 
-    /// The label value meaning y = +1.
+    /// The learning task the label asks for.
+    pub fn task(&self) -> Task {
+        match (self.label.kind, self.label.min, self.label.max) {
+            (Some(LabelKind::Numeric), Some(min), Some(max)) => Task::Regression { min, max },
+            _ => Task::Binary,
+        }
+    }
+
+    /// The label value meaning y = +1 (empty for a regression label).
     pub fn positive_label(&self) -> &str {
         &self.label.positive
     }

@@ -31,8 +31,7 @@ use tokio::task::JoinHandle;
 use tracing::{Instrument, error, info, info_span, warn};
 
 use crate::data::{Dataset, Encoder, Schema};
-use crate::learn::params::{SensitivityBound, WeakLearnerName};
-use crate::learn::{LazyBbParams, LearnError, Model, PrivacyMode, WeakLearnerKind, train};
+use crate::learn::{AlgorithmName, AlgorithmSpec, LearnError, PublicFacts};
 use crate::privacy::{Budget, NoiseRng};
 use crate::store::{self, StoreError, jobs::ClaimedJob};
 
@@ -50,50 +49,36 @@ fn heartbeat_interval(lease: Duration) -> Duration {
 /// jobs re-run this long after it stopped renewing them.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
-/// Internal nodes of each TopDown tree when the request gives none (the
-/// smaller of the two values the paper's code tried).
-pub const DEFAULT_INTERNAL_NODES: u32 = 3;
-
-/// The parameters of a job as stored (with defaults already filled in).
+/// The parameters of a job as stored: the learner with every default filled
+/// in, and the job's budget.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JobParams {
-    /// Rounds.
-    pub tau: u32,
-    /// Learning rate.
-    pub lambda: f64,
-    /// Density.
-    pub kappa: f64,
-    /// Weak learner.
-    pub weak_learner: WeakLearnerName,
-    /// Internal nodes of each tree (TopDown only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub internal_nodes: Option<u32>,
+    /// The learner and its resolved parameters (`"algorithm"` names it).
+    #[serde(flatten)]
+    pub spec: AlgorithmSpec,
     /// Total epsilon of the job.
     pub epsilon: f64,
     /// Total delta of the job.
     pub delta: f64,
-    /// Whether tau, lambda and kappa came from the default rule.
+    /// Whether the learner's default rule chose the parameters.
     pub defaults_used: bool,
 }
 
 impl JobParams {
-    /// The library's unchecked parameters: always private, and TopDown
-    /// always with the proven sensitivity bound (SPEC §4.3).
-    pub fn to_lazybb(&self) -> Result<LazyBbParams, LearnError> {
-        let weak_learner = match self.weak_learner {
-            WeakLearnerName::OneRule => WeakLearnerKind::OneRule,
-            WeakLearnerName::TopDown => WeakLearnerKind::TopDown {
-                internal_nodes: self.internal_nodes.unwrap_or(DEFAULT_INTERNAL_NODES),
-                bound: SensitivityBound::Proven,
-            },
-        };
-        Ok(LazyBbParams {
-            tau: self.tau,
-            lambda: self.lambda,
-            kappa: self.kappa,
-            weak_learner,
-            privacy: PrivacyMode::Private(Budget::new(self.epsilon, self.delta)?),
-        })
+    /// Parse stored parameters. Jobs stored before the learner family have
+    /// no `"algorithm"` field: they are LazyBB jobs.
+    pub fn from_stored(text: &str) -> Result<JobParams, serde_json::Error> {
+        let mut value: serde_json::Value = serde_json::from_str(text)?;
+        if let Some(map) = value.as_object_mut() {
+            map.entry("algorithm")
+                .or_insert_with(|| AlgorithmName::Lazybb.as_str().into());
+        }
+        serde_json::from_value(value)
+    }
+
+    /// The job's budget.
+    pub fn budget(&self) -> Result<Budget, LearnError> {
+        Ok(Budget::new(self.epsilon, self.delta)?)
     }
 }
 
@@ -311,7 +296,7 @@ impl JobQueue {
         else {
             return Err(Failure::DatasetGone);
         };
-        let params: JobParams = serde_json::from_str(&job.params_json)
+        let params = JobParams::from_stored(&job.params_json)
             .map_err(|e| Failure::Internal(format!("stored parameters: {e}")))?;
         let job_id = job.id.clone();
         let control = control.clone();
@@ -319,7 +304,7 @@ impl JobQueue {
         let lost = Arc::new(AtomicBool::new(false));
         let trainer = control.clone();
         // CPU-bound: a blocking thread, never the executor.
-        let mut handle = tokio::task::spawn_blocking(move || -> Result<String, Failure> {
+        let mut handle = tokio::task::spawn_blocking(move || -> Result<(String, u32), Failure> {
             let control = trainer;
             let schema =
                 Schema::from_json(&schema_json).map_err(|e| Failure::Internal(e.to_string()))?;
@@ -329,16 +314,19 @@ impl JobQueue {
                 one_hot_groups: encoder.one_hot_groups().to_vec(),
                 ..data
             };
-            let valid = params.to_lazybb()?.check()?;
+            // The same plan the admission charged: parameters and n are
+            // unchanged since, so it cannot fail here except on corruption.
+            let plan = params
+                .spec
+                .plan(params.budget()?, PublicFacts::new(&encoder, data.n_rows()))?;
             let mut noise = NoiseRng::from_os().map_err(|e| Failure::Internal(e.to_string()))?;
             let mut on_round = |done: u32| {
                 control.rounds_done.store(done, Ordering::Relaxed);
                 !control.cancel.load(Ordering::Relaxed) && !inner.stopping.load(Ordering::Relaxed)
             };
-            let ensemble = train(&data, &valid, Some(&mut noise), &mut on_round)?;
-            let mut model = Model::new(&schema, &encoder, &valid, params.defaults_used, &ensemble)?;
-            model.job_id = Some(job_id);
-            Ok(model.to_json())
+            let mut model = plan.fit(&data, &encoder, &mut noise, &mut on_round)?;
+            model.set_job_id(job_id);
+            Ok((model.to_json(), plan.steps))
         });
         // While it trains: renew the lease, publish the progress (rounds
         // done only) and pick up cancellations made by any process.
@@ -368,10 +356,9 @@ impl JobQueue {
         if lost.load(Ordering::Relaxed) {
             return Err(Failure::LostLease);
         }
-        let model_json =
+        let (model_json, tau) =
             result.map_err(|e| Failure::Internal(format!("training thread: {e}")))??;
         let model_id = store::new_id("model");
-        let tau = params.tau;
         if store::jobs::succeed(&self.inner.pool, job, &model_id, &model_json, tau).await? {
             Ok(())
         } else {

@@ -1,11 +1,11 @@
-//! Model inspection (SPEC §5): the vote table of LazyBB Table 4, sparsity,
+//! LazyBbModel inspection (SPEC §5): the vote table of LazyBB Table 4, sparsity,
 //! and the additive score per feature. All post-processing of the released
 //! model: it reads no data and costs no budget.
 
 use serde::Serialize;
 
 use super::hypothesis::{Hypothesis, TreeNode};
-use super::model::Model;
+use super::model::LazyBbModel;
 use crate::data::Encoder;
 
 /// One row of the vote table.
@@ -75,8 +75,8 @@ pub struct Inspection {
     pub trees: Vec<TreeView>,
 }
 
-/// Inspect a model; `encoder` must be the model's own ([`Model::encoder`]).
-pub fn inspect(model: &Model, encoder: &Encoder) -> Inspection {
+/// Inspect a model; `encoder` must be the model's own ([`LazyBbModel::encoder`]).
+pub fn inspect(model: &LazyBbModel, encoder: &Encoder) -> Inspection {
     let literals = encoder.literals();
     let tau = model.params.tau;
     let mut votes = vec![0i32; literals.len()];

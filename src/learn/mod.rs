@@ -1,4 +1,6 @@
-//! Learning: LazyBB with DP weak learners, the model, prediction, inspection.
+//! Learning: the learner family ([`family`]: one boundary for every
+//! algorithm; [`trained`]: one model type), LazyBB with DP weak learners,
+//! prediction, inspection.
 //!
 //! On the data path this sits after [`crate::data`] (it trains on the
 //! encoded bit matrix) and draws all its noise from [`crate::privacy`]. It
@@ -17,6 +19,7 @@
 //! - [`baselines`], [`metrics`]: for the evaluation tool.
 
 pub mod baselines;
+pub mod family;
 pub mod hypothesis;
 pub mod inspect;
 pub mod lazybb;
@@ -29,15 +32,18 @@ mod row_lists;
 #[cfg(test)]
 mod tests;
 mod top_down;
+pub mod trained;
 
+pub use family::{AlgorithmName, AlgorithmSpec, LazyBbSpec, Plan, PublicFacts};
 pub use hypothesis::Hypothesis;
 pub use inspect::{Inspection, inspect};
 pub use lazybb::{Ensemble, train};
-pub use model::{Model, Prediction, Predictor};
+pub use model::{LazyBbModel, Prediction, Predictor};
 pub use params::{
     LazyBbParams, PrivacyMode, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
     WeakLearnerName,
 };
+pub use trained::{Model, ModelInspection, ModelPredictor, Output};
 
 use crate::data::DataError;
 use crate::privacy::PrivacyError;

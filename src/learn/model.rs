@@ -27,7 +27,7 @@ pub const SOFTWARE_VERSION: &str = concat!("privboost ", env!("CARGO_PKG_VERSION
 /// A trained LazyBB model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Model {
+pub struct LazyBbModel {
     /// Always [`MODEL_FORMAT`].
     pub format: String,
     /// Always [`MODEL_VERSION`] for models this build reads.
@@ -165,7 +165,7 @@ impl PrivacyStatement {
     }
 }
 
-impl Model {
+impl LazyBbModel {
     /// Assemble a model from a private training run.
     ///
     /// Errors for a non-private ensemble: a model file always carries a
@@ -176,12 +176,12 @@ impl Model {
         params: &ValidLazyBbParams,
         defaults_used: bool,
         ensemble: &Ensemble,
-    ) -> Result<Model, LearnError> {
+    ) -> Result<LazyBbModel, LearnError> {
         let p = params.get();
         let created_at = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .map_err(|e| LearnError::InvalidParameter(format!("clock: {e}")))?;
-        Ok(Model {
+        Ok(LazyBbModel {
             format: MODEL_FORMAT.into(),
             version: MODEL_VERSION,
             created_at,
@@ -207,7 +207,7 @@ impl Model {
 
     /// Parse and check a model file: format and version first (so an old or
     /// foreign file gets a clear message), then the schema and the ensemble.
-    pub fn from_json(text: &str) -> Result<Model, LearnError> {
+    pub fn from_json(text: &str) -> Result<LazyBbModel, LearnError> {
         let value: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| LearnError::ModelFormat(format!("not valid JSON: {e}")))?;
         if value.get("format").and_then(|f| f.as_str()) != Some(MODEL_FORMAT) {
@@ -228,7 +228,7 @@ impl Model {
                 ));
             }
         }
-        let model: Model =
+        let model: LazyBbModel =
             serde_json::from_value(value).map_err(|e| LearnError::ModelFormat(e.to_string()))?;
         model.check()?;
         Ok(model)
@@ -475,19 +475,19 @@ mod tests {
             true
         })
         .unwrap();
-        let model = Model::new(&schema, &encoder, &params, false, &ensemble).unwrap();
+        let model = LazyBbModel::new(&schema, &encoder, &params, false, &ensemble).unwrap();
         serde_json::from_str(&model.to_json()).unwrap()
     }
 
     fn load_error(value: &Value) -> String {
-        Model::from_json(&value.to_string())
+        LazyBbModel::from_json(&value.to_string())
             .unwrap_err()
             .to_string()
     }
 
     #[test]
     fn the_unmodified_tree_model_loads() {
-        let model = Model::from_json(&tree_model().to_string()).unwrap();
+        let model = LazyBbModel::from_json(&tree_model().to_string()).unwrap();
         let encoder = model.encoder().unwrap();
         assert!(inspect(&model, &encoder).to_text().contains("tree 3:"));
     }

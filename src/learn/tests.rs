@@ -21,6 +21,7 @@ fn dataset(d: usize, rows: &[(&[u32], bool)]) -> Dataset {
     Dataset {
         features: builder.finish(),
         labels: Some(BitVec::from_bools(&labels)),
+        targets: None,
         one_hot_groups: vec![],
     }
 }
@@ -234,7 +235,7 @@ const SCHEMA: &str = r#"{
   ]
 }"#;
 
-fn small_model() -> (Model, Dataset) {
+fn small_model() -> (LazyBbModel, Dataset) {
     let schema = Schema::from_json(SCHEMA).unwrap();
     let encoder = Encoder::new(&schema).unwrap();
     let csv = "colour,size,y\nred,1,yes\nred,2,yes\ngreen,8,no\nblue,9,no\nred,7,yes\ngreen,3,no\n";
@@ -243,7 +244,7 @@ fn small_model() -> (Model, Dataset) {
     let mut rng = NoiseRng::seeded(4);
     let ensemble = train(&data, &valid, Some(&mut rng), &mut |_| true).unwrap();
     (
-        Model::new(&schema, &encoder, &valid, false, &ensemble).unwrap(),
+        LazyBbModel::new(&schema, &encoder, &valid, false, &ensemble).unwrap(),
         data,
     )
 }
@@ -251,7 +252,7 @@ fn small_model() -> (Model, Dataset) {
 #[test]
 fn model_round_trips_and_predicts_like_its_ensemble() {
     let (model, data) = small_model();
-    let loaded = Model::from_json(&model.to_json()).unwrap();
+    let loaded = LazyBbModel::from_json(&model.to_json()).unwrap();
     assert_eq!(loaded, model);
     let predictor = loaded.predictor();
     let sums = predictor.vote_sums(&data);
@@ -283,19 +284,19 @@ fn model_files_of_another_version_or_inconsistent_are_refused() {
     let (model, _) = small_model();
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     value["version"] = serde_json::json!(2);
-    let error = Model::from_json(&value.to_string())
+    let error = LazyBbModel::from_json(&value.to_string())
         .unwrap_err()
         .to_string();
     assert!(error.contains("version 2"), "{error}");
 
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     value["format"] = serde_json::json!("something-else");
-    assert!(Model::from_json(&value.to_string()).is_err());
+    assert!(LazyBbModel::from_json(&value.to_string()).is_err());
 
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     value["ensemble"][0] = serde_json::json!({"kind": "literal", "literal": 999, "negated": false});
     assert!(
-        Model::from_json(&value.to_string())
+        LazyBbModel::from_json(&value.to_string())
             .unwrap_err()
             .to_string()
             .contains("999")
@@ -303,10 +304,10 @@ fn model_files_of_another_version_or_inconsistent_are_refused() {
 
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     value["literals"][0] = serde_json::json!("tampered");
-    assert!(Model::from_json(&value.to_string()).is_err());
+    assert!(LazyBbModel::from_json(&value.to_string()).is_err());
 
-    assert!(Model::from_json("").is_err());
-    assert!(Model::from_json("{}").is_err());
+    assert!(LazyBbModel::from_json("").is_err());
+    assert!(LazyBbModel::from_json("{}").is_err());
 }
 
 #[test]
@@ -432,9 +433,9 @@ fn top_down_models_round_trip_and_refuse_the_paper_bound() {
     let valid = top_down(5, 2, PrivacyMode::Private(Budget::new(2.0, 0.0).unwrap()));
     let mut rng = NoiseRng::seeded(5);
     let ensemble = train(&data, &valid, Some(&mut rng), &mut |_| true).unwrap();
-    let model = Model::new(&schema, &encoder, &valid, false, &ensemble).unwrap();
+    let model = LazyBbModel::new(&schema, &encoder, &valid, false, &ensemble).unwrap();
     assert_eq!(model.params.internal_nodes, Some(2));
-    let loaded = Model::from_json(&model.to_json()).unwrap();
+    let loaded = LazyBbModel::from_json(&model.to_json()).unwrap();
     assert_eq!(loaded, model);
     let predictor = loaded.predictor();
     for (i, sum) in predictor.vote_sums(&data).iter().enumerate() {
@@ -448,7 +449,7 @@ fn top_down_models_round_trip_and_refuse_the_paper_bound() {
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     value["ensemble"][0]["nodes"][0] =
         serde_json::json!({"kind": "split", "literal": 0, "if_false": 0, "if_true": 1});
-    assert!(Model::from_json(&value.to_string()).is_err());
+    assert!(LazyBbModel::from_json(&value.to_string()).is_err());
 
     let paper = LazyBbParams {
         tau: 5,
@@ -463,7 +464,7 @@ fn top_down_models_round_trip_and_refuse_the_paper_bound() {
     .check()
     .unwrap();
     let ensemble = train(&data, &paper, Some(&mut rng), &mut |_| true).unwrap();
-    assert!(Model::new(&schema, &encoder, &paper, false, &ensemble).is_err());
+    assert!(LazyBbModel::new(&schema, &encoder, &paper, false, &ensemble).is_err());
 }
 
 /// One input of the float-margin validation: rows in margin classes with

@@ -22,6 +22,7 @@
 //! stated epsilon; `docs/privacy.md` has the statements and proofs.
 
 pub mod calibration;
+pub mod cost;
 pub mod exact;
 #[cfg(test)]
 pub(crate) mod float_reference;
@@ -32,6 +33,7 @@ pub mod rng;
 pub(crate) mod testutil;
 
 pub use calibration::{Budget, Composition, RoundBudget};
+pub use cost::PrivacyCost;
 pub use rng::NoiseRng;
 
 /// Errors from the privacy layer.

@@ -331,5 +331,8 @@ pub(crate) async fn load_rows(
         features,
         labels,
     };
-    Ok(Some((schema_json, encoded::decode(&rows)?)))
+    let schema = crate::data::Schema::from_json(&schema_json)
+        .map_err(|e| StoreError::Corrupt(format!("stored schema: {e}")))?;
+    let regression = matches!(schema.task(), crate::data::Task::Regression { .. });
+    Ok(Some((schema_json, encoded::decode(&rows, regression)?)))
 }

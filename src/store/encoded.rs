@@ -1,6 +1,8 @@
 //! The encoded rows of a dataset as bytes for storage: the bit matrix's
-//! column words and the label words, little-endian `u64`s. Built only from
-//! the public accessors of [`crate::data`].
+//! column words and the label words, little-endian `u64`s; for a regression
+//! dataset the label blob holds the clamped labels as little-endian `f64`s
+//! instead (which of the two is known from the schema). Built only from the
+//! public accessors of [`crate::data`].
 
 use crate::data::{BitMatrix, BitVec, Dataset};
 
@@ -16,10 +18,11 @@ pub(crate) struct EncodedRows {
 
 /// Encode a labelled dataset.
 pub(crate) fn encode(data: &Dataset) -> Result<EncodedRows, StoreError> {
-    let labels = data
-        .labels
-        .as_ref()
-        .ok_or_else(|| StoreError::Corrupt("a stored dataset needs labels".into()))?;
+    let labels: Vec<u8> = match (&data.labels, &data.targets) {
+        (Some(bits), None) => bits.words().iter().flat_map(|w| w.to_le_bytes()).collect(),
+        (None, Some(values)) => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        _ => return Err(StoreError::Corrupt("a stored dataset needs labels".into())),
+    };
     let n_cols = data.features.n_cols();
     let mut features = Vec::with_capacity(n_cols * data.features.words_per_column() * 8);
     for j in 0..n_cols {
@@ -31,17 +34,14 @@ pub(crate) fn encode(data: &Dataset) -> Result<EncodedRows, StoreError> {
         n_rows: data.n_rows(),
         n_cols,
         features,
-        labels: labels
-            .words()
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect(),
+        labels,
     })
 }
 
-/// Decode what [`encode`] wrote. The one-hot groups are not stored (they
+/// Decode what [`encode`] wrote; `regression` (from the schema's task) says
+/// which label layout the blob has. The one-hot groups are not stored (they
 /// come from the schema): the caller sets them from the dataset's encoder.
-pub(crate) fn decode(rows: &EncodedRows) -> Result<Dataset, StoreError> {
+pub(crate) fn decode(rows: &EncodedRows, regression: bool) -> Result<Dataset, StoreError> {
     let words_per_column = rows.n_rows.div_ceil(64);
     let corrupt = || StoreError::Corrupt("stored rows have the wrong length".into());
     if rows.features.len() != rows.n_cols * words_per_column * 8 {
@@ -55,10 +55,23 @@ pub(crate) fn decode(rows: &EncodedRows) -> Result<Dataset, StoreError> {
             .map(|bytes| BitVec::from_words(words(bytes), rows.n_rows).ok_or_else(corrupt))
             .collect::<Result<_, _>>()?
     };
-    let labels = BitVec::from_words(words(&rows.labels), rows.n_rows).ok_or_else(corrupt)?;
+    let (labels, targets) = if regression {
+        if rows.labels.len() != rows.n_rows * 8 {
+            return Err(corrupt());
+        }
+        let values: Vec<f64> = words(&rows.labels)
+            .into_iter()
+            .map(f64::from_bits)
+            .collect();
+        (None, Some(values))
+    } else {
+        let bits = BitVec::from_words(words(&rows.labels), rows.n_rows).ok_or_else(corrupt)?;
+        (Some(bits), None)
+    };
     Ok(Dataset {
         features: BitMatrix::from_columns(rows.n_rows, &columns),
-        labels: Some(labels),
+        labels,
+        targets,
         one_hot_groups: vec![],
     })
 }
@@ -88,11 +101,20 @@ mod tests {
                 labels: Some(BitVec::from_bools(
                     &(0..n).map(|i| i % 2 == 0).collect::<Vec<_>>(),
                 )),
+                targets: None,
                 one_hot_groups: vec![],
             };
-            let back = decode(&encode(&data).unwrap()).unwrap();
+            let back = decode(&encode(&data).unwrap(), false).unwrap();
             assert_eq!(back.features, data.features);
             assert_eq!(back.labels, data.labels);
+            let regression = Dataset {
+                labels: None,
+                targets: Some((0..n).map(|i| i as f64 * 0.25 - 3.0).collect()),
+                ..data
+            };
+            let back = decode(&encode(&regression).unwrap(), true).unwrap();
+            assert_eq!(back.targets, regression.targets);
+            assert_eq!(back.labels, None);
         }
     }
 }

@@ -281,6 +281,7 @@ mod tests {
         let data = Dataset {
             features: BitMatrix::from_columns(n, &[BitVec::from_bools(&bits)]),
             labels: Some(BitVec::from_bools(&bits)),
+            targets: None,
             one_hot_groups: vec![],
         };
         let new = NewDataset {

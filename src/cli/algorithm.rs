@@ -1,0 +1,89 @@
+//! The `--algorithm` flag and every learner's parameter flags, shared by
+//! `train`, `eval` and `bench`, mapped to the library's [`AlgorithmSpec`]
+//! in one place. A flag of another learner is an error, not ignored.
+
+use anyhow::bail;
+use clap::Args;
+use privboost::learn::params::WeakLearnerName;
+use privboost::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec};
+
+/// The learner, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AlgorithmArg {
+    /// LazyBB smooth boosting (default).
+    Lazybb,
+}
+
+impl AlgorithmArg {
+    fn name(self) -> AlgorithmName {
+        match self {
+            AlgorithmArg::Lazybb => AlgorithmName::Lazybb,
+        }
+    }
+}
+
+/// The weak learner, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WeakLearnerArg {
+    /// DP decision stumps (LazyBB §4.1).
+    OneRule,
+    /// DP TopDown trees (LazyBB §4.2), calibrated with the proven bound.
+    TopDown,
+}
+
+impl WeakLearnerArg {
+    /// The name recorded in models and requests.
+    pub fn name(self) -> WeakLearnerName {
+        match self {
+            WeakLearnerArg::OneRule => WeakLearnerName::OneRule,
+            WeakLearnerArg::TopDown => WeakLearnerName::TopDown,
+        }
+    }
+}
+
+/// Learner flags of `train`.
+#[derive(Debug, Args)]
+pub struct AlgorithmArgs {
+    /// The learner.
+    #[arg(long, value_enum, default_value_t = AlgorithmArg::Lazybb)]
+    pub algorithm: AlgorithmArg,
+    /// LazyBB: boosting rounds tau [default: from the default rule for epsilon].
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// LazyBB: learning rate lambda in (0, 1) [default: 0.25].
+    #[arg(long)]
+    pub learning_rate: Option<f64>,
+    /// LazyBB: density kappa in (0, 1) [default: 0.25].
+    #[arg(long)]
+    pub density: Option<f64>,
+    /// LazyBB: the weak learner [default: one-rule].
+    #[arg(long, value_enum)]
+    pub weak_learner: Option<WeakLearnerArg>,
+    /// LazyBB: internal nodes per tree, for `--weak-learner top-down`
+    /// [default: from the TopDown default rule].
+    #[arg(long)]
+    pub internal_nodes: Option<u32>,
+}
+
+impl AlgorithmArgs {
+    /// The library's spec; flags of another learner are refused.
+    pub fn spec(&self) -> anyhow::Result<AlgorithmSpec> {
+        let name = self.algorithm.name();
+        match name {
+            AlgorithmName::Lazybb => {
+                if self.internal_nodes.is_some()
+                    && self.weak_learner != Some(WeakLearnerArg::TopDown)
+                {
+                    bail!("--internal-nodes is only for --weak-learner top-down");
+                }
+                Ok(AlgorithmSpec::Lazybb(LazyBbSpec {
+                    tau: self.rounds,
+                    lambda: self.learning_rate,
+                    kappa: self.density,
+                    weak_learner: self.weak_learner.map(WeakLearnerArg::name),
+                    internal_nodes: self.internal_nodes,
+                }))
+            }
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! The learner family: one boundary for every algorithm.
+//!
+//! A request names an algorithm and gives its parameters ([`AlgorithmSpec`],
+//! unchecked, with defaults still to fill in). [`AlgorithmSpec::plan`] checks
+//! them against the public facts of the data (row count, schema, task) and the
+//! job's budget, and returns a [`Plan`]: the privacy cost, the number of
+//! progress steps and the public noise description, all *before* any row is
+//! read. The ledger charges [`Plan::cost`], the estimate route shows
+//! [`Plan::noise`], and [`Plan::fit`] trains. Nothing outside a learner's own
+//! files knows its insides: the API, the store, the jobs and the CLI see only
+//! these types and [`super::Model`].
+//!
+//! Adding a learner: a variant here (spec and plan), its own folder under
+//! `learn/`, a variant of [`super::Model`]; `docs/architecture.md` lists the
+//! rest.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::model::LazyBbModel;
+use super::params::{
+    Calibration, SensitivityBound, ValidLazyBbParams, WeakLearnerKind, WeakLearnerName,
+    default_parameters, default_top_down_parameters,
+};
+use super::trained::Model;
+use super::{LazyBbParams, LearnError, PrivacyMode, train};
+use crate::data::{Dataset, Encoder, Task};
+use crate::privacy::{Budget, Composition, NoiseRng, PrivacyCost};
+
+/// A learner's name as the CLI (`--algorithm`), the API (`"algorithm"`) and
+/// the model file spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlgorithmName {
+    /// LazyBB smooth boosting with DP 1-Rules or DP TopDown trees.
+    #[default]
+    Lazybb,
+}
+
+impl AlgorithmName {
+    /// Every learner, in the order the docs list them.
+    pub const ALL: [AlgorithmName; 1] = [AlgorithmName::Lazybb];
+
+    /// The name as written in requests and files.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AlgorithmName::Lazybb => "lazybb",
+        }
+    }
+
+    /// Parse a name (CLI and error messages list [`AlgorithmName::ALL`]).
+    pub fn parse(name: &str) -> Option<AlgorithmName> {
+        Self::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+
+    /// Whether the learner can do `task`.
+    pub fn supports(&self, task: Task) -> bool {
+        match self {
+            AlgorithmName::Lazybb => matches!(task, Task::Binary),
+        }
+    }
+}
+
+/// LazyBB's parameters as a request gives them (unset ones take the
+/// data-independent defaults of [`super::params`]).
+///
+/// Unknown fields are refused where requests are parsed (the API's job body,
+/// the CLI's flags); this type is also flattened into stored job parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LazyBbSpec {
+    /// Rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tau: Option<u32>,
+    /// Learning rate of the re-weighting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// Density.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kappa: Option<f64>,
+    /// The weak learner (`dp-1r` unless given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weak_learner: Option<WeakLearnerName>,
+    /// Internal nodes of each TopDown tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal_nodes: Option<u32>,
+}
+
+/// One learner and its (unchecked) parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "algorithm", rename_all = "kebab-case")]
+pub enum AlgorithmSpec {
+    /// LazyBB.
+    Lazybb(LazyBbSpec),
+}
+
+impl Default for AlgorithmSpec {
+    fn default() -> AlgorithmSpec {
+        AlgorithmSpec::Lazybb(LazyBbSpec::default())
+    }
+}
+
+/// The public facts a plan may depend on: never a row value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PublicFacts {
+    /// Training rows (public under substitution neighbours).
+    pub n_rows: usize,
+    /// The schema's task.
+    pub task: Task,
+}
+
+impl PublicFacts {
+    /// The facts of an encoder's schema and `n_rows` rows.
+    pub fn new(encoder: &Encoder, n_rows: usize) -> PublicFacts {
+        PublicFacts {
+            n_rows,
+            task: encoder.schema().task(),
+        }
+    }
+}
+
+/// A checked, calibrated training run: everything public about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// What the run costs (the ledger charges [`PrivacyCost::charge`]).
+    pub cost: PrivacyCost,
+    /// Progress steps (LazyBB: rounds).
+    pub steps: u32,
+    /// The parameters with every default filled in, as stored with the job.
+    pub resolved: AlgorithmSpec,
+    /// Whether the algorithm's default rule chose the parameters.
+    pub defaults_used: bool,
+    learner: PlannedLearner,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum PlannedLearner {
+    LazyBb {
+        params: ValidLazyBbParams,
+        calibration: Calibration,
+    },
+}
+
+impl AlgorithmSpec {
+    /// The algorithm's name.
+    pub fn name(&self) -> AlgorithmName {
+        match self {
+            AlgorithmSpec::Lazybb(_) => AlgorithmName::Lazybb,
+        }
+    }
+
+    /// Check the parameters, fill the defaults, and calibrate the noise for
+    /// `budget` and the public `facts`. Errors before any charge: a bad
+    /// parameter, a task the learner cannot do, a noise scale that would not
+    /// be usable.
+    pub fn plan(&self, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+        if !self.name().supports(facts.task) {
+            return Err(LearnError::InvalidParameter(format!(
+                "algorithm {} cannot do {}; choose a learner that can (see docs/service.md)",
+                self.name().as_str(),
+                facts.task.name()
+            )));
+        }
+        match *self {
+            AlgorithmSpec::Lazybb(spec) => plan_lazybb(spec, budget, facts),
+        }
+    }
+}
+
+fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+    let weak_learner = spec.weak_learner.unwrap_or(WeakLearnerName::OneRule);
+    if spec.internal_nodes.is_some() && weak_learner != WeakLearnerName::TopDown {
+        return Err(LearnError::InvalidParameter(
+            "internal nodes (t): only the dp-top-down weak learner takes internal_nodes".into(),
+        ));
+    }
+    // One default rule per weak learner, shared by the CLI and the API
+    // (params.rs documents and validates each).
+    let (tau, lambda, kappa, t) = match weak_learner {
+        WeakLearnerName::OneRule => {
+            let (tau, lambda, kappa) = default_parameters(budget.epsilon());
+            (tau, lambda, kappa, None)
+        }
+        WeakLearnerName::TopDown => {
+            let (tau, lambda, kappa, t) = default_top_down_parameters(budget.epsilon());
+            (tau, lambda, kappa, Some(t))
+        }
+    };
+    let resolved = LazyBbSpec {
+        tau: Some(spec.tau.unwrap_or(tau)),
+        lambda: Some(spec.lambda.unwrap_or(lambda)),
+        kappa: Some(spec.kappa.unwrap_or(kappa)),
+        weak_learner: Some(weak_learner),
+        internal_nodes: t.map(|t| spec.internal_nodes.unwrap_or(t)),
+    };
+    let params = LazyBbParams {
+        tau: resolved.tau.unwrap_or(tau),
+        lambda: resolved.lambda.unwrap_or(lambda),
+        kappa: resolved.kappa.unwrap_or(kappa),
+        weak_learner: match weak_learner {
+            WeakLearnerName::OneRule => WeakLearnerKind::OneRule,
+            // The service and `train` only ever use the proven bound (SPEC §4.3).
+            WeakLearnerName::TopDown => WeakLearnerKind::TopDown {
+                internal_nodes: resolved.internal_nodes.unwrap_or(1),
+                bound: SensitivityBound::Proven,
+            },
+        },
+        privacy: PrivacyMode::Private(budget),
+    }
+    .check()?;
+    let calibration = params
+        .calibrate(facts.n_rows)?
+        .ok_or_else(|| LearnError::InvalidParameter("a private plan needs a budget".into()))?;
+    // LazyBB's per-round steps are pure DP; the total is pure under basic
+    // composition and (epsilon, delta) under advanced composition (§4.4).
+    let cost = if budget.delta() == 0.0 {
+        PrivacyCost::Pure {
+            epsilon: budget.epsilon(),
+        }
+    } else {
+        PrivacyCost::Approx {
+            epsilon: budget.epsilon(),
+            delta: budget.delta(),
+        }
+    };
+    Ok(Plan {
+        cost,
+        steps: params.get().tau,
+        resolved: AlgorithmSpec::Lazybb(resolved),
+        defaults_used: spec.tau.is_none()
+            || spec.lambda.is_none()
+            || spec.kappa.is_none()
+            || (t.is_some() && spec.internal_nodes.is_none()),
+        learner: PlannedLearner::LazyBb {
+            params,
+            calibration,
+        },
+    })
+}
+
+impl Plan {
+    /// The algorithm planned.
+    pub fn algorithm(&self) -> AlgorithmName {
+        self.resolved.name()
+    }
+
+    /// The public noise description shown by the estimate route (depends on
+    /// the parameters and n only).
+    pub fn noise(&self) -> Value {
+        match &self.learner {
+            PlannedLearner::LazyBb {
+                params,
+                calibration: c,
+            } => {
+                let mechanism = match params.get().weak_learner {
+                    WeakLearnerKind::OneRule => {
+                        "report-noisy-max with discrete Laplace noise over one-rules (DP-1R), once per round"
+                    }
+                    WeakLearnerKind::TopDown { .. } => {
+                        "report-noisy-max with discrete Laplace noise per split and per leaf label (DP TopDown, proven sensitivity bound), once per round"
+                    }
+                };
+                json!({
+                    "mechanism": mechanism,
+                    "leaf_scale": c.leaf_scale,
+                    "n_rows": c.n,
+                    "epsilon_per_round": c.round.epsilon_round,
+                    "composition": match c.round.composition { Composition::Basic => "basic", Composition::Advanced => "advanced" },
+                    "eta": c.eta,
+                    "zeta": c.zeta,
+                })
+            }
+        }
+    }
+
+    /// Train on `data` (encoded with `encoder`, the same schema the plan saw)
+    /// with noise from `rng`. `on_step(done)` is called after each step;
+    /// returning `false` cancels.
+    pub fn fit(
+        &self,
+        data: &Dataset,
+        encoder: &Encoder,
+        rng: &mut NoiseRng,
+        on_step: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<Model, LearnError> {
+        match &self.learner {
+            PlannedLearner::LazyBb { params, .. } => {
+                let ensemble = train(data, params, Some(rng), on_step)?;
+                let model = LazyBbModel::new(
+                    encoder.schema(),
+                    encoder,
+                    params,
+                    self.defaults_used,
+                    &ensemble,
+                )?;
+                Ok(Model::LazyBb(model))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Schema;
+
+    fn facts(task: Task) -> PublicFacts {
+        PublicFacts {
+            n_rows: 32_561,
+            task,
+        }
+    }
+
+    #[test]
+    fn lazybb_plan_fills_defaults_and_costs_the_budget() {
+        let budget = Budget::new(1.0, 0.0).unwrap();
+        let plan = AlgorithmSpec::default()
+            .plan(budget, facts(Task::Binary))
+            .unwrap();
+        assert_eq!(plan.cost, PrivacyCost::Pure { epsilon: 1.0 });
+        assert_eq!(plan.cost.charge(), budget);
+        assert_eq!(plan.steps, 15);
+        assert!(plan.defaults_used);
+        let AlgorithmSpec::Lazybb(resolved) = plan.resolved;
+        assert_eq!(resolved.tau, Some(15));
+        assert_eq!(resolved.weak_learner, Some(WeakLearnerName::OneRule));
+        // The stored form parses back to the same spec.
+        let json = serde_json::to_value(plan.resolved).unwrap();
+        assert_eq!(json["algorithm"], "lazybb");
+        let back: AlgorithmSpec = serde_json::from_value(json).unwrap();
+        assert_eq!(back, plan.resolved);
+
+        let approx = AlgorithmSpec::default()
+            .plan(Budget::new(1.0, 1e-6).unwrap(), facts(Task::Binary))
+            .unwrap();
+        assert_eq!(
+            approx.cost,
+            PrivacyCost::Approx {
+                epsilon: 1.0,
+                delta: 1e-6
+            }
+        );
+    }
+
+    #[test]
+    fn lazybb_refuses_regression_before_any_charge() {
+        let e = AlgorithmSpec::default()
+            .plan(
+                Budget::new(1.0, 0.0).unwrap(),
+                facts(Task::Regression { min: 0.0, max: 1.0 }),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot do regression"), "{e}");
+    }
+
+    #[test]
+    fn internal_nodes_only_for_top_down() {
+        let spec = AlgorithmSpec::Lazybb(LazyBbSpec {
+            internal_nodes: Some(2),
+            ..LazyBbSpec::default()
+        });
+        assert!(
+            spec.plan(Budget::new(1.0, 0.0).unwrap(), facts(Task::Binary))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn schema_task_reaches_the_plan() {
+        let schema = Schema::from_json(
+            r#"{"label": {"column": "y", "type": "numeric", "min": 0, "max": 30},
+                "columns": [{"name": "a", "type": "boolean"}]}"#,
+        )
+        .unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        assert_eq!(
+            PublicFacts::new(&encoder, 10).task,
+            Task::Regression {
+                min: 0.0,
+                max: 30.0
+            }
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! A trained model of any learner: loading, prediction and inspection behind
+//! one type, so that the API, the store and the CLI never look inside a
+//! learner's model.
+//!
+//! Model files are versioned JSON with `"format": "privboost-model"`.
+//! Version 1 is LazyBB's file (unchanged since before the learner family, so
+//! old files load and predict exactly as before). Version 2 is the envelope
+//! of the newer learners: it names the `algorithm` and the `task`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::LearnError;
+use super::inspect::{Inspection, inspect};
+use super::model::{LazyBbModel, MODEL_FORMAT, Prediction, Predictor};
+use crate::data::{Dataset, Encoder, Schema, Task};
+
+/// A trained model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Model {
+    /// LazyBB (model file version 1).
+    LazyBb(LazyBbModel),
+}
+
+/// One prediction of any model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Output {
+    /// Binary classification.
+    Class(Prediction),
+    /// Regression: the predicted value in label units.
+    Value(f64),
+}
+
+/// A model folded for fast prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelPredictor {
+    /// LazyBB's folded votes.
+    LazyBb(Predictor),
+}
+
+impl ModelPredictor {
+    /// The prediction for one row given its true literals (sorted ascending,
+    /// as the encoder returns them).
+    pub fn predict(&self, active: &[u32]) -> Output {
+        match self {
+            ModelPredictor::LazyBb(p) => Output::Class(p.prediction(p.vote_sum(active))),
+        }
+    }
+
+    /// Predictions for every row of `data`.
+    pub fn predict_all(&self, data: &Dataset) -> Vec<Output> {
+        match self {
+            ModelPredictor::LazyBb(p) => p
+                .vote_sums(data)
+                .into_iter()
+                .map(|s| Output::Class(p.prediction(s)))
+                .collect(),
+        }
+    }
+}
+
+/// What `inspect` shows of a model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ModelInspection {
+    /// LazyBB's vote table, sparsity, trees and additive shape.
+    LazyBb(Inspection),
+}
+
+impl ModelInspection {
+    /// Human-readable text (`privboost inspect`).
+    pub fn to_text(&self) -> String {
+        match self {
+            ModelInspection::LazyBb(i) => i.to_text(),
+        }
+    }
+}
+
+impl Model {
+    /// Parse and check a model file of any version this build reads.
+    pub fn from_json(text: &str) -> Result<Model, LearnError> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| LearnError::ModelFormat(format!("not valid JSON: {e}")))?;
+        if value.get("format").and_then(Value::as_str) != Some(MODEL_FORMAT) {
+            return Err(LearnError::ModelFormat(format!(
+                "not a privboost model (the \"format\" field is not \"{MODEL_FORMAT}\")"
+            )));
+        }
+        match value.get("version").and_then(Value::as_u64) {
+            Some(1) => Ok(Model::LazyBb(LazyBbModel::from_json(text)?)),
+            Some(v) => Err(LearnError::ModelFormat(format!(
+                "model file version {v} is not supported; this build reads versions 1 and 2"
+            ))),
+            None => Err(LearnError::ModelFormat(
+                "the model has no \"version\" field".into(),
+            )),
+        }
+    }
+
+    /// Serialise as pretty JSON.
+    pub fn to_json(&self) -> String {
+        match self {
+            Model::LazyBb(m) => m.to_json(),
+        }
+    }
+
+    /// The learner's name as in requests (`lazybb`, ...).
+    pub fn algorithm(&self) -> &'static str {
+        match self {
+            Model::LazyBb(_) => "lazybb",
+        }
+    }
+
+    /// The owner's schema the model was trained with.
+    pub fn schema(&self) -> &Schema {
+        match self {
+            Model::LazyBb(m) => &m.schema,
+        }
+    }
+
+    /// The task the model does (from its schema).
+    pub fn task(&self) -> Task {
+        self.schema().task()
+    }
+
+    /// The encoder for raw rows, built from the model's schema.
+    pub fn encoder(&self) -> Result<Encoder, LearnError> {
+        Ok(Encoder::new(self.schema())?)
+    }
+
+    /// Record the service job that trained it.
+    pub fn set_job_id(&mut self, job_id: String) {
+        match self {
+            Model::LazyBb(m) => m.job_id = Some(job_id),
+        }
+    }
+
+    /// The parameters as JSON (with `algorithm`).
+    pub fn params_json(&self) -> Value {
+        match self {
+            Model::LazyBb(m) => serde_json::to_value(&m.params).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The privacy statement as JSON.
+    pub fn privacy_json(&self) -> Value {
+        match self {
+            Model::LazyBb(m) => serde_json::to_value(&m.privacy).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The model folded for fast prediction.
+    pub fn predictor(&self) -> ModelPredictor {
+        match self {
+            Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
+        }
+    }
+
+    /// The inspection (post-processing of the released model: free).
+    pub fn inspect(&self, encoder: &Encoder) -> ModelInspection {
+        match self {
+            Model::LazyBb(m) => ModelInspection::LazyBb(inspect(m, encoder)),
+        }
+    }
+}
