@@ -472,6 +472,41 @@ mod tests {
     }
 
     #[test]
+    fn regression_labels_are_clamped_numbers_and_errors_hide_the_value() {
+        let schema = Schema::from_json(
+            r#"{"label": {"column": "y", "type": "numeric", "min": 0, "max": 10},
+                "columns": [{"name": "a", "type": "boolean"}]}"#,
+        )
+        .unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let d = read_csv(
+            "a,y\n1,2.5\n0,-4\n1,99\n".as_bytes(),
+            &encoder,
+            LabelMode::Required,
+        )
+        .unwrap();
+        assert_eq!(d.labels, None);
+        assert_eq!(d.targets, Some(vec![2.5, 0.0, 10.0]));
+        for (bad, message) in [
+            ("abc", "not a number"),
+            ("NaN", "not a finite"),
+            ("", "empty label"),
+        ] {
+            let e = read_csv(
+                format!("a,y\n1,{bad}\n").as_bytes(),
+                &encoder,
+                LabelMode::Required,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(message), "{bad}: {e}");
+            if !bad.is_empty() {
+                assert!(!e.contains(bad), "the error shows the value: {e}");
+            }
+        }
+    }
+
+    #[test]
     fn optional_label() {
         let d = read(b"age,id,work,flag\n1,2,a,1\n", LabelMode::Optional).unwrap();
         assert_eq!(d.labels, None);

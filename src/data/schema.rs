@@ -812,4 +812,49 @@ mod tests {
             .to_string();
         assert!(e.contains("negative equals positive"), "{e}");
     }
+
+    #[test]
+    fn numeric_label_declares_regression_with_public_bounds() {
+        let schema = |label: &str| {
+            Schema::from_json(&format!(
+                r#"{{"label": {label}, "columns": [{{"name": "a", "type": "boolean"}}]}}"#
+            ))
+        };
+        let s = schema(r#"{"column": "y", "type": "numeric", "min": 0, "max": 30}"#).unwrap();
+        assert_eq!(
+            s.task(),
+            Task::Regression {
+                min: 0.0,
+                max: 30.0
+            }
+        );
+        // A classification schema still serialises exactly as before.
+        let c = schema(r#"{"column": "y", "positive": "1"}"#).unwrap();
+        assert_eq!(c.task(), Task::Binary);
+        assert_eq!(
+            serde_json::to_value(&c.label).unwrap(),
+            serde_json::json!({"column": "y", "positive": "1"})
+        );
+        for (label, message) in [
+            (
+                r#"{"column": "y", "type": "numeric", "min": 3, "max": 3}"#,
+                "min < max",
+            ),
+            (
+                r#"{"column": "y", "type": "numeric", "max": 3}"#,
+                "min < max",
+            ),
+            (
+                r#"{"column": "y", "type": "numeric", "min": 0, "max": 1, "positive": "1"}"#,
+                "not positive/negative",
+            ),
+            (
+                r#"{"column": "y", "positive": "1", "min": 0}"#,
+                "only for a numeric label",
+            ),
+        ] {
+            let e = schema(label).unwrap_err().to_string();
+            assert!(e.contains(message), "{label}: {e}");
+        }
+    }
 }

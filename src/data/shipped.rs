@@ -92,3 +92,31 @@ fn breast_cancer() {
     assert_eq!(data.labels.as_ref().unwrap().count_ones(), 212);
     assert_one_hot(&data, &e);
 }
+
+/// The regression set: a numeric label with public bounds, read as values.
+#[test]
+fn abalone() {
+    let e = encoder("abalone");
+    assert_eq!(e.n_literals(), 3 + 7 * 32);
+    assert_eq!(
+        e.schema().task(),
+        super::Task::Regression {
+            min: 0.0,
+            max: 30.0
+        }
+    );
+    let data = read(&e, "abalone/abalone.csv");
+    assert_eq!(data.n_rows(), 4_177);
+    assert!(data.labels.is_none());
+    let rings = data.targets.as_ref().unwrap();
+    assert_eq!(rings.len(), 4_177);
+    // UCI: Rings are integers 1..29 with mean 9.934.
+    assert!(
+        rings
+            .iter()
+            .all(|r| r.fract() == 0.0 && (1.0..=29.0).contains(r))
+    );
+    let mean = rings.iter().sum::<f64>() / rings.len() as f64;
+    assert!((mean - 9.934).abs() < 1e-3, "{mean}");
+    assert_one_hot(&data, &e);
+}
