@@ -22,6 +22,7 @@ use crate::learn::{
 use crate::privacy::{Budget, NoiseRng, PrivacyError};
 
 pub mod experiment;
+pub mod learners;
 #[cfg(test)]
 mod tests;
 
@@ -299,7 +300,7 @@ fn summarise(method: Method, runs: &[RunScore]) -> MethodResult {
 }
 
 /// (train, test) pairs of the protocol.
-fn splits(protocol: &Protocol<'_>) -> Result<Vec<(Dataset, Dataset)>, EvalError> {
+pub(crate) fn splits(protocol: &Protocol<'_>) -> Result<Vec<(Dataset, Dataset)>, EvalError> {
     match *protocol {
         Protocol::TrainTest { train, test } => Ok(vec![(train.clone(), test.clone())]),
         Protocol::CrossValidation {

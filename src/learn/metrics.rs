@@ -1,4 +1,4 @@
-//! Accuracy and ROC AUC for evaluation (on test data the owner holds).
+//! Accuracy, ROC AUC, RMSE and MAE for evaluation (on test data the owner holds).
 
 /// Fraction of rows where `sum >= 0` (positive, ties included) matches the label.
 pub fn accuracy(vote_sums: &[i32], labels: &[bool]) -> f64 {
@@ -17,10 +17,10 @@ pub fn accuracy(vote_sums: &[i32], labels: &[bool]) -> f64 {
 /// Area under the ROC curve of `scores` (higher = more positive), by the
 /// Mann–Whitney statistic with tied scores counted as one half. `NaN` when a
 /// class is absent.
-pub fn roc_auc(scores: &[i32], labels: &[bool]) -> f64 {
+pub fn roc_auc<T: PartialOrd + Copy>(scores: &[T], labels: &[bool]) -> f64 {
     assert_eq!(scores.len(), labels.len());
-    let mut pairs: Vec<(i32, bool)> = scores.iter().copied().zip(labels.iter().copied()).collect();
-    pairs.sort_unstable_by_key(|p| p.0);
+    let mut pairs: Vec<(T, bool)> = scores.iter().copied().zip(labels.iter().copied()).collect();
+    pairs.sort_unstable_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
     let positives = labels.iter().filter(|y| **y).count() as f64;
     let negatives = labels.len() as f64 - positives;
     if positives == 0.0 || negatives == 0.0 {
@@ -42,6 +42,30 @@ pub fn roc_auc(scores: &[i32], labels: &[bool]) -> f64 {
     (rank_sum - positives * (positives + 1.0) / 2.0) / (positives * negatives)
 }
 
+/// Root mean squared error of `predicted` against `actual`.
+pub fn rmse(predicted: &[f64], actual: &[f64]) -> f64 {
+    assert_eq!(predicted.len(), actual.len());
+    let n = actual.len() as f64;
+    let sq: f64 = predicted
+        .iter()
+        .zip(actual)
+        .map(|(p, a)| (p - a).powi(2))
+        .sum();
+    (sq / n).sqrt()
+}
+
+/// Mean absolute error of `predicted` against `actual`.
+pub fn mae(predicted: &[f64], actual: &[f64]) -> f64 {
+    assert_eq!(predicted.len(), actual.len());
+    let n = actual.len() as f64;
+    predicted
+        .iter()
+        .zip(actual)
+        .map(|(p, a)| (p - a).abs())
+        .sum::<f64>()
+        / n
+}
+
 /// Mean and sample standard deviation (n - 1 in the denominator; 0 for one value).
 pub fn mean_std(values: &[f64]) -> (f64, f64) {
     let n = values.len() as f64;
@@ -59,6 +83,18 @@ pub fn mean_std(values: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rmse_and_mae_by_hand() {
+        let p = [1.0, 2.0, 4.0];
+        let a = [1.0, 4.0, 1.0];
+        // errors 0, -2, 3: squares 0 + 4 + 9 = 13.
+        assert!((rmse(&p, &a) - (13.0f64 / 3.0).sqrt()).abs() < 1e-15);
+        assert!((mae(&p, &a) - 5.0 / 3.0).abs() < 1e-15);
+        assert!(
+            (roc_auc(&[0.1, 0.4, 0.35, 0.8], &[false, false, true, true]) - 0.75).abs() < 1e-15
+        );
+    }
 
     #[test]
     fn accuracy_counts_ties_as_positive() {

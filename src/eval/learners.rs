@@ -1,0 +1,169 @@
+//! Evaluation of any learner of the family through its public boundary
+//! (`AlgorithmSpec -> Plan -> Model`): the same code path as `train` and the
+//! service, scored on held-out rows with the task's metrics (accuracy and
+//! ROC AUC for classification; RMSE and MAE for regression), mean ± sample
+//! standard deviation over repeats x folds.
+//!
+//! Owner-side, like the rest of [`crate::eval`]: the figures are computed
+//! on data the caller holds and are not private releases.
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::{EvalError, Protocol, splits};
+use crate::data::{Dataset, Encoder, Task};
+use crate::learn::{AlgorithmSpec, LearnError, Output, PublicFacts, metrics};
+use crate::privacy::{Budget, NoiseRng, PrivacyError};
+
+/// Mean and sample standard deviation of one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Stat {
+    /// Mean over the runs.
+    pub mean: f64,
+    /// Sample standard deviation over the runs.
+    pub std: f64,
+}
+
+impl Stat {
+    fn of(values: &[f64]) -> Stat {
+        let (mean, std) = metrics::mean_std(values);
+        Stat { mean, std }
+    }
+}
+
+/// The task's metrics over every run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Scores {
+    /// Classification.
+    Class {
+        /// Test accuracy (score >= 0.5 probability, i.e. the predicted class).
+        accuracy: Stat,
+        /// ROC AUC of the model's score.
+        auc: Stat,
+    },
+    /// Regression.
+    Regression {
+        /// Root mean squared error.
+        rmse: Stat,
+        /// Mean absolute error.
+        mae: Stat,
+    },
+}
+
+/// The result of one (learner, budget) cell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpecResult {
+    /// The learner with its resolved parameters.
+    pub spec: AlgorithmSpec,
+    /// Total epsilon.
+    pub epsilon: f64,
+    /// Total delta.
+    pub delta: f64,
+    /// Training runs (repeats x folds).
+    pub runs: usize,
+    /// The metrics.
+    pub scores: Scores,
+}
+
+/// Evaluate `spec` at `budget`, `repeats` times under `protocol`. `noise(i)`
+/// gives run `i`'s noise source (production: the OS; tests: seeded).
+pub fn evaluate_spec(
+    protocol: &Protocol<'_>,
+    encoder: &Encoder,
+    spec: &AlgorithmSpec,
+    budget: Budget,
+    repeats: usize,
+    noise: &(dyn Fn(usize) -> Result<NoiseRng, PrivacyError> + Sync),
+    on_run_done: &(dyn Fn() + Sync),
+) -> Result<SpecResult, EvalError> {
+    if repeats == 0 {
+        return Err(EvalError::Invalid("repeats must be at least 1".into()));
+    }
+    let splits = splits(protocol)?;
+    let task = encoder.schema().task();
+    // Plan once up front so a bad parameter fails before any work.
+    let first = spec.plan(budget, PublicFacts::new(encoder, splits[0].0.n_rows()))?;
+    let runs: Vec<(usize, usize)> = (0..repeats)
+        .flat_map(|r| (0..splits.len()).map(move |s| (r, s)))
+        .collect();
+    let scores: Vec<Result<(f64, f64), EvalError>> = runs
+        .par_iter()
+        .enumerate()
+        .map(|(i, &(_, s))| {
+            let (train, test) = &splits[s];
+            let result = run_once(spec, budget, train, test, encoder, task, noise(i)?);
+            on_run_done();
+            result
+        })
+        .collect();
+    let scores: Vec<(f64, f64)> = scores.into_iter().collect::<Result<_, _>>()?;
+    let a: Vec<f64> = scores.iter().map(|s| s.0).collect();
+    let b: Vec<f64> = scores.iter().map(|s| s.1).collect();
+    Ok(SpecResult {
+        spec: first.resolved,
+        epsilon: budget.epsilon(),
+        delta: budget.delta(),
+        runs: runs.len(),
+        scores: match task {
+            Task::Binary => Scores::Class {
+                accuracy: Stat::of(&a),
+                auc: Stat::of(&b),
+            },
+            Task::Regression { .. } => Scores::Regression {
+                rmse: Stat::of(&a),
+                mae: Stat::of(&b),
+            },
+        },
+    })
+}
+
+/// One run: (accuracy, auc) or (rmse, mae).
+fn run_once(
+    spec: &AlgorithmSpec,
+    budget: Budget,
+    train: &Dataset,
+    test: &Dataset,
+    encoder: &Encoder,
+    task: Task,
+    mut rng: NoiseRng,
+) -> Result<(f64, f64), EvalError> {
+    let plan = spec.plan(budget, PublicFacts::new(encoder, train.n_rows()))?;
+    let model = plan.fit(train, encoder, &mut rng, &mut |_| true)?;
+    let outputs = model.predictor().predict_all(test);
+    match task {
+        Task::Binary => {
+            let labels = test.labels.as_ref().ok_or(LearnError::NoLabels)?;
+            let labels: Vec<bool> = (0..test.n_rows()).map(|i| labels.get(i)).collect();
+            let mut scores = Vec::with_capacity(outputs.len());
+            let mut correct = 0usize;
+            for (o, &y) in outputs.iter().zip(&labels) {
+                let Output::Class(p) = o else {
+                    return Err(EvalError::Invalid("a classifier returned a value".into()));
+                };
+                scores.push(p.score);
+                correct += usize::from(p.positive == y);
+            }
+            Ok((
+                correct as f64 / labels.len() as f64,
+                metrics::roc_auc(&scores, &labels),
+            ))
+        }
+        Task::Regression { .. } => {
+            let actual = test.targets.as_ref().ok_or(LearnError::NoLabels)?;
+            let predicted: Vec<f64> = outputs
+                .iter()
+                .map(|o| match o {
+                    Output::Value(v) => Ok(*v),
+                    Output::Class(_) => {
+                        Err(EvalError::Invalid("a regressor returned a class".into()))
+                    }
+                })
+                .collect::<Result<_, _>>()?;
+            Ok((
+                metrics::rmse(&predicted, actual),
+                metrics::mae(&predicted, actual),
+            ))
+        }
+    }
+}
