@@ -217,7 +217,7 @@ pub fn one_rule_eta_for_rounds(epsilon_round: f64, kappa: f64, n: usize, tau: u3
 /// Noise rate of the DP 1-Rule weak learner for a per-round budget.
 ///
 /// DP-1R is `4 eta zeta`-DP with `zeta = 1 / (kappa n)` in exact arithmetic
-/// (LazyBB Thm 4.1/8.2; the argument is in `learn::one_rule` and
+/// (LazyBB Thm 4.1/8.2; the argument is in `learn::lazybb::one_rule` and
 /// `docs/privacy.md`), which gives the paper's `eta = eps_round * kappa * n / 4`
 /// (Thm 4.2). This function returns the eta that meets `eps_round` *as
 /// implemented*: [`one_rule_eta_for_rounds`] with the float margin for the
@@ -261,7 +261,7 @@ pub fn top_down_round_epsilon(eta: f64, kappa: f64, n: usize, t: u32, margin: f6
 
 /// `E_td`: a bound on the float error of every Gini improvement and every
 /// leaf class mass that DP TopDown computes in one round, for trees with `t`
-/// internal nodes (`learn::top_down`; `docs/privacy.md`, "DP TopDown, exactly").
+/// internal nodes (`learn::lazybb::top_down`; `docs/privacy.md`, "DP TopDown, exactly").
 ///
 /// ```text
 /// E_td = (17 + t) E_mass + 16 u,   E_mass = one_rule_float_margin(n, kappa, tau) + 4 u

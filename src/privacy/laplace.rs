@@ -6,8 +6,8 @@
 //! `2 * eta * Delta`-DP (Dwork–Roth 2014, Claim 3.9; LazyBB Thm 2.14,
 //! "weighted return noisy max"), the same guarantee as the exponential
 //! mechanism with weights `exp(eta q)`. It is privboost's only selection
-//! mechanism: DP-1R's choice of candidate (`learn::one_rule`), DP TopDown's
-//! choice of split and its leaf labels (`learn::top_down`; SPEC §4.3,
+//! mechanism: DP-1R's choice of candidate (`learn::lazybb::one_rule`), DP TopDown's
+//! choice of split and its leaf labels (`learn::lazybb::top_down`; SPEC §4.3,
 //! PAPERS.md §1.5). Issue 6 names it ("report-noisy-max with discrete noise
 //! on scores rounded to a fixed grid") as the rebuild of the exponential
 //! mechanism whose running time does not depend on the scores.

@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::LearnError;
+use super::boost::Ensemble;
 use super::hypothesis::{Hypothesis, TreeNode};
-use super::lazybb::Ensemble;
 use super::params::{
     MAX_INTERNAL_NODES, MAX_ROUNDS, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
     WeakLearnerName,

@@ -8,6 +8,7 @@ use super::*;
 use crate::data::{
     BitMatrix, BitMatrixBuilder, BitVec, Dataset, Encoder, LabelMode, Schema, read_csv,
 };
+use crate::learn::*;
 use crate::privacy::testutil::{chi_square_p_value, rnm_laplace_probabilities};
 use crate::privacy::{Budget, NoiseRng};
 
@@ -491,7 +492,7 @@ impl MarginCase {
             count[2 * k + usize::from(y)] += 1;
         }
         let mut signed_of_class = vec![0.0; count.len()];
-        let p_positive = super::lazybb::class_weights(&count, &self.mu, &mut signed_of_class);
+        let p_positive = super::boost::class_weights(&count, &self.mu, &mut signed_of_class);
         let signed = self
             .class
             .iter()

@@ -522,7 +522,7 @@ mod tests {
                 count[2 * k + usize::from(y)] += 1;
             }
             let mut signed_of_class = vec![0.0; 2 * classes];
-            crate::learn::lazybb::class_weights(&count, &mu, &mut signed_of_class);
+            crate::learn::lazybb::boost::class_weights(&count, &mu, &mut signed_of_class);
             let signed: Vec<f64> = class
                 .iter()
                 .zip(&positive)
@@ -578,7 +578,7 @@ mod tests {
     /// a direct sum here), at the root and below a split.
     #[test]
     fn group_lists_give_the_padded_improvements() {
-        use crate::learn::row_lists::tests::one_hot_matrix;
+        use crate::learn::lazybb::row_lists::tests::one_hot_matrix;
         let groups = [0..4, 5..12, 12..15];
         let (n, d) = (2003, 16);
         let features = one_hot_matrix(n, d, &groups, 9);

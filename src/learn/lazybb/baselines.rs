@@ -5,8 +5,8 @@
 //! leave the owner's side; only `privboost eval` uses them.
 
 use super::LearnError;
+use super::boost::{self, Ensemble};
 use super::hypothesis::Hypothesis;
-use super::lazybb::{self, Ensemble};
 use super::params::{LazyBbParams, PrivacyMode, WeakLearnerKind};
 use crate::data::Dataset;
 
@@ -34,5 +34,5 @@ pub fn one_rule(data: &Dataset) -> Result<Ensemble, LearnError> {
         privacy: PrivacyMode::NonPrivate,
     }
     .check()?;
-    lazybb::train(data, &params, None, &mut |_| true)
+    boost::train(data, &params, None, &mut |_| true)
 }

@@ -1,0 +1,34 @@
+//! LazyBB (smooth boosting with lazy Bregman projection; Asadi, Carmosino,
+//! Jahanara, Rafiey and Salamatian) with the DP 1-Rule and DP TopDown weak
+//! learners: one learner of the family, in its own folder.
+//!
+//! - [`params`]: parameters, checked once into `ValidLazyBbParams`; the
+//!   calibration of the noise to the budget; the default rules.
+//! - [`projection`]: the KL projection onto kappa-dense measures.
+//! - [`boost`]: the boosting loop.
+//! - `one_rule`, `top_down`: the DP 1-Rule and DP TopDown weak learners,
+//!   each with its privacy argument; `row_lists` feeds both.
+//! - [`hypothesis`]: the weak hypotheses.
+//! - [`model`]: LazyBB's model file (version 1), its privacy statement,
+//!   prediction.
+//! - [`inspect`]: vote table, sparsity and additive shape.
+//! - [`baselines`]: non-private baselines for the evaluation tool.
+
+pub mod baselines;
+pub mod boost;
+pub mod hypothesis;
+pub mod inspect;
+pub mod model;
+mod one_rule;
+pub mod params;
+pub mod projection;
+mod row_lists;
+#[cfg(test)]
+mod tests;
+mod top_down;
+
+pub use boost::{Ensemble, train};
+#[cfg(test)]
+pub(crate) use boost::{Fault, train_with_fault};
+
+use super::LearnError;
