@@ -15,12 +15,14 @@ pub(crate) struct ModelRecord {
     pub dataset_id: String,
     pub model_json: String,
     pub created_at: String,
+    /// For an edited version: the model it was edited from.
+    pub parent_id: Option<String>,
 }
 
 macro_rules! select_models {
     ($rest:literal) => {
         concat!(
-            "SELECT m.seq, m.id, m.job_id, m.dataset_id, m.model_json, m.created_at FROM models m ",
+            "SELECT m.seq, m.id, m.job_id, m.dataset_id, m.model_json, m.created_at, m.parent_id FROM models m ",
             $rest
         )
     };
@@ -79,4 +81,31 @@ pub(crate) async fn list_visible(
         rows.into_iter().map(|m| (m.seq, m)).collect(),
         page_size,
     ))
+}
+
+/// Store an edited version of `parent` (post-processing of a released
+/// model: no charge) under the new id `id`; returns it.
+pub(crate) async fn insert_edit(
+    pool: &SqlitePool,
+    parent: &ModelRecord,
+    id: &str,
+    model_json: &str,
+    edited_by: &str,
+) -> Result<ModelRecord, StoreError> {
+    let created_at = super::now();
+    sqlx::query(
+        "INSERT INTO models (id, job_id, dataset_id, model_json, created_at, parent_id, edited_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(id)
+    .bind(&parent.job_id)
+    .bind(&parent.dataset_id)
+    .bind(model_json)
+    .bind(&created_at)
+    .bind(&parent.id)
+    .bind(edited_by)
+    .execute(pool)
+    .await?;
+    get(pool, id)
+        .await?
+        .ok_or_else(|| StoreError::Corrupt("the edited model vanished".into()))
 }
