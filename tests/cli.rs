@@ -1329,3 +1329,32 @@ fn experiment_paper_small_run_writes_tables_json_and_plots() {
     let svg = std::fs::read_to_string(out.join("adult.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("epsilon"), "{ctx}");
 }
+
+/// Model files written before the learner family (version 1, by the build at
+/// commit 4f3f95e; `tests/fixtures/lazybb-v1/`) still load, and predict the
+/// same bytes that build wrote.
+#[test]
+fn old_lazybb_model_files_predict_byte_identically() {
+    for model in ["one-rule", "top-down"] {
+        let dir = Dir::new();
+        let out = dir.path("predictions.csv");
+        privboost([
+            "predict",
+            "--model",
+            &format!("tests/fixtures/lazybb-v1/{model}.json"),
+            "--data",
+            "data/breast-cancer/wdbc.csv",
+            "--out",
+            arg(&out),
+        ])
+        .success();
+        let old = std::fs::read(repo(&format!(
+            "tests/fixtures/lazybb-v1/{model}-predictions.csv"
+        )))
+        .unwrap();
+        assert!(
+            std::fs::read(&out).unwrap() == old,
+            "{model}: predictions differ from the old build's"
+        );
+    }
+}
