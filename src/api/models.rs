@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, State};
-use axum::http::{Method, StatusCode};
-use axum::response::IntoResponse;
+use axum::http::{Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -21,14 +21,16 @@ use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, PageQuery, Routes, page_json};
 use crate::data::Encoder;
-use crate::learn::{Model, ModelPredictor, Output};
+use crate::learn::{Model, ModelEdit, ModelPredictor, Output};
 use crate::store::deployments::{self, Put};
+use crate::store::keys::Role;
 use crate::store::models::{self, ModelRecord};
 
 pub(super) fn routes(r: Routes) -> Routes {
     r.at(Method::GET, "/v1/models", list)
         .at(Method::GET, "/v1/models/{id}", get)
         .at(Method::POST, "/v1/models/{id}/predict", predict_model)
+        .at(Method::POST, "/v1/models/{id}/edits", edit_model)
         .at(Method::GET, "/v1/deployments", list_deployments)
         .at(Method::GET, "/v1/deployments/{name}", get_deployment)
         .at(Method::PUT, "/v1/deployments/{name}", put_deployment)
@@ -99,6 +101,7 @@ fn summary(record: &ModelRecord, model: &Model) -> Value {
     json!({
         "id": record.id,
         "job_id": record.job_id,
+        "parent_id": record.parent_id,
         "dataset_id": record.dataset_id,
         "created_at": record.created_at,
         "algorithm": model.algorithm(),
@@ -230,6 +233,37 @@ async fn predict_model(
     Ok(axum::Json(
         json!({ "model_id": record.id, "predictions": predictions }),
     ))
+}
+
+/// `POST /v1/models/{id}/edits`: a new version of a model with a
+/// post-processing edit (DP-EBM paper §5). It reads only the released
+/// model, never the rows, so it charges nothing; the new version records the
+/// edit in its privacy statement and serves like any other model.
+async fn edit_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    AppJson(edit): AppJson<ModelEdit>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Owner, Role::Analyst], "editing a model")?;
+    let (record, loaded) = visible_model(&state, &caller, &id).await?;
+    let edited = loaded.model.edited(&edit).map_err(|e| {
+        let field = match &edit {
+            ModelEdit::SetValues { .. } if e.to_string().contains("values") => "values",
+            _ => "feature",
+        };
+        ApiError::Validation(vec![FieldError::new(field, e.to_string())])
+    })?;
+    let new_id = crate::store::new_id("model");
+    let stored =
+        models::insert_edit(&state.pool, &record, &new_id, &edited.to_json(), &caller.id).await?;
+    let loaded = state.models.load(&stored)?;
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, format!("/v1/models/{}", stored.id))],
+        axum::Json(summary(&stored, &loaded.model)),
+    )
+        .into_response())
 }
 
 /// Deployment names: 1 to 100 of `[A-Za-z0-9._-]`.

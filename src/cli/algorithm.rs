@@ -66,6 +66,18 @@ pub struct AlgorithmArgs {
 }
 
 impl AlgorithmArgs {
+    /// `algorithm` with every parameter at its default.
+    pub fn defaults(algorithm: AlgorithmArg) -> AlgorithmArgs {
+        AlgorithmArgs {
+            algorithm,
+            rounds: None,
+            learning_rate: None,
+            density: None,
+            weak_learner: None,
+            internal_nodes: None,
+        }
+    }
+
     /// The library's spec; flags of another learner are refused.
     pub fn spec(&self) -> anyhow::Result<AlgorithmSpec> {
         let name = self.algorithm.name();

@@ -1,4 +1,5 @@
-//! `privboost bench`: training and in-process prediction speed on Adult.
+//! `privboost bench`: training and in-process prediction speed on Adult;
+//! `--algorithm NAME` times any learner at its defaults instead.
 //!
 //! Speed is measured here, not in tests (timed tests flake on busy machines).
 //! Run it from a release build: `cargo run --release -- bench`.
@@ -10,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use privboost::data::{Encoder, LabelMode, read_csv};
-use privboost::learn::{self, LazyBbParams, PrivacyMode, WeakLearnerKind};
+use privboost::data::{Dataset, Encoder, LabelMode, read_csv};
+use privboost::learn::{self, LazyBbParams, PrivacyMode, PublicFacts, WeakLearnerKind};
 use privboost::privacy::{Budget, NoiseRng};
 
+use super::algorithm::{AlgorithmArg, AlgorithmArgs};
 use super::files;
 
 /// Options of `privboost bench`.
@@ -31,6 +33,48 @@ pub struct BenchArgs {
     /// Training runs to time.
     #[arg(long, default_value_t = 30)]
     iterations: usize,
+    /// Also time this learner at its default parameters, through the same
+    /// plan-and-fit path as `train` and the service.
+    #[arg(long, value_enum)]
+    algorithm: Option<AlgorithmArg>,
+    /// Epsilon for `--algorithm`.
+    #[arg(long, default_value_t = 1.0)]
+    epsilon: f64,
+    /// Delta for `--algorithm` (DP-EBM needs delta > 0).
+    #[arg(long, default_value_t = 1e-6)]
+    delta: f64,
+}
+
+/// Time `algorithm` at its defaults: plan once, fit `iterations` times.
+fn bench_learner(
+    args: &BenchArgs,
+    algorithm: AlgorithmArg,
+    data: &Dataset,
+    encoder: &Encoder,
+) -> anyhow::Result<()> {
+    let spec = AlgorithmArgs::defaults(algorithm).spec()?;
+    let budget = Budget::new(args.epsilon, args.delta)?;
+    let plan = spec.plan(budget, PublicFacts::new(encoder, data.n_rows()))?;
+    let mut noise = NoiseRng::from_os()?;
+    let mut times = Vec::with_capacity(args.iterations);
+    for _ in 0..args.iterations.max(1) {
+        let start = Instant::now();
+        plan.fit(data, encoder, &mut noise, &mut |_| true)?;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    println!(
+        "train {} at its defaults ({}), epsilon = {}, delta = {}, one thread: median {:.1} ms, min {:.1} ms, max {:.1} ms over {} runs",
+        spec.name().as_str(),
+        serde_json::to_string(&plan.resolved)?,
+        args.epsilon,
+        args.delta,
+        ms(times[times.len() / 2]),
+        ms(times[0]),
+        ms(times[times.len() - 1]),
+        times.len(),
+    );
+    Ok(())
 }
 
 /// Run the benchmarks and print the figures.
@@ -51,6 +95,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         ms(read_time),
         n as f64 / read_time.as_secs_f64()
     );
+    if let Some(algorithm) = args.algorithm {
+        return bench_learner(&args, algorithm, &data, &encoder);
+    }
 
     // Table 8's epsilon = 3 row uses tau = 99: kappa 0.35, lambda 0.45.
     let params = LazyBbParams {

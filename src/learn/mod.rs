@@ -33,7 +33,7 @@ pub use params::{
     LazyBbParams, PrivacyMode, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
     WeakLearnerName,
 };
-pub use trained::{Model, ModelInspection, ModelPredictor, Output};
+pub use trained::{Model, ModelEdit, ModelInspection, ModelPredictor, Output};
 
 use crate::data::DataError;
 use crate::privacy::PrivacyError;

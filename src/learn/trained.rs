@@ -32,6 +32,28 @@ pub enum Output {
     Value(f64),
 }
 
+/// A post-processing edit of a released model (DP-EBM paper §5): it reads
+/// only the model, never the rows, so it costs no budget.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ModelEdit {
+    /// Make a feature's shape function monotone (pool-adjacent-violators,
+    /// weighted by the public noisy bin counts).
+    Monotone {
+        /// The feature (column) name.
+        feature: String,
+        /// `true` for non-decreasing, `false` for non-increasing.
+        increasing: bool,
+    },
+    /// Set a feature's shape-function values by hand, one per bin.
+    SetValues {
+        /// The feature (column) name.
+        feature: String,
+        /// The new values, in bin order.
+        values: Vec<f64>,
+    },
+}
+
 /// A model folded for fast prediction.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelPredictor {
@@ -154,6 +176,23 @@ impl Model {
     pub fn predictor(&self) -> ModelPredictor {
         match self {
             Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
+        }
+    }
+
+    /// A new version of the model with `edit` applied and recorded in its
+    /// statement; the original is unchanged. Errors name what is wrong (an
+    /// unknown feature, a wrong number of values, a learner whose models
+    /// have no shape functions).
+    pub fn edited(&self, edit: &ModelEdit) -> Result<Model, LearnError> {
+        match self {
+            Model::LazyBb(_) => Err(LearnError::InvalidParameter(format!(
+                "a {} model has no per-feature shape functions to edit ({} edits are for dp-ebm models)",
+                self.algorithm(),
+                match edit {
+                    ModelEdit::Monotone { .. } => "monotone",
+                    ModelEdit::SetValues { .. } => "set_values",
+                }
+            ))),
         }
     }
 
