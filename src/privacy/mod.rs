@@ -29,6 +29,7 @@ pub(crate) mod float_reference;
 pub mod grid;
 pub mod laplace;
 pub mod rng;
+pub mod zcdp;
 #[cfg(test)]
 pub(crate) mod testutil;
 
