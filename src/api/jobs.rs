@@ -15,6 +15,7 @@ use super::{
 };
 use crate::data::Schema;
 use crate::jobs::JobParams;
+use crate::learn::ebm::EbmSpec;
 use crate::learn::params::WeakLearnerName;
 use crate::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec, Plan, PublicFacts};
 use crate::privacy::Budget;
@@ -51,8 +52,18 @@ struct JobRequest {
     kappa: Option<f64>,
     /// `dp-1r` (default) or `dp-top-down`.
     weak_learner: Option<WeakLearnerName>,
-    /// Internal nodes of each TopDown tree (default 3).
+    /// Internal nodes of each TopDown tree (default from the TopDown rule).
     internal_nodes: Option<u32>,
+    /// DP-EBM: target bins per feature (32).
+    max_bins: Option<u32>,
+    /// DP-EBM: learning rate (0.01).
+    learning_rate: Option<f64>,
+    /// DP-EBM: epochs (300).
+    epochs: Option<u32>,
+    /// DP-EBM: leaves per iteration (3).
+    max_leaves: Option<u32>,
+    /// DP-EBM: share of the budget for the binning (0.1).
+    binning_share: Option<f64>,
     /// Accepted only to refuse it clearly (SPEC §2).
     seed: Option<Value>,
     /// Accepted only to refuse `false` clearly.
@@ -63,7 +74,32 @@ impl JobRequest {
     /// The learner and its parameters; fields of another learner are errors.
     fn spec(&self, errors: &mut Vec<FieldError>) -> AlgorithmSpec {
         let algorithm = self.algorithm.unwrap_or_default();
-        let _ = errors;
+        let lazybb_fields = [
+            ("tau", self.tau.is_some()),
+            ("lambda", self.lambda.is_some()),
+            ("kappa", self.kappa.is_some()),
+            ("weak_learner", self.weak_learner.is_some()),
+            ("internal_nodes", self.internal_nodes.is_some()),
+        ];
+        let ebm_fields = [
+            ("max_bins", self.max_bins.is_some()),
+            ("learning_rate", self.learning_rate.is_some()),
+            ("epochs", self.epochs.is_some()),
+            ("max_leaves", self.max_leaves.is_some()),
+            ("binning_share", self.binning_share.is_some()),
+        ];
+        let foreign = match algorithm {
+            AlgorithmName::Lazybb => &ebm_fields,
+            AlgorithmName::DpEbm => &lazybb_fields,
+        };
+        for (field, given) in foreign {
+            if *given {
+                errors.push(FieldError::new(
+                    *field,
+                    format!("not a parameter of algorithm {}", algorithm.as_str()),
+                ));
+            }
+        }
         match algorithm {
             AlgorithmName::Lazybb => AlgorithmSpec::Lazybb(LazyBbSpec {
                 tau: self.tau,
@@ -71,6 +107,13 @@ impl JobRequest {
                 kappa: self.kappa,
                 weak_learner: self.weak_learner,
                 internal_nodes: self.internal_nodes,
+            }),
+            AlgorithmName::DpEbm => AlgorithmSpec::DpEbm(EbmSpec {
+                max_bins: self.max_bins,
+                learning_rate: self.learning_rate,
+                epochs: self.epochs,
+                max_leaves: self.max_leaves,
+                binning_share: self.binning_share,
             }),
         }
     }
@@ -84,6 +127,13 @@ fn field_of(message: &str) -> &'static str {
         ("(lambda)", "lambda"),
         ("(kappa)", "kappa"),
         ("algorithm ", "algorithm"),
+        ("(max_bins)", "max_bins"),
+        ("(learning_rate)", "learning_rate"),
+        ("(epochs)", "epochs"),
+        ("(max_leaves)", "max_leaves"),
+        ("(binning_share)", "binning_share"),
+        ("(delta)", "delta"),
+        ("(epsilon)", "epsilon"),
     ]
     .into_iter()
     .find(|(tag, _)| message.contains(tag))
@@ -150,10 +200,9 @@ async fn prepare(
     let n = usize::try_from(dataset.n_rows).map_err(|_| ApiError::Internal("row count".into()))?;
     let schema = Schema::from_json(&dataset.schema.to_string())
         .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
-    let facts = PublicFacts {
-        n_rows: n,
-        task: schema.task(),
-    };
+    let encoder = crate::data::Encoder::new(&schema)
+        .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
+    let facts = PublicFacts::new(&encoder, n);
     let plan = spec.plan(budget, facts).map_err(|e| {
         let message = e.to_string();
         ApiError::Validation(vec![FieldError::new(field_of(&message), message)])

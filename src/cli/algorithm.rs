@@ -4,6 +4,7 @@
 
 use anyhow::bail;
 use clap::Args;
+use privboost::learn::ebm::EbmSpec;
 use privboost::learn::params::WeakLearnerName;
 use privboost::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec};
 
@@ -12,12 +13,15 @@ use privboost::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec};
 pub enum AlgorithmArg {
     /// LazyBB smooth boosting (default).
     Lazybb,
+    /// DP-EBM: differentially private explainable boosting (needs --delta > 0).
+    DpEbm,
 }
 
 impl AlgorithmArg {
     fn name(self) -> AlgorithmName {
         match self {
             AlgorithmArg::Lazybb => AlgorithmName::Lazybb,
+            AlgorithmArg::DpEbm => AlgorithmName::DpEbm,
         }
     }
 }
@@ -50,7 +54,8 @@ pub struct AlgorithmArgs {
     /// LazyBB: boosting rounds tau [default: from the default rule for epsilon].
     #[arg(long)]
     pub rounds: Option<u32>,
-    /// LazyBB: learning rate lambda in (0, 1) [default: 0.25].
+    /// Learning rate: LazyBB's lambda in (0, 1) [default: 0.25]; DP-EBM's
+    /// in (0, 1] [default: 0.01].
     #[arg(long)]
     pub learning_rate: Option<f64>,
     /// LazyBB: density kappa in (0, 1) [default: 0.25].
@@ -63,6 +68,18 @@ pub struct AlgorithmArgs {
     /// [default: from the TopDown default rule].
     #[arg(long)]
     pub internal_nodes: Option<u32>,
+    /// DP-EBM: cyclic passes over the features [default: 300].
+    #[arg(long)]
+    pub epochs: Option<u32>,
+    /// DP-EBM: target bins per feature of the private binning [default: 32].
+    #[arg(long)]
+    pub max_bins: Option<u32>,
+    /// DP-EBM: leaves of each one-feature tree [default: 3].
+    #[arg(long)]
+    pub max_leaves: Option<u32>,
+    /// DP-EBM: share of the budget for the private binning [default: 0.1].
+    #[arg(long)]
+    pub binning_share: Option<f64>,
 }
 
 impl AlgorithmArgs {
@@ -75,12 +92,35 @@ impl AlgorithmArgs {
             density: None,
             weak_learner: None,
             internal_nodes: None,
+            epochs: None,
+            max_bins: None,
+            max_leaves: None,
+            binning_share: None,
         }
     }
 
     /// The library's spec; flags of another learner are refused.
     pub fn spec(&self) -> anyhow::Result<AlgorithmSpec> {
         let name = self.algorithm.name();
+        let lazybb = [
+            ("--rounds", self.rounds.is_some()),
+            ("--density", self.density.is_some()),
+            ("--weak-learner", self.weak_learner.is_some()),
+            ("--internal-nodes", self.internal_nodes.is_some()),
+        ];
+        let ebm = [
+            ("--epochs", self.epochs.is_some()),
+            ("--max-bins", self.max_bins.is_some()),
+            ("--max-leaves", self.max_leaves.is_some()),
+            ("--binning-share", self.binning_share.is_some()),
+        ];
+        let foreign: &[(&str, bool)] = match name {
+            AlgorithmName::Lazybb => &ebm,
+            AlgorithmName::DpEbm => &lazybb,
+        };
+        if let Some((flag, _)) = foreign.iter().find(|(_, given)| *given) {
+            bail!("{flag} is not a parameter of --algorithm {}", name.as_str());
+        }
         match name {
             AlgorithmName::Lazybb => {
                 if self.internal_nodes.is_some()
@@ -96,6 +136,13 @@ impl AlgorithmArgs {
                     internal_nodes: self.internal_nodes,
                 }))
             }
+            AlgorithmName::DpEbm => Ok(AlgorithmSpec::DpEbm(EbmSpec {
+                max_bins: self.max_bins,
+                learning_rate: self.learning_rate,
+                epochs: self.epochs,
+                max_leaves: self.max_leaves,
+                binning_share: self.binning_share,
+            })),
         }
     }
 }

@@ -21,7 +21,10 @@ pub struct InspectArgs {
 pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     let model = files::load_model(&args.model)?;
     let encoder = model.encoder()?;
-    let Model::LazyBb(model) = model;
+    let model = match model {
+        Model::LazyBb(model) => model,
+        other => return print_generic(&other, &encoder, args.json),
+    };
     let inspection = learn::inspect(&model, &encoder);
     if args.json {
         let value = serde_json::json!({
@@ -72,5 +75,44 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     println!("  sensitivity:   {}", s.sensitivity);
     println!("  sampler:       {}", s.sampler);
     println!("  software:      {}", s.software_version);
+    Ok(())
+}
+
+/// Any learner's model: the inspection, parameters and privacy statement.
+fn print_generic(
+    model: &Model,
+    encoder: &privboost::data::Encoder,
+    json: bool,
+) -> anyhow::Result<()> {
+    let inspection = model.inspect(encoder);
+    if json {
+        let value = serde_json::json!({
+            "algorithm": model.algorithm(),
+            "task": model.task(),
+            "params": model.params_json(),
+            "privacy": model.privacy_json(),
+            "inspection": inspection,
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    println!(
+        "{} model for {} of {:?}; parameters {}\n",
+        model.algorithm(),
+        model.task().name(),
+        model.schema().label.column,
+        model.params_json()
+    );
+    print!("{}", inspection.to_text());
+    println!("\nPrivacy statement");
+    if let serde_json::Value::Object(statement) = model.privacy_json() {
+        for (key, value) in statement {
+            let text = match value {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            };
+            println!("  {key}: {text}");
+        }
+    }
     Ok(())
 }

@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::ebm::{self, EbmFile, EbmPlan, EbmSpec};
 use super::model::LazyBbModel;
 use super::params::{
     Calibration, SensitivityBound, ValidLazyBbParams, WeakLearnerKind, WeakLearnerName,
@@ -35,16 +36,19 @@ pub enum AlgorithmName {
     /// LazyBB smooth boosting with DP 1-Rules or DP TopDown trees.
     #[default]
     Lazybb,
+    /// DP-EBM: differentially private explainable boosting.
+    DpEbm,
 }
 
 impl AlgorithmName {
     /// Every learner, in the order the docs list them.
-    pub const ALL: [AlgorithmName; 1] = [AlgorithmName::Lazybb];
+    pub const ALL: [AlgorithmName; 2] = [AlgorithmName::Lazybb, AlgorithmName::DpEbm];
 
     /// The name as written in requests and files.
     pub fn as_str(&self) -> &'static str {
         match self {
             AlgorithmName::Lazybb => "lazybb",
+            AlgorithmName::DpEbm => "dp-ebm",
         }
     }
 
@@ -57,6 +61,7 @@ impl AlgorithmName {
     pub fn supports(&self, task: Task) -> bool {
         match self {
             AlgorithmName::Lazybb => matches!(task, Task::Binary),
+            AlgorithmName::DpEbm => true,
         }
     }
 }
@@ -91,6 +96,8 @@ pub struct LazyBbSpec {
 pub enum AlgorithmSpec {
     /// LazyBB.
     Lazybb(LazyBbSpec),
+    /// DP-EBM.
+    DpEbm(EbmSpec),
 }
 
 impl Default for AlgorithmSpec {
@@ -106,6 +113,9 @@ pub struct PublicFacts {
     pub n_rows: usize,
     /// The schema's task.
     pub task: Task,
+    /// DP-EBM's features of the schema (one per one-hot column, one per other
+    /// literal).
+    pub n_features: usize,
 }
 
 impl PublicFacts {
@@ -114,6 +124,7 @@ impl PublicFacts {
         PublicFacts {
             n_rows,
             task: encoder.schema().task(),
+            n_features: ebm::bins::layout(encoder).len(),
         }
     }
 }
@@ -138,6 +149,7 @@ enum PlannedLearner {
         params: ValidLazyBbParams,
         calibration: Calibration,
     },
+    Ebm(EbmPlan),
 }
 
 impl AlgorithmSpec {
@@ -145,6 +157,7 @@ impl AlgorithmSpec {
     pub fn name(&self) -> AlgorithmName {
         match self {
             AlgorithmSpec::Lazybb(_) => AlgorithmName::Lazybb,
+            AlgorithmSpec::DpEbm(_) => AlgorithmName::DpEbm,
         }
     }
 
@@ -162,6 +175,7 @@ impl AlgorithmSpec {
         }
         match *self {
             AlgorithmSpec::Lazybb(spec) => plan_lazybb(spec, budget, facts),
+            AlgorithmSpec::DpEbm(spec) => plan_ebm(spec, budget, facts),
         }
     }
 }
@@ -237,6 +251,17 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
     })
 }
 
+fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+    let plan = spec.check()?.plan(budget, facts.n_rows, facts.n_features)?;
+    Ok(Plan {
+        cost: plan.cost(),
+        steps: plan.params.epochs,
+        resolved: AlgorithmSpec::DpEbm(plan.params.to_spec()),
+        defaults_used: !spec.any_given(),
+        learner: PlannedLearner::Ebm(plan),
+    })
+}
+
 impl Plan {
     /// The algorithm planned.
     pub fn algorithm(&self) -> AlgorithmName {
@@ -269,6 +294,18 @@ impl Plan {
                     "zeta": c.zeta,
                 })
             }
+            PlannedLearner::Ebm(p) => json!({
+                "mechanism": "DP-EBM: discrete Gaussian noise on the base-bin counts, then on each leaf sum of clamped residuals, every iteration",
+                "n_rows": p.n_rows,
+                "features": p.n_features,
+                "iterations": p.iterations(),
+                "rho": p.rho_total,
+                "rho_binning": p.rho_binning,
+                "rho_training": p.rho_training,
+                "sigma_binning": p.sigma_binning,
+                "sigma_training": p.sigma_training,
+                "grid": 1.0 / f64::from(p.scale),
+            }),
         }
     }
 
@@ -294,6 +331,15 @@ impl Plan {
                 )?;
                 Ok(Model::LazyBb(model))
             }
+            PlannedLearner::Ebm(plan) => {
+                let model = ebm::fit::fit(data, encoder, plan, rng, on_step)?;
+                Ok(Model::Ebm(EbmFile::new(
+                    encoder,
+                    plan,
+                    self.defaults_used,
+                    model,
+                )?))
+            }
         }
     }
 }
@@ -307,6 +353,7 @@ mod tests {
         PublicFacts {
             n_rows: 32_561,
             task,
+            n_features: 14,
         }
     }
 
@@ -320,7 +367,9 @@ mod tests {
         assert_eq!(plan.cost.charge(), budget);
         assert_eq!(plan.steps, 15);
         assert!(plan.defaults_used);
-        let AlgorithmSpec::Lazybb(resolved) = plan.resolved;
+        let AlgorithmSpec::Lazybb(resolved) = plan.resolved else {
+            panic!("a LazyBB plan")
+        };
         assert_eq!(resolved.tau, Some(15));
         assert_eq!(resolved.weak_learner, Some(WeakLearnerName::OneRule));
         // The stored form parses back to the same spec.

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::LearnError;
+use super::ebm::{self, EbmFile, EbmPredictor, sigmoid};
 use super::inspect::{Inspection, inspect};
 use super::model::{LazyBbModel, MODEL_FORMAT, Prediction, Predictor};
 use crate::data::{Dataset, Encoder, Schema, Task};
@@ -20,6 +21,8 @@ use crate::data::{Dataset, Encoder, Schema, Task};
 pub enum Model {
     /// LazyBB (model file version 1).
     LazyBb(LazyBbModel),
+    /// DP-EBM (model file version 2).
+    Ebm(EbmFile),
 }
 
 /// One prediction of any model.
@@ -59,6 +62,27 @@ pub enum ModelEdit {
 pub enum ModelPredictor {
     /// LazyBB's folded votes.
     LazyBb(Predictor),
+    /// DP-EBM's folded shape functions.
+    Ebm(EbmPredictor),
+}
+
+/// A classifier's output from its logit: probability `sigmoid(logit)`,
+/// score `2 p - 1` in [-1, 1] (so probability = (score + 1) / 2 as for
+/// LazyBB), positive when `p >= 1/2`.
+fn from_logit(logit: f64) -> Prediction {
+    let probability = sigmoid(logit);
+    Prediction {
+        positive: probability >= 0.5,
+        score: 2.0 * probability - 1.0,
+        probability,
+    }
+}
+
+fn ebm_output(p: &EbmPredictor, raw: f64) -> Output {
+    match p.task() {
+        Task::Binary => Output::Class(from_logit(raw)),
+        Task::Regression { .. } => Output::Value(raw),
+    }
 }
 
 impl ModelPredictor {
@@ -67,6 +91,7 @@ impl ModelPredictor {
     pub fn predict(&self, active: &[u32]) -> Output {
         match self {
             ModelPredictor::LazyBb(p) => Output::Class(p.prediction(p.vote_sum(active))),
+            ModelPredictor::Ebm(p) => ebm_output(p, p.raw(active)),
         }
     }
 
@@ -78,6 +103,11 @@ impl ModelPredictor {
                 .into_iter()
                 .map(|s| Output::Class(p.prediction(s)))
                 .collect(),
+            ModelPredictor::Ebm(p) => p
+                .raw_all(data)
+                .into_iter()
+                .map(|raw| ebm_output(p, raw))
+                .collect(),
         }
     }
 }
@@ -88,6 +118,92 @@ impl ModelPredictor {
 pub enum ModelInspection {
     /// LazyBB's vote table, sparsity, trees and additive shape.
     LazyBb(Inspection),
+    /// DP-EBM's shape functions and importances.
+    Ebm(EbmInspection),
+}
+
+/// DP-EBM's inspection: per-feature shape functions with their bins and the
+/// public noisy counts, and the features' importances.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EbmInspection {
+    /// Added to every prediction.
+    pub intercept: f64,
+    /// One per feature, in schema order.
+    pub shapes: Vec<ShapeOut>,
+}
+
+/// One shape function as inspected.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShapeOut {
+    /// The feature.
+    pub feature: String,
+    /// Count-weighted mean |f|.
+    pub importance: f64,
+    /// One per merged bin.
+    pub bins: Vec<BinOut>,
+}
+
+/// One bin of a shape function.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BinOut {
+    /// The bin's literals' conditions.
+    pub label: String,
+    /// The public noisy row count.
+    pub count: f64,
+    /// The function's value.
+    pub value: f64,
+}
+
+impl EbmInspection {
+    fn new(file: &EbmFile, encoder: &Encoder) -> EbmInspection {
+        let importances = file.model.importances();
+        EbmInspection {
+            intercept: file.model.intercept,
+            shapes: file
+                .model
+                .shapes
+                .iter()
+                .zip(importances)
+                .map(|(s, (_, importance))| ShapeOut {
+                    feature: s.feature.clone(),
+                    importance,
+                    bins: s
+                        .bin_labels(encoder)
+                        .into_iter()
+                        .zip(s.counts.iter().zip(&s.values))
+                        .map(|(label, (&count, &value))| BinOut {
+                            label,
+                            count,
+                            value,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn to_text(&self) -> String {
+        let mut out = format!(
+            "Intercept: {:.6}\n\nFeature importances (count-weighted mean |f|):\n",
+            self.intercept
+        );
+        let mut order: Vec<&ShapeOut> = self.shapes.iter().collect();
+        order.sort_by(|a, b| b.importance.total_cmp(&a.importance));
+        for s in &order {
+            out.push_str(&format!("  {:<32} {:.6}\n", s.feature, s.importance));
+        }
+        out.push_str("\nShape functions (bin, public noisy count, value):\n");
+        for s in &self.shapes {
+            out.push_str(&format!("{}:\n", s.feature));
+            for b in &s.bins {
+                out.push_str(&format!(
+                    "  {:<40} {:>10.1} {:>+12.6}\n",
+                    b.label, b.count, b.value
+                ));
+            }
+        }
+        out
+    }
 }
 
 impl ModelInspection {
@@ -95,6 +211,7 @@ impl ModelInspection {
     pub fn to_text(&self) -> String {
         match self {
             ModelInspection::LazyBb(i) => i.to_text(),
+            ModelInspection::Ebm(i) => i.to_text(),
         }
     }
 }
@@ -111,6 +228,12 @@ impl Model {
         }
         match value.get("version").and_then(Value::as_u64) {
             Some(1) => Ok(Model::LazyBb(LazyBbModel::from_json(text)?)),
+            Some(2) => match value.get("algorithm").and_then(Value::as_str) {
+                Some(ebm::file::ALGORITHM) => Ok(Model::Ebm(EbmFile::from_value(value)?)),
+                other => Err(LearnError::ModelFormat(format!(
+                    "unknown algorithm {other:?} in a version-2 model file"
+                ))),
+            },
             Some(v) => Err(LearnError::ModelFormat(format!(
                 "model file version {v} is not supported; this build reads versions 1 and 2"
             ))),
@@ -124,6 +247,8 @@ impl Model {
     pub fn to_json(&self) -> String {
         match self {
             Model::LazyBb(m) => m.to_json(),
+            // Invariant: plain values, strings, vectors and derived structs.
+            Model::Ebm(f) => serde_json::to_string_pretty(f).expect("model serialises"),
         }
     }
 
@@ -131,6 +256,7 @@ impl Model {
     pub fn algorithm(&self) -> &'static str {
         match self {
             Model::LazyBb(_) => "lazybb",
+            Model::Ebm(_) => ebm::file::ALGORITHM,
         }
     }
 
@@ -138,6 +264,7 @@ impl Model {
     pub fn schema(&self) -> &Schema {
         match self {
             Model::LazyBb(m) => &m.schema,
+            Model::Ebm(f) => &f.schema,
         }
     }
 
@@ -155,6 +282,7 @@ impl Model {
     pub fn set_job_id(&mut self, job_id: String) {
         match self {
             Model::LazyBb(m) => m.job_id = Some(job_id),
+            Model::Ebm(f) => f.job_id = Some(job_id),
         }
     }
 
@@ -162,6 +290,12 @@ impl Model {
     pub fn params_json(&self) -> Value {
         match self {
             Model::LazyBb(m) => serde_json::to_value(&m.params).unwrap_or(Value::Null),
+            Model::Ebm(f) => {
+                let mut v = serde_json::to_value(f.params).unwrap_or(Value::Null);
+                v["algorithm"] = ebm::file::ALGORITHM.into();
+                v["defaults_used"] = f.defaults_used.into();
+                v
+            }
         }
     }
 
@@ -169,6 +303,7 @@ impl Model {
     pub fn privacy_json(&self) -> Value {
         match self {
             Model::LazyBb(m) => serde_json::to_value(&m.privacy).unwrap_or(Value::Null),
+            Model::Ebm(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
         }
     }
 
@@ -176,6 +311,7 @@ impl Model {
     pub fn predictor(&self) -> ModelPredictor {
         match self {
             Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
+            Model::Ebm(f) => ModelPredictor::Ebm(f.model.predictor(f.task, f.literals.len())),
         }
     }
 
@@ -185,6 +321,7 @@ impl Model {
     /// have no shape functions).
     pub fn edited(&self, edit: &ModelEdit) -> Result<Model, LearnError> {
         match self {
+            Model::Ebm(f) => Ok(Model::Ebm(f.edited(edit)?)),
             Model::LazyBb(_) => Err(LearnError::InvalidParameter(format!(
                 "a {} model has no per-feature shape functions to edit ({} edits are for dp-ebm models)",
                 self.algorithm(),
@@ -200,6 +337,7 @@ impl Model {
     pub fn inspect(&self, encoder: &Encoder) -> ModelInspection {
         match self {
             Model::LazyBb(m) => ModelInspection::LazyBb(inspect(m, encoder)),
+            Model::Ebm(f) => ModelInspection::Ebm(EbmInspection::new(f, encoder)),
         }
     }
 }

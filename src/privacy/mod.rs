@@ -29,9 +29,9 @@ pub(crate) mod float_reference;
 pub mod grid;
 pub mod laplace;
 pub mod rng;
-pub mod zcdp;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod zcdp;
 
 pub use calibration::{Budget, Composition, RoundBudget};
 pub use cost::PrivacyCost;

@@ -126,7 +126,10 @@ mod tests {
             let e = epsilon_of(rho, delta).unwrap();
             let b = brute(rho, delta);
             assert!(e <= b + 1e-9, "rho {rho}: {e} above brute force {b}");
-            assert!(e >= b - 1e-4 * b, "rho {rho}: {e} far below brute force {b}");
+            assert!(
+                e >= b - 1e-4 * b,
+                "rho {rho}: {e} far below brute force {b}"
+            );
             // Never looser than the classic bound rho + 2 sqrt(rho ln(1/delta)).
             assert!(e <= rho + 2.0 * (rho * (1.0 / delta).ln()).sqrt());
         }

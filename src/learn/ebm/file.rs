@@ -1,0 +1,211 @@
+//! The DP-EBM model file: the version-2 envelope (format, version, algorithm,
+//! task) around the parameters, the privacy statement, the schema, the edits
+//! made since training, and the model.
+
+use serde::{Deserialize, Serialize};
+
+use super::model::EbmModel;
+use super::params::{EbmParams, EbmPlan};
+use crate::data::{Encoder, Schema, Task};
+use crate::learn::LearnError;
+use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
+use crate::learn::trained::ModelEdit;
+
+/// The envelope version of the newer learners' files.
+pub const FILE_VERSION: u32 = 2;
+/// The `algorithm` field of a DP-EBM file.
+pub const ALGORITHM: &str = "dp-ebm";
+
+/// The privacy statement of a DP-EBM model (SPEC §6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EbmStatement {
+    /// Total epsilon charged.
+    pub epsilon: f64,
+    /// Total delta charged.
+    pub delta: f64,
+    /// The neighbouring relation.
+    pub neighbouring: String,
+    /// Training rows (public under substitution).
+    pub n_rows: usize,
+    /// How the phases compose and convert.
+    pub accounting: String,
+    /// Total rho (zCDP).
+    pub rho: f64,
+    /// rho of the binning phase.
+    pub rho_binning: f64,
+    /// rho of the training phase.
+    pub rho_training: f64,
+    /// The split between the phases.
+    pub budget_split: String,
+    /// What is released, with which noise.
+    pub mechanism: String,
+    /// Noise standard deviation on each bin count.
+    pub sigma_binning: f64,
+    /// Noise standard deviation on each leaf sum of normalised residuals.
+    pub sigma_training: f64,
+    /// The sensitivity argument in one line.
+    pub sensitivity: String,
+    /// How the noise is sampled.
+    pub sampler: String,
+    /// Post-processing edits made since training, in order.
+    pub post_processing: Vec<String>,
+    /// The software that trained the model.
+    pub software_version: String,
+}
+
+impl EbmStatement {
+    fn new(plan: &EbmPlan) -> EbmStatement {
+        let p = plan.params;
+        EbmStatement {
+            epsilon: plan.budget.epsilon(),
+            delta: plan.budget.delta(),
+            neighbouring: "substitution of one row; the row count n is public".into(),
+            n_rows: plan.n_rows,
+            accounting: format!(
+                "zero-concentrated DP: the binning and the {} training iterations ({} epochs x {} features) compose additively to rho = {:.6e}, which implies ({}, {})-DP by the conversion of Canonne, Kamath and Steinke 2020 (Cor. 13)",
+                plan.iterations(),
+                p.epochs,
+                plan.n_features,
+                plan.rho_total,
+                plan.budget.epsilon(),
+                plan.budget.delta()
+            ),
+            rho: plan.rho_total,
+            rho_binning: plan.rho_binning,
+            rho_training: plan.rho_training,
+            budget_split: format!(
+                "{}% of rho to the private binning, the rest equally over the training iterations",
+                p.binning_share * 100.0
+            ),
+            mechanism: format!(
+                "DP-EBM (Nori et al. 2021, Alg. 2): noisy counts of every feature's base bins (the schema's literals), merged into bins of about n/{} rows; then cyclic boosting of one-feature functions with {} random leaves per iteration, each leaf's sum of residuals released with Gaussian noise and divided by the leaf's public noisy count",
+                p.max_bins, p.max_leaves
+            ),
+            sigma_binning: plan.sigma_binning,
+            sigma_training: plan.sigma_training,
+            sensitivity: format!(
+                "bin counts: L2 sensitivity sqrt(2) per feature under substitution; leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / (max - min)) and rounded to the grid 1/{}, L2 sensitivity 2 per iteration (docs/privacy.md, DP-EBM)",
+                plan.scale
+            ),
+            sampler: "exact discrete Gaussian (Canonne-Kamath-Steinke 2020, Alg. 3) on integer sums, variance a rational rounded up, integer arithmetic only, from a ChaCha20 CSPRNG keyed by the operating system; cut points drawn uniformly by exact rejection".into(),
+            post_processing: Vec::new(),
+            software_version: SOFTWARE_VERSION.into(),
+        }
+    }
+}
+
+/// A DP-EBM model file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EbmFile {
+    /// Always [`MODEL_FORMAT`].
+    pub format: String,
+    /// Always [`FILE_VERSION`].
+    pub version: u32,
+    /// Always [`ALGORITHM`].
+    pub algorithm: String,
+    /// The task (from the schema).
+    pub task: Task,
+    /// RFC 3339 creation time (of this version).
+    pub created_at: String,
+    /// The service job that trained it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// The parameters of the run.
+    pub params: EbmParams,
+    /// Whether every parameter took its default.
+    pub defaults_used: bool,
+    /// What was spent and how.
+    pub privacy: EbmStatement,
+    /// The owner's schema, so that predictions take raw values.
+    pub schema: Schema,
+    /// Literal names in index order (a check against the schema).
+    pub literals: Vec<String>,
+    /// Edits since training (post-processing), in order.
+    #[serde(default)]
+    pub edits: Vec<ModelEdit>,
+    /// The shape functions.
+    pub model: EbmModel,
+}
+
+fn now() -> Result<String, LearnError> {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .map_err(|e| LearnError::InvalidParameter(format!("clock: {e}")))
+}
+
+impl EbmFile {
+    /// Wrap a trained model.
+    pub fn new(
+        encoder: &Encoder,
+        plan: &EbmPlan,
+        defaults_used: bool,
+        model: EbmModel,
+    ) -> Result<EbmFile, LearnError> {
+        Ok(EbmFile {
+            format: MODEL_FORMAT.into(),
+            version: FILE_VERSION,
+            algorithm: ALGORITHM.into(),
+            task: encoder.schema().task(),
+            created_at: now()?,
+            job_id: None,
+            params: plan.params,
+            defaults_used,
+            privacy: EbmStatement::new(plan),
+            schema: encoder.schema().clone(),
+            literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
+            edits: Vec::new(),
+            model,
+        })
+    }
+
+    /// Parse and check (the caller checked format and version).
+    pub fn from_value(value: serde_json::Value) -> Result<EbmFile, LearnError> {
+        let file: EbmFile =
+            serde_json::from_value(value).map_err(|e| LearnError::ModelFormat(e.to_string()))?;
+        if file.algorithm != ALGORITHM {
+            return Err(LearnError::ModelFormat(format!(
+                "algorithm {:?} is not {ALGORITHM}",
+                file.algorithm
+            )));
+        }
+        let encoder = Encoder::new(&file.schema)?;
+        if file.task != file.schema.task() {
+            return Err(LearnError::ModelFormat(
+                "the model's task does not match its schema".into(),
+            ));
+        }
+        let names: Vec<&str> = encoder.literals().iter().map(|l| l.name.as_str()).collect();
+        if names != file.literals.iter().map(String::as_str).collect::<Vec<_>>() {
+            return Err(LearnError::ModelFormat(
+                "the model's literal list does not match its schema".into(),
+            ));
+        }
+        file.model
+            .check(names.len())
+            .map_err(LearnError::ModelFormat)?;
+        Ok(file)
+    }
+
+    /// A new version with `edit` applied and recorded.
+    pub fn edited(&self, edit: &ModelEdit) -> Result<EbmFile, LearnError> {
+        let mut next = self.clone();
+        match edit {
+            ModelEdit::Monotone {
+                feature,
+                increasing,
+            } => next.model.make_monotone(feature, *increasing),
+            ModelEdit::SetValues { feature, values } => next.model.set_values(feature, values),
+        }
+        .map_err(LearnError::InvalidParameter)?;
+        next.privacy.post_processing.push(format!(
+            "{}: {} (post-processing of the released model; no further privacy cost)",
+            now()?,
+            serde_json::to_string(edit).unwrap_or_default()
+        ));
+        next.edits.push(edit.clone());
+        next.created_at = now()?;
+        Ok(next)
+    }
+}

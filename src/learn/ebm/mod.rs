@@ -1,0 +1,22 @@
+//! DP-EBM (Nori, Caruana, Bu, Shen and Kulkarni, ICML 2021): differentially
+//! private explainable boosting machines, classification and regression.
+//! One learner of the family, in its own folder.
+//!
+//! - [`params`]: parameters with the paper's defaults, and the plan (zCDP
+//!   cost, noise scales, fixed-point grid) with its sensitivity argument.
+//! - [`bins`]: features from the schema and the private binning.
+//! - [`fit`]: the training loop with exact discrete Gaussian noise.
+//! - [`model`]: shape functions, prediction, importances, edits (PAV).
+//! - [`file`]: the version-2 model file and its privacy statement.
+
+pub mod bins;
+pub mod file;
+pub mod fit;
+pub mod model;
+pub mod params;
+#[cfg(test)]
+mod tests;
+
+pub use file::EbmFile;
+pub use model::{EbmModel, EbmPredictor, ShapeFunction, pav, sigmoid};
+pub use params::{EbmParams, EbmPlan, EbmSpec};

@@ -1,0 +1,275 @@
+//! The DP-EBM model: one shape function per feature (a value per merged
+//! bin, with the bin's public noisy count) and an intercept; prediction,
+//! inspection and post-processing edits (DP-EBM §5).
+//!
+//! Everything here is the released output of training or post-processing of
+//! it: reading, predicting and editing cost no budget.
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::{Dataset, Encoder, Task};
+
+/// One feature's shape function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeFunction {
+    /// The column (or, for a one-literal feature, the literal) name.
+    pub feature: String,
+    /// The literal of each base bin (`None`: the "literal false" bin).
+    pub base: Vec<Option<u32>>,
+    /// The first `ordered` base bins are a numeric column's intervals.
+    pub ordered: usize,
+    /// The merged bin of each base bin.
+    pub bin_of_base: Vec<u16>,
+    /// Public noisy row count of each merged bin (from the binning phase).
+    pub counts: Vec<f64>,
+    /// The function's value on each merged bin (logit units for a
+    /// classifier, label units for a regressor), centred on the counts.
+    pub values: Vec<f64>,
+}
+
+impl ShapeFunction {
+    /// Merged bins that hold an ordered (interval) base bin: a prefix.
+    pub fn ordered_bins(&self) -> usize {
+        self.bin_of_base[..self.ordered]
+            .iter()
+            .map(|&b| usize::from(b) + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// A readable label of each merged bin, from its literals' conditions.
+    pub fn bin_labels(&self, encoder: &Encoder) -> Vec<String> {
+        let literals = encoder.literals();
+        let mut labels = vec![Vec::<String>::new(); self.values.len()];
+        for (j, base) in self.base.iter().enumerate() {
+            let text = match base {
+                Some(l) => literals
+                    .get(*l as usize)
+                    .map_or_else(|| format!("literal {l}"), |x| x.condition.clone()),
+                None => "false".to_owned(),
+            };
+            labels[usize::from(self.bin_of_base[j])].push(text);
+        }
+        labels.into_iter().map(|l| l.join(" | ")).collect()
+    }
+}
+
+/// A trained DP-EBM.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EbmModel {
+    /// Added to every prediction (the centred functions' means, and for a
+    /// regressor the public starting point).
+    pub intercept: f64,
+    /// One per feature.
+    pub shapes: Vec<ShapeFunction>,
+}
+
+/// The model folded into one weight per literal: the prediction is
+/// `base + sum over the row's true literals of delta[literal]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EbmPredictor {
+    task: Task,
+    base: f64,
+    delta: Vec<f64>,
+}
+
+/// Largest number of literals a model may index (the schema cap).
+const MAX_LITERALS: usize = crate::data::MAX_LITERALS;
+
+impl EbmModel {
+    /// Check a loaded model against its literal count: lengths agree, every
+    /// literal exists and belongs to one feature only, every number is finite.
+    pub fn check(&self, n_literals: usize) -> Result<(), String> {
+        if !self.intercept.is_finite() {
+            return Err("the intercept is not finite".into());
+        }
+        if n_literals > MAX_LITERALS || self.shapes.len() > n_literals {
+            return Err("more shape functions than literals".into());
+        }
+        let mut seen = vec![false; n_literals];
+        for s in &self.shapes {
+            let bins = s.values.len();
+            if bins == 0 || bins != s.counts.len() || bins > u16::MAX as usize {
+                return Err(format!("shape {:?}: values and counts differ", s.feature));
+            }
+            if s.base.len() != s.bin_of_base.len() || s.ordered > s.base.len() {
+                return Err(format!("shape {:?}: base bins do not match", s.feature));
+            }
+            if s.bin_of_base.iter().any(|&b| usize::from(b) >= bins) {
+                return Err(format!(
+                    "shape {:?}: a base bin maps past the bins",
+                    s.feature
+                ));
+            }
+            if s.base.iter().filter(|b| b.is_none()).count() > 1 {
+                return Err(format!("shape {:?}: two \"false\" bins", s.feature));
+            }
+            for l in s.base.iter().flatten() {
+                let l = *l as usize;
+                if l >= n_literals || std::mem::replace(&mut seen[l], true) {
+                    return Err(format!(
+                        "shape {:?}: literal {l} out of range or reused",
+                        s.feature
+                    ));
+                }
+            }
+            if s.values.iter().chain(&s.counts).any(|v| !v.is_finite())
+                || s.counts.iter().any(|c| *c < 0.0)
+            {
+                return Err(format!(
+                    "shape {:?}: a value or count is not finite",
+                    s.feature
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The folded predictor for `n_literals` literals.
+    pub fn predictor(&self, task: Task, n_literals: usize) -> EbmPredictor {
+        let mut base = self.intercept;
+        let mut delta = vec![0.0; n_literals];
+        for s in &self.shapes {
+            let value = |j: usize| s.values[usize::from(s.bin_of_base[j])];
+            let default = s.base.iter().position(Option::is_none).map_or(0.0, value);
+            base += default;
+            for (j, l) in s.base.iter().enumerate() {
+                if let Some(l) = l {
+                    delta[*l as usize] = value(j) - default;
+                }
+            }
+        }
+        EbmPredictor { task, base, delta }
+    }
+
+    /// Global importance of each feature: the count-weighted mean of |f|.
+    pub fn importances(&self) -> Vec<(String, f64)> {
+        self.shapes
+            .iter()
+            .map(|s| {
+                let total: f64 = s.counts.iter().sum();
+                let weighted: f64 = s
+                    .values
+                    .iter()
+                    .zip(&s.counts)
+                    .map(|(v, c)| v.abs() * c)
+                    .sum();
+                (
+                    s.feature.clone(),
+                    if total > 0.0 { weighted / total } else { 0.0 },
+                )
+            })
+            .collect()
+    }
+
+    fn shape_mut(&mut self, feature: &str) -> Result<&mut ShapeFunction, String> {
+        self.shapes
+            .iter_mut()
+            .find(|s| s.feature == feature)
+            .ok_or_else(|| format!("the model has no feature {feature:?}"))
+    }
+
+    /// Make a feature's function monotone over its ordered (interval) bins
+    /// by pool-adjacent-violators weighted by the public noisy counts
+    /// (DP-EBM §5.2); the unordered bins (e.g. `is missing`) keep their values.
+    pub fn make_monotone(&mut self, feature: &str, increasing: bool) -> Result<(), String> {
+        let s = self.shape_mut(feature)?;
+        let m = s.ordered_bins();
+        if m < 2 {
+            return Err(format!(
+                "feature {feature:?} has no order (it is not a numeric column with several bins)"
+            ));
+        }
+        let weights: Vec<f64> = s.counts[..m].iter().map(|c| c.max(1.0)).collect();
+        let fitted = pav(&s.values[..m], &weights, increasing);
+        s.values[..m].copy_from_slice(&fitted);
+        Ok(())
+    }
+
+    /// Set a feature's values by hand, one per merged bin.
+    pub fn set_values(&mut self, feature: &str, values: &[f64]) -> Result<(), String> {
+        let s = self.shape_mut(feature)?;
+        if values.len() != s.values.len() {
+            return Err(format!(
+                "feature {feature:?} has {} bins; got {} values",
+                s.values.len(),
+                values.len()
+            ));
+        }
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err("values must be finite numbers".into());
+        }
+        s.values.copy_from_slice(values);
+        Ok(())
+    }
+}
+
+impl EbmPredictor {
+    /// The raw score of one row (logit, or the value for a regressor).
+    pub fn raw(&self, active: &[u32]) -> f64 {
+        self.base + active.iter().map(|&l| self.delta[l as usize]).sum::<f64>()
+    }
+
+    /// Raw scores of every row: one pass per literal column.
+    pub fn raw_all(&self, data: &Dataset) -> Vec<f64> {
+        let n = data.n_rows();
+        let mut out = vec![self.base; n];
+        for (l, &d) in self.delta.iter().enumerate() {
+            if d == 0.0 {
+                continue;
+            }
+            for (w, &word) in data.features.column(l).iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    out[w * 64 + bits.trailing_zeros() as usize] += d;
+                    bits &= bits - 1;
+                }
+            }
+        }
+        out
+    }
+
+    /// The task this predictor answers.
+    pub fn task(&self) -> Task {
+        self.task
+    }
+}
+
+/// The logistic function, stable for large |x|.
+pub fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// Weighted isotonic regression by pool-adjacent-violators: the
+/// non-decreasing (or non-increasing) sequence closest to `values` in
+/// weighted squared error. Weights must be positive.
+pub fn pav(values: &[f64], weights: &[f64], increasing: bool) -> Vec<f64> {
+    assert_eq!(values.len(), weights.len());
+    let sign = if increasing { 1.0 } else { -1.0 };
+    // Blocks of (weighted mean, weight, length), merged while they violate.
+    let mut blocks: Vec<(f64, f64, usize)> = Vec::with_capacity(values.len());
+    for (&v, &w) in values.iter().zip(weights) {
+        blocks.push((sign * v, w, 1));
+        while blocks.len() >= 2 {
+            let (m2, w2, n2) = blocks[blocks.len() - 1];
+            let (m1, w1, n1) = blocks[blocks.len() - 2];
+            if m1 <= m2 {
+                break;
+            }
+            blocks.pop();
+            let last = blocks.len() - 1;
+            blocks[last] = ((m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, n1 + n2);
+        }
+    }
+    blocks
+        .into_iter()
+        .flat_map(|(m, _, n)| std::iter::repeat_n(sign * m, n))
+        .collect()
+}
