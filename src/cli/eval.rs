@@ -10,8 +10,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use privboost::data::{Encoder, LabelMode};
 use privboost::eval::{self, Method, MethodResult, Protocol, paper_grid};
 use privboost::learn::params;
-use privboost::privacy::NoiseRng;
+use privboost::privacy::{Budget, NoiseRng};
 
+use super::algorithm::{AlgorithmArg, AlgorithmArgs};
 use super::files;
 
 /// Options of `privboost eval`.
@@ -77,6 +78,109 @@ pub struct EvalArgs {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Evaluate another learner than LazyBB, at its defaults unless its flags
+    /// below are given (through the same plan and fit as `train`).
+    #[arg(long, value_enum)]
+    algorithm: Option<AlgorithmArg>,
+    /// DP-EBM: epochs [default: 300].
+    #[arg(long)]
+    epochs: Option<u32>,
+    /// DP-EBM: target bins per feature [default: 32].
+    #[arg(long)]
+    max_bins: Option<u32>,
+    /// DP-EBM: leaves per iteration [default: 3].
+    #[arg(long)]
+    max_leaves: Option<u32>,
+    /// DP-EBM: share of the budget for the binning [default: 0.1].
+    #[arg(long)]
+    binning_share: Option<f64>,
+}
+
+/// `eval --algorithm NAME` for a learner other than LazyBB's grid tool:
+/// every epsilon of the list, `repeats` x folds runs each, through
+/// `eval::learners`.
+fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
+    if !args.rounds.is_empty() || !args.density.is_empty() || args.grid || args.baselines {
+        bail!("--rounds, --density, --grid and --baselines are LazyBB's grid options; with --algorithm give that learner's flags");
+    }
+    let spec = AlgorithmArgs {
+        learning_rate: match args.learning_rate.as_slice() {
+            [] => None,
+            [one] => Some(*one),
+            _ => bail!("--algorithm takes one --learning-rate"),
+        },
+        epochs: args.epochs,
+        max_bins: args.max_bins,
+        max_leaves: args.max_leaves,
+        binning_share: args.binning_share,
+        ..AlgorithmArgs::defaults(algorithm)
+    }
+    .spec()?;
+    let schema = files::load_schema(&args.schema)?;
+    let encoder = Encoder::new(&schema)?;
+    let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
+    let test = match &args.test {
+        Some(path) => Some(files::load_dataset(path, &encoder, LabelMode::Required)?),
+        None => None,
+    };
+    let protocol = match &test {
+        Some(test) => Protocol::TrainTest { train: &data, test },
+        None => Protocol::CrossValidation {
+            data: &data,
+            folds: args.folds,
+            split_seed: args.split_seed,
+        },
+    };
+    let mut results = Vec::new();
+    for text in &args.epsilon {
+        let Some(epsilon) = parse_epsilon(text)? else {
+            bail!("--algorithm evaluates private runs only; drop `inf`");
+        };
+        let budget = Budget::new(epsilon, args.delta)?;
+        let runs = eval::task_count(&protocol, 1, args.repeats);
+        let bar = ProgressBar::new(runs as u64).with_style(
+            ProgressStyle::with_template("evaluating {bar:40} {pos}/{len} runs, eta {eta}")
+                .context("progress bar template")?,
+        );
+        let r = eval::learners::evaluate_spec(
+            &protocol,
+            &encoder,
+            &spec,
+            budget,
+            args.repeats,
+            &|_| NoiseRng::from_os(),
+            &|| bar.inc(1),
+        )?;
+        bar.finish_and_clear();
+        let metrics = match r.scores {
+            eval::learners::Scores::Class { accuracy, auc } => format!(
+                "accuracy {:.4} ± {:.4}, ROC AUC {:.4} ± {:.4}",
+                accuracy.mean, accuracy.std, auc.mean, auc.std
+            ),
+            eval::learners::Scores::Regression { rmse, mae } => format!(
+                "RMSE {:.4} ± {:.4}, MAE {:.4} ± {:.4}",
+                rmse.mean, rmse.std, mae.mean, mae.std
+            ),
+        };
+        println!(
+            "{} epsilon {} delta {}: {metrics} over {} runs; parameters {}",
+            spec.name().as_str(),
+            epsilon,
+            args.delta,
+            r.runs,
+            serde_json::to_string(&r.spec)?
+        );
+        results.push(r);
+    }
+    if let Some(path) = &args.json {
+        let value = serde_json::json!({
+            "std": "sample standard deviation over repeats x folds runs",
+            "software_version": privboost::learn::model::SOFTWARE_VERSION,
+            "results": results,
+        });
+        files::write_atomically(path, serde_json::to_string_pretty(&value)?.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// Which TopDown sensitivity bound to use.
@@ -90,6 +194,11 @@ enum CalibrationArg {
 
 /// Run the evaluation and print one line per cell.
 pub fn run(args: EvalArgs) -> anyhow::Result<()> {
+    if let Some(algorithm) = args.algorithm
+        && algorithm != AlgorithmArg::Lazybb
+    {
+        return run_learner(&args, algorithm);
+    }
     let methods = methods(&args)?;
     if args.calibration == CalibrationArg::Paper {
         if args.weak_learner != super::algorithm::WeakLearnerArg::TopDown {
