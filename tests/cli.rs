@@ -1358,3 +1358,114 @@ fn old_lazybb_model_files_predict_byte_identically() {
         );
     }
 }
+
+/// DP-EBM on the shipped regression data, end to end through the CLI:
+/// train (delta > 0 required), predict writes `value`, inspect shows shape
+/// functions and the zCDP statement, edit makes a monotone new version.
+#[test]
+fn dp_ebm_regression_train_predict_inspect_edit() {
+    let dir = Dir::new();
+    let model = dir.path("abalone.json");
+    let base = [
+        "train",
+        "--algorithm",
+        "dp-ebm",
+        "--data",
+        "data/abalone/abalone.csv",
+        "--schema",
+        "data/abalone/schema.json",
+        "--epsilon",
+        "1",
+        "--epochs",
+        "30",
+        "--out",
+        arg(&model),
+    ];
+    // Pure DP is refused before anything is read or written.
+    let line = privboost(base).failure(&[&model]);
+    assert!(line.contains("delta > 0"), "{line}");
+    // A LazyBB flag is refused for DP-EBM.
+    let mut with_rounds = base.to_vec();
+    with_rounds.extend(["--delta", "1e-6", "--rounds", "9"]);
+    let line = privboost(with_rounds).failure(&[&model]);
+    assert!(
+        line.contains("--rounds is not a parameter of --algorithm dp-ebm"),
+        "{line}"
+    );
+    let mut args = base.to_vec();
+    args.extend(["--delta", "1e-6"]);
+    let run = privboost(args).success();
+    assert!(run.stderr.contains("zCDP"), "{}", run.context());
+    let json = read_json(&model);
+    assert_eq!(json["version"], 2);
+    assert_eq!(json["algorithm"], "dp-ebm");
+    assert_eq!(json["task"]["kind"], "regression");
+
+    let out = dir.path("predictions.csv");
+    privboost([
+        "predict",
+        "--model",
+        arg(&model),
+        "--data",
+        "data/abalone/abalone.csv",
+        "--out",
+        arg(&out),
+    ])
+    .success();
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("value"));
+    let values: Vec<f64> = lines.map(|l| l.parse().unwrap()).collect();
+    assert_eq!(values.len(), 4177);
+    assert!(values.iter().all(|v| v.is_finite()));
+
+    let run = privboost(["inspect", arg(&model)]).success();
+    assert!(run.stdout.contains("Shape functions"), "{}", run.context());
+    assert!(run.stdout.contains("Whole weight"), "{}", run.context());
+    assert!(run.stdout.contains("rho"), "{}", run.context());
+
+    let edited = dir.path("monotone.json");
+    privboost([
+        "edit",
+        arg(&model),
+        "--feature",
+        "Shell weight",
+        "--increasing",
+        "--out",
+        arg(&edited),
+    ])
+    .success();
+    let json = read_json(&edited);
+    assert_eq!(json["edits"][0]["kind"], "monotone");
+    let shape = json["model"]["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["feature"] == "Shell weight")
+        .unwrap();
+    let values: Vec<f64> = shape["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let ordered = shape["ordered"].as_u64().unwrap() as usize;
+    let bins = shape["bin_of_base"].as_array().unwrap()[..ordered]
+        .iter()
+        .map(|b| b.as_u64().unwrap() as usize + 1)
+        .max()
+        .unwrap();
+    assert!(values[..bins].windows(2).all(|w| w[0] <= w[1] + 1e-12));
+    // Editing a LazyBB model is refused with a clear message.
+    let line = privboost([
+        "edit",
+        "tests/fixtures/lazybb-v1/one-rule.json",
+        "--feature",
+        "radius_mean",
+        "--increasing",
+        "--out",
+        arg(&dir.path("x.json")),
+    ])
+    .failure(&[&dir.path("x.json")]);
+    assert!(line.contains("no per-feature shape functions"), "{line}");
+}

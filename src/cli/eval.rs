@@ -101,7 +101,9 @@ pub struct EvalArgs {
 /// `eval::learners`.
 fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
     if !args.rounds.is_empty() || !args.density.is_empty() || args.grid || args.baselines {
-        bail!("--rounds, --density, --grid and --baselines are LazyBB's grid options; with --algorithm give that learner's flags");
+        bail!(
+            "--rounds, --density, --grid and --baselines are LazyBB's grid options; with --algorithm give that learner's flags"
+        );
     }
     let spec = AlgorithmArgs {
         learning_rate: match args.learning_rate.as_slice() {

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod algorithm;
 mod bench;
+mod edit;
 mod eval;
 mod experiment;
 mod files;
@@ -27,11 +28,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Train a differentially private LazyBB model on a CSV file.
+    /// Train a differentially private model (LazyBB or DP-EBM) on a CSV file.
     Train(train::TrainArgs),
+    /// Make a new version of a DP-EBM model with a shape function edited (free post-processing).
+    Edit(edit::EditArgs),
     /// Predict the rows of a CSV file with a model.
     Predict(predict::PredictArgs),
-    /// Show a model's vote table, sparsity and privacy statement.
+    /// Show a model's inspection (vote table or shape functions) and privacy statement.
     Inspect(inspect::InspectArgs),
     /// Measure accuracy and AUC (owner-side: train/test or k-fold CV, grids, baselines).
     Eval(eval::EvalArgs),
@@ -49,6 +52,7 @@ enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Train(args) => train::run(args),
+        Command::Edit(args) => edit::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Eval(args) => eval::run(args),

@@ -9,7 +9,7 @@
 //! data-dependent branch; the number of noise draws is fixed by the plan.
 
 use super::bins::{self, FeatureLayout, MergedBins};
-use super::model::{EbmModel, ShapeFunction, sigmoid};
+use super::model::{EbmModel, ShapeFunction, fast_sigmoid};
 use super::params::EbmPlan;
 use crate::data::{Dataset, Encoder, Task};
 use crate::learn::LearnError;
@@ -85,17 +85,26 @@ pub fn fit(
     let mut score = vec![start; n];
     let mut values: Vec<Vec<f64>> = merged.iter().map(|m| vec![0.0; m.len()]).collect();
     let mut leaf_of_bin: Vec<usize> = Vec::new();
+    // The last iteration's update per merged bin: applied to the scores at
+    // the start of the next iteration's pass (one pass over the rows per
+    // iteration instead of two).
     let mut update_of_bin: Vec<f64> = Vec::new();
     for epoch in 0..p.epochs {
         for (k, m) in merged.iter().enumerate() {
             let bins_k = m.len();
             random_leaves(bins_k, p.max_leaves as usize, rng, &mut leaf_of_bin)?;
             let leaves = leaf_of_bin.last().map_or(1, |l| l + 1);
+            // The previous iteration's update is applied in the same pass.
+            let pending = (k > 0 || epoch > 0).then(|| {
+                let previous = if k == 0 { merged.len() - 1 } else { k - 1 };
+                (codes[previous].as_slice(), update_of_bin.as_slice())
+            });
             let sums = noisy_leaf_sums(
                 &codes[k],
                 &leaf_of_bin,
                 leaves,
-                &score,
+                &mut score,
+                pending,
                 &y,
                 task,
                 range,
@@ -113,9 +122,6 @@ pub fn fit(
                 let u = p.learning_rate * range * sums[l] / scale / denominators[l].max(1.0);
                 values[k][b] += u;
                 update_of_bin.push(u);
-            }
-            for (s, &c) in score.iter_mut().zip(&codes[k]) {
-                *s += update_of_bin[usize::from(c)];
             }
         }
         if !on_epoch(epoch + 1) {
@@ -192,7 +198,8 @@ pub(super) fn noisy_leaf_sums(
     codes: &[u16],
     leaf_of_bin: &[usize],
     leaves: usize,
-    score: &[f64],
+    score: &mut [f64],
+    pending: Option<(&[u16], &[f64])>,
     y: &[f64],
     task: Task,
     range: f64,
@@ -200,14 +207,38 @@ pub(super) fn noisy_leaf_sums(
     rng: &mut NoiseRng,
 ) -> Result<Vec<f64>, LearnError> {
     let scale = f64::from(plan.scale);
+    // Per-bin sums first (a small table indexed by the row's bin), then per
+    // leaf: the same integers in another order, so the sum is exact.
+    let mut per_bin = vec![0i64; leaf_of_bin.len()];
+    // Round half away from zero, as an integer conversion (no libm call).
+    let to_grid = |r: f64| {
+        let g = r * scale;
+        (g + 0.5f64.copysign(g)) as i64
+    };
+    if let Some((previous, update)) = pending {
+        for (f, &c) in score.iter_mut().zip(previous) {
+            *f += update[usize::from(c)];
+        }
+    }
+    match task {
+        Task::Binary => {
+            for ((&c, &f), &t) in codes.iter().zip(score.iter()).zip(y) {
+                // In (-1, 1) already: |y - p| < 1 for y in {0, 1}.
+                let r = (t - fast_sigmoid(f)).clamp(-1.0, 1.0);
+                per_bin[usize::from(c)] += to_grid(r);
+            }
+        }
+        Task::Regression { .. } => {
+            let inverse = 1.0 / range;
+            for ((&c, &f), &t) in codes.iter().zip(score.iter()).zip(y) {
+                let r = ((t - f) * inverse).clamp(-1.0, 1.0);
+                per_bin[usize::from(c)] += to_grid(r);
+            }
+        }
+    }
     let mut sums = vec![0i64; leaves];
-    for ((&c, &f), &t) in codes.iter().zip(score).zip(y) {
-        let r = match task {
-            Task::Binary => t - sigmoid(f),
-            Task::Regression { .. } => ((t - f) / range).clamp(-1.0, 1.0),
-        };
-        let g = (r * scale).round().clamp(-scale, scale) as i64;
-        sums[leaf_of_bin[usize::from(c)]] += g;
+    for (b, &s) in per_bin.iter().enumerate() {
+        sums[leaf_of_bin[b]] += s;
     }
     let (num, den) = plan.leaf_variance;
     sums.iter()

@@ -284,6 +284,19 @@ mod tests {
         let p = plan(1.0, 1e-6).unwrap();
         let rho = zcdp::rho_for(1.0, 1e-6).unwrap();
         assert_eq!(p.rho_total, rho);
+        // The figures docs/privacy.md quotes (an independent minimisation
+        // over alpha by hand: rho = 0.024356, s = 619.04, s_b = 75.82).
+        assert!((rho - 0.024356).abs() < 2e-6, "{rho}");
+        assert!(
+            (p.sigma_training - 619.04).abs() < 0.05,
+            "{}",
+            p.sigma_training
+        );
+        assert!(
+            (p.sigma_binning - 75.82).abs() < 0.01,
+            "{}",
+            p.sigma_binning
+        );
         // The classic conversion's rho (eps = rho + 2 sqrt(rho ln 1/delta))
         // is a lower bound on CKS's: about 0.0177 here.
         assert!(rho > 0.0177 && rho < 0.03, "{rho}");

@@ -29,7 +29,7 @@ fn leaf_noise_has_the_planned_variance() {
     assert!((expected.sqrt() / sigma - 1.0).abs() < 1e-6);
     let codes = vec![0u16; 100];
     let y = vec![5.0; 100];
-    let score = vec![5.0; 100];
+    let mut score = vec![5.0; 100];
     let mut rng = NoiseRng::seeded(11);
     let task = Task::Regression {
         min: 0.0,
@@ -37,7 +37,19 @@ fn leaf_noise_has_the_planned_variance() {
     };
     let draws: Vec<f64> = (0..3000)
         .flat_map(|_| {
-            noisy_leaf_sums(&codes, &[0, 1], 2, &score, &y, task, 10.0, &p, &mut rng).unwrap()
+            noisy_leaf_sums(
+                &codes,
+                &[0, 1],
+                2,
+                &mut score,
+                None,
+                &y,
+                task,
+                10.0,
+                &p,
+                &mut rng,
+            )
+            .unwrap()
         })
         .collect();
     let (mean, sd) = metrics::mean_std(&draws);
@@ -59,10 +71,22 @@ fn leaf_sums_carry_the_clamped_residuals() {
     let p = plan(8.0, 1000, 1);
     let codes: Vec<u16> = (0..1000).map(|i| (i % 2) as u16).collect();
     let y = vec![10.0; 1000];
-    let score = vec![0.0; 1000];
+    let mut score = vec![0.0; 1000];
     let task = Task::Regression { min: 0.0, max: 5.0 };
     let mut rng = NoiseRng::seeded(3);
-    let sums = noisy_leaf_sums(&codes, &[0, 1], 2, &score, &y, task, 5.0, &p, &mut rng).unwrap();
+    let sums = noisy_leaf_sums(
+        &codes,
+        &[0, 1],
+        2,
+        &mut score,
+        None,
+        &y,
+        task,
+        5.0,
+        &p,
+        &mut rng,
+    )
+    .unwrap();
     let sigma = p.sigma_training * f64::from(p.scale);
     for s in sums {
         // 500 rows, each clamped to residual 1 = `scale` grid units.
