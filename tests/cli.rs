@@ -1381,13 +1381,13 @@ fn dp_ebm_regression_train_predict_inspect_edit() {
         "--out",
         arg(&model),
     ];
-    // Pure DP is refused before anything is read or written.
-    let line = privboost(base).failure(&[&model]);
+    // Pure DP is refused before any noise is drawn or file written.
+    let line = privboost(base).error(&[&model]);
     assert!(line.contains("delta > 0"), "{line}");
     // A LazyBB flag is refused for DP-EBM.
     let mut with_rounds = base.to_vec();
     with_rounds.extend(["--delta", "1e-6", "--rounds", "9"]);
-    let line = privboost(with_rounds).failure(&[&model]);
+    let line = privboost(with_rounds).error(&[&model]);
     assert!(
         line.contains("--rounds is not a parameter of --algorithm dp-ebm"),
         "{line}"
@@ -1457,6 +1457,7 @@ fn dp_ebm_regression_train_predict_inspect_edit() {
         .unwrap();
     assert!(values[..bins].windows(2).all(|w| w[0] <= w[1] + 1e-12));
     // Editing a LazyBB model is refused with a clear message.
+    let x = dir.path("x.json");
     let line = privboost([
         "edit",
         "tests/fixtures/lazybb-v1/one-rule.json",
@@ -1464,8 +1465,8 @@ fn dp_ebm_regression_train_predict_inspect_edit() {
         "radius_mean",
         "--increasing",
         "--out",
-        arg(&dir.path("x.json")),
+        arg(&x),
     ])
-    .failure(&[&dir.path("x.json")]);
+    .error(&[&x]);
     assert!(line.contains("no per-feature shape functions"), "{line}");
 }
