@@ -143,21 +143,7 @@ async fn prepare(
         .calibrate(n)
         .map_err(|e| ApiError::Validation(vec![FieldError::new("params", e.to_string())]))?
         .ok_or_else(|| ApiError::Internal("a private job without calibration".into()))?;
-    // Extreme but in-range values (kappa near 0, say) can overflow the
-    // calibration; such a job could not produce a meaningful model.
-    let finite = [
-        calibration.eta,
-        calibration.zeta,
-        calibration.round.epsilon_round,
-    ]
-    .iter()
-    .all(|v| v.is_finite() && *v > 0.0);
-    if !finite {
-        return Err(ApiError::Validation(vec![FieldError::new(
-            "params",
-            "these parameters give a non-finite noise calibration (check kappa, tau and epsilon)",
-        )]));
-    }
+    // Every derived scale was checked by `calibrate` (learn::params::check_scales).
     Ok((params, calibration, dataset))
 }
 
