@@ -149,12 +149,15 @@ async fn prepare(
 
 /// The noise a job gets (public: depends on parameters and n only).
 fn noise_json(params: &JobParams, c: &Calibration) -> Value {
+    let rnm = crate::privacy::mechanisms::REPORT_NOISY_MAX_LAPLACE.name;
     let mechanism = match params.weak_learner {
         WeakLearnerName::OneRule => {
-            "report-noisy-max with discrete Laplace noise over one-rules (DP-1R), once per round"
+            format!("{rnm} over one-rules (DP-1R), once per round")
         }
         WeakLearnerName::TopDown => {
-            "report-noisy-max with discrete Laplace noise per split and per leaf label (DP TopDown, proven sensitivity bound), once per round"
+            format!(
+                "{rnm} per split and per leaf label (DP TopDown, proven sensitivity bound), once per round"
+            )
         }
     };
     json!({
