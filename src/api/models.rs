@@ -95,15 +95,21 @@ impl ModelCache {
     }
 }
 
-fn summary(record: &ModelRecord, model: &Model) -> Value {
-    json!({
+/// A model's summary; unless `precise` (the dataset's owner or an admin),
+/// its time is whole seconds (docs/privacy.md, "Timing").
+fn summary(record: &ModelRecord, model: &Model, precise: bool) -> Value {
+    let mut v = json!({
         "id": record.id,
         "job_id": record.job_id,
         "dataset_id": record.dataset_id,
         "created_at": record.created_at,
         "params": model.params,
         "privacy": model.privacy,
-    })
+    });
+    if !precise {
+        super::coarsen_time(&mut v["created_at"]);
+    }
+    v
 }
 
 async fn visible_model(
@@ -125,11 +131,19 @@ async fn list(
 ) -> Result<impl IntoResponse, ApiError> {
     let (after, size) = q.cursor()?;
     let page = models::list_visible(&state.pool, &caller.id, after, size).await?;
-    let items = page
-        .items
-        .iter()
-        .map(|r| state.models.load(r).map(|l| summary(r, &l.model)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut precise = std::collections::HashMap::new();
+    let mut items = Vec::with_capacity(page.items.len());
+    for r in &page.items {
+        let p = match precise.get(&r.dataset_id) {
+            Some(&p) => p,
+            None => {
+                let p = super::sees_precise_times(&state, &caller, &r.dataset_id).await?;
+                precise.insert(r.dataset_id.clone(), p);
+                p
+            }
+        };
+        items.push(summary(r, &state.models.load(r)?.model, p));
+    }
     Ok(axum::Json(json!({
         "items": items,
         "next_page_token": page.next_after.map(|s| format!("after-{s}")),
@@ -142,11 +156,15 @@ async fn get(
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (record, loaded) = visible_model(&state, &caller, &id).await?;
-    let mut body = summary(&record, &loaded.model);
+    let precise = super::sees_precise_times(&state, &caller, &record.dataset_id).await?;
+    let mut body = summary(&record, &loaded.model, precise);
     body["inspection"] = serde_json::to_value(inspect(&loaded.model, &loaded.encoder))
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     body["model"] =
         serde_json::from_str(&record.model_json).map_err(|e| ApiError::Internal(e.to_string()))?;
+    if !precise {
+        super::coarsen_time(&mut body["model"]["created_at"]);
+    }
     Ok(axum::Json(body))
 }
 
