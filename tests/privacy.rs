@@ -142,6 +142,7 @@ async fn no_private_values_in_responses_or_logs() {
     let metrics = s
         .client
         .get(s.at("/metrics"))
+        .bearer_auth(&s.admin)
         .send()
         .await
         .unwrap()

@@ -245,6 +245,17 @@ pub async fn serve(
     server: Server,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with_metrics(listener, None, server, shutdown).await
+}
+
+/// [`serve`], and when `metrics` is given, `GET /metrics` without a key on
+/// that listener too (`serve --metrics-bind`; docs/service.md, "Operations").
+pub async fn serve_with_metrics(
+    listener: TcpListener,
+    metrics: Option<TcpListener>,
+    server: Server,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let Server {
         state,
         workers,
@@ -257,6 +268,16 @@ pub async fn serve(
     // In-flight requests end within the request timeout; a little more
     // for the responses to be written.
     let drain = state.config.request_timeout + Duration::from_secs(5);
+    let metrics_task = metrics.map(|l| {
+        let app = ops::metrics_router(state.clone());
+        let mut rx = shutdown_tx.subscribe();
+        tokio::spawn(async move {
+            listen::serve_http1(l, app, header_read_timeout, drain, async move {
+                let _ = rx.wait_for(|stop| *stop).await;
+            })
+            .await
+        })
+    });
     let app = router(state);
     let mut rx = shutdown_tx.subscribe();
     // One signal, fanned out: the HTTP server and the workers both watch it.
@@ -269,6 +290,13 @@ pub async fn serve(
         let _ = rx.wait_for(|stop| *stop).await;
     })
     .await;
+    if let Some(task) = metrics_task {
+        match task.await {
+            Ok(Err(e)) => tracing::warn!(error = %e, "the metrics listener stopped"),
+            Err(e) => tracing::warn!(error = %e, "the metrics listener panicked"),
+            Ok(Ok(())) => {}
+        }
+    }
     workers.join().await;
     pool.close().await;
     result
