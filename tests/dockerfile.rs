@@ -55,14 +55,30 @@ fn build_stage_runs_the_readme_build_and_copies_its_binary() {
     let (build, runtime) = (&docker[stages[0]..stages[1]], &docker[stages[1]..]);
     assert!(build[0].ends_with(" AS build"), "{}", build[0]);
 
-    // The README's command, as the build stage runs it (extra flags may
-    // follow, e.g. `--bin privboost`).
+    // The README's command is the build stage's, flag for flag (the image
+    // may only add `--bin privboost`, the one binary it ships): same
+    // profile, same `--locked` resolution.
     let command = readme_build_command(&readme);
     assert!(command.contains("--release"), "{command}");
-    let runs: Vec<&String> = build.iter().filter(|l| l.starts_with("RUN ")).collect();
-    assert!(
-        runs.iter().any(|l| l["RUN ".len()..].starts_with(&command)),
-        "README says `{command}`, the Dockerfile runs {runs:?}"
+    let runs: Vec<&str> = build
+        .iter()
+        .filter_map(|l| l.strip_prefix("RUN "))
+        .filter(|l| l.starts_with("cargo build"))
+        .collect();
+    assert_eq!(
+        runs.len(),
+        1,
+        "one cargo build in the build stage: {build:?}"
+    );
+    let docker_command = runs[0].replace(" --bin privboost", "");
+    let words = |c: &str| -> std::collections::BTreeSet<String> {
+        c.split_whitespace().map(str::to_owned).collect()
+    };
+    assert_eq!(
+        words(&command),
+        words(&docker_command),
+        "README says `{command}`, the Dockerfile runs `{}`",
+        runs[0]
     );
 
     // The binary the README names is the one copied into the runtime image.
