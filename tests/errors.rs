@@ -140,7 +140,7 @@ async fn bad_requests_get_problems_and_charge_nothing() {
         (json!({"dataset_id": dataset, "epsilon": 1e6}), "epsilon"),
         (
             json!({"dataset_id": dataset, "epsilon": 0.1, "kappa": 1e-320}),
-            "params",
+            "kappa",
         ),
         (
             json!({"dataset_id": dataset, "epsilon": 0.1, "private": false}),
@@ -259,4 +259,43 @@ async fn bad_requests_get_problems_and_charge_nothing() {
     .await;
     assert_eq!(ok["predictions"].as_array().unwrap().len(), 1);
     s.stop().await;
+}
+
+/// Issue 16: `kappa = 1e-311, tau = 5, epsilon = 1` on Mushroom gives
+/// eta = 4.06e-309, whose Laplace scale 1/eta overflows. The estimate said
+/// admissible and the job was charged, then failed. Now both refuse it with
+/// a 422 naming kappa, and the ledger does not move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unusable_noise_scales_are_refused_before_any_charge() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let dataset = s.upload_mushroom(&owner, 5.0).await;
+    let before = s.ledger(&owner, &dataset).await;
+    for body in [
+        json!({"dataset_id": dataset, "epsilon": 1.0, "tau": 5, "kappa": 1e-311}),
+        json!({"dataset_id": dataset, "epsilon": 1.0, "tau": 5, "kappa": 1e-311,
+               "weak_learner": "dp-top-down", "internal_nodes": 2}),
+        // Just below 1/n: every row's weight could exceed 1.
+        json!({"dataset_id": dataset, "epsilon": 1.0, "tau": 5, "kappa": 0.99 / 8124.0}),
+    ] {
+        for route in ["/v1/jobs/estimate", "/v1/jobs"] {
+            let p = expect_status(
+                s.post(&owner, route, &body).await,
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await;
+            assert_eq!(p["errors"][0]["field"], "kappa", "{route}: {p}");
+            let message = p["errors"][0]["message"].as_str().unwrap();
+            assert!(message.contains("kappa"), "{route}: {p}");
+        }
+    }
+    assert_eq!(s.ledger(&owner, &dataset).await, before, "nothing charged");
+    // kappa = 1/n itself is accepted.
+    let ok = json!({"dataset_id": dataset, "epsilon": 1.0, "tau": 5, "kappa": 1.0 / 8124.0});
+    let e = expect_status(
+        s.post(&owner, "/v1/jobs/estimate", &ok).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(e["admissible"], true, "{e}");
 }

@@ -52,8 +52,7 @@ fn every_operation_documents_its_errors() {
                 .keys()
                 .map(|c| c.to_string())
                 .collect();
-            let public =
-                ["/healthz", "/readyz", "/metrics", "/openapi.yaml"].contains(&path.as_str());
+            let public = ["/healthz", "/readyz", "/openapi.yaml"].contains(&path.as_str());
             // The request timeout layer wraps every route.
             assert!(
                 codes.iter().any(|c| c == "408"),
@@ -89,12 +88,68 @@ async fn the_server_serves_the_document() {
     let file =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml")).unwrap();
     assert_eq!(served, file);
-    for path in ["/healthz", "/readyz", "/metrics"] {
+    for path in ["/healthz", "/readyz"] {
         assert_eq!(
             s.client.get(s.at(path)).send().await.unwrap().status(),
             200,
             "{path}"
         );
     }
+    // Issue 16: /metrics on the main port needs the admin key.
+    let metrics = s.client.get(s.at("/metrics"));
+    assert_eq!(metrics.send().await.unwrap().status(), 401);
+    let (_, analyst) = s.key("analyst", "a").await;
+    let r = s.client.get(s.at("/metrics")).bearer_auth(&analyst);
+    assert_eq!(r.send().await.unwrap().status(), 403);
+    let r = s.client.get(s.at("/metrics")).bearer_auth(&s.admin);
+    let r = r.send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("privboost_http_requests_total")
+    );
     s.stop().await;
+}
+
+/// `serve --metrics-bind ADDR` serves `/metrics` without a key on its own
+/// listener (only `/metrics`), while the main port still asks for the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_bind_serves_metrics_without_a_key_on_its_own_listener() {
+    let dir = tempfile::tempdir().unwrap();
+    // A free loopback port (the small race with another process is harmless
+    // in a test: the start would fail loudly).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics_at = format!("127.0.0.1:{port}");
+    let server = common::process::ChildServer::start(
+        dir.path(),
+        &dir.path().join("log.jsonl"),
+        &["--metrics-bind", &metrics_at],
+    );
+    let client = reqwest::Client::new();
+    let main = client
+        .get(format!("{}/metrics", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(main.status(), 401);
+    let open = client
+        .get(format!("http://{metrics_at}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(open.status(), 200);
+    assert!(open.text().await.unwrap().contains("privboost_jobs"));
+    let other = client
+        .get(format!("http://{metrics_at}/v1/jobs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404, "only /metrics on the metrics listener");
+    server.terminate();
 }

@@ -142,6 +142,7 @@ async fn no_private_values_in_responses_or_logs() {
     let metrics = s
         .client
         .get(s.at("/metrics"))
+        .bearer_auth(&s.admin)
         .send()
         .await
         .unwrap()
@@ -154,4 +155,99 @@ async fn no_private_values_in_responses_or_logs() {
     let logs = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
     assert!(logs.contains("job succeeded"), "the sink captured the logs");
     assert_clean("logs", &logs);
+}
+
+/// Whether an RFC 3339 time carries a fraction of a second.
+fn has_fraction(v: &serde_json::Value) -> bool {
+    v.as_str().is_some_and(|t| t.contains('.'))
+}
+
+/// Issue 16: an analyst saw job and model times to the nanosecond and
+/// could poll `rounds_done` to time each round. Now a non-owner sees whole
+/// seconds and progress in quarters; the dataset's owner keeps precision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysts_see_coarse_times_and_owners_precise_ones() {
+    let s = common::TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let (analyst_id, analyst) = s.key("analyst", "a").await;
+    let dataset = s.upload_mushroom(&owner, 5.0).await;
+    s.expect(
+        reqwest::StatusCode::NO_CONTENT,
+        s.client
+            .put(s.at(&format!("/v1/datasets/{dataset}/grants/{analyst_id}")))
+            .bearer_auth(&owner),
+    )
+    .await;
+    let tau = 15;
+    let job = common::expect_status(
+        s.post(
+            &analyst,
+            "/v1/jobs",
+            &serde_json::json!({"dataset_id": dataset, "epsilon": 1.0, "tau": tau}),
+        )
+        .await,
+        reqwest::StatusCode::ACCEPTED,
+    )
+    .await;
+    assert!(!has_fraction(&job["created_at"]), "{job}");
+    let id = job["id"].as_str().unwrap().to_owned();
+    // While it runs, the analyst's progress moves in steps of ceil(tau/4).
+    loop {
+        let j = common::expect_status(
+            s.get(&analyst, &format!("/v1/jobs/{id}")).await,
+            reqwest::StatusCode::OK,
+        )
+        .await;
+        if j["state"] != "running" && j["state"] != "queued" {
+            break;
+        }
+        let rounds = j["rounds_done"].as_u64().unwrap();
+        assert_eq!(rounds % 4, 0, "{j}");
+        assert_eq!(j["progress"]["rounds_done"], rounds);
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let done = s.wait_job(&analyst, &id).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(done["rounds_done"], tau, "final progress is exact");
+    let by_owner = s.wait_job(&owner, &id).await;
+    let fields = ["created_at", "started_at", "finished_at"];
+    for f in fields {
+        assert!(done[f].is_string(), "{f}: {done}");
+        assert!(!has_fraction(&done[f]), "analyst sees {f} = {}", done[f]);
+        // The same second, truncated.
+        let precise = by_owner[f].as_str().unwrap();
+        assert!(precise.starts_with(&done[f].as_str().unwrap()[..19]), "{f}");
+    }
+    assert!(
+        fields.iter().any(|f| has_fraction(&by_owner[*f])),
+        "the owner keeps precision: {by_owner}"
+    );
+    let list =
+        common::expect_status(s.get(&analyst, "/v1/jobs").await, reqwest::StatusCode::OK).await;
+    for j in list["items"].as_array().unwrap() {
+        for f in fields {
+            assert!(!has_fraction(&j[f]), "list: {j}");
+        }
+    }
+
+    let model_id = done["model_id"].as_str().unwrap();
+    let path = format!("/v1/models/{model_id}");
+    let m = common::expect_status(s.get(&analyst, &path).await, reqwest::StatusCode::OK).await;
+    assert!(!has_fraction(&m["created_at"]), "{}", m["created_at"]);
+    assert!(
+        !has_fraction(&m["model"]["created_at"]),
+        "{}",
+        m["model"]["created_at"]
+    );
+    let listed =
+        common::expect_status(s.get(&analyst, "/v1/models").await, reqwest::StatusCode::OK).await;
+    for item in listed["items"].as_array().unwrap() {
+        assert!(!has_fraction(&item["created_at"]), "{item}");
+    }
+    let m = common::expect_status(s.get(&owner, &path).await, reqwest::StatusCode::OK).await;
+    assert!(
+        has_fraction(&m["created_at"]) || has_fraction(&m["model"]["created_at"]),
+        "the owner keeps precision: {}",
+        m["created_at"]
+    );
 }

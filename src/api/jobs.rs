@@ -218,12 +218,23 @@ async fn prepare(
 }
 
 /// A job as JSON, with live progress when it runs in this process.
-fn job_json(state: &AppState, job: &JobRecord) -> Result<Value, ApiError> {
+///
+/// Unless `precise` (the dataset's owner or an admin,
+/// [`super::sees_precise_times`]), times are whole seconds and a running
+/// job's progress moves in quarters (docs/privacy.md, "Timing").
+fn job_json(state: &AppState, job: &JobRecord, precise: bool) -> Result<Value, ApiError> {
     let mut v = to_json(job)?;
-    let rounds = match job.state.as_str() {
+    let running = job.state == "running";
+    let mut rounds = match job.state.as_str() {
         "running" => state.jobs.progress(&job.id).unwrap_or(job.rounds_done),
         _ => job.rounds_done,
     };
+    if !precise {
+        rounds = super::coarse_rounds(rounds, job.tau, running);
+        for field in ["created_at", "started_at", "finished_at"] {
+            super::coarsen_time(&mut v[field]);
+        }
+    }
     v["rounds_done"] = json!(rounds);
     v["progress"] = json!({ "rounds_done": rounds, "tau": job.tau });
     Ok(v)
@@ -239,6 +250,7 @@ async fn submit(
     // serde_json's map is sorted, so the hash ignores key order.
     let canonical = body.to_string();
     let (params, plan, dataset) = prepare(&state, &caller, body).await?;
+    let precise = caller.role == Role::Admin || dataset.owner_id == caller.id;
     let idem = idem_key
         .map(|k| IdemRequest::new(&caller.id, &k, "POST", "/v1/jobs", canonical.as_bytes()));
     let params_json =
@@ -261,7 +273,7 @@ async fn submit(
         |job| StoredResponse {
             status: 202,
             location: Some(format!("/v1/jobs/{}", job.id)),
-            body: job_json(&state, job)
+            body: job_json(&state, job, precise)
                 .map(|v| v.to_string())
                 .unwrap_or_default(),
         },
@@ -276,7 +288,7 @@ async fn submit(
                     (header::LOCATION, format!("/v1/jobs/{}", job.id)),
                     (header::RETRY_AFTER, "1".to_owned()),
                 ],
-                axum::Json(job_json(&state, &job)?),
+                axum::Json(job_json(&state, &job, precise)?),
             )
                 .into_response())
         }
@@ -323,11 +335,19 @@ async fn list(
 ) -> Result<impl IntoResponse, ApiError> {
     let (after, size) = q.cursor()?;
     let page = jobs::list_visible(&state.pool, &caller.id, after, size).await?;
-    let items = page
-        .items
-        .iter()
-        .map(|j| job_json(&state, j))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut precise = std::collections::HashMap::new();
+    let mut items = Vec::with_capacity(page.items.len());
+    for j in &page.items {
+        let p = match precise.get(&j.dataset_id) {
+            Some(&p) => p,
+            None => {
+                let p = super::sees_precise_times(&state, &caller, &j.dataset_id).await?;
+                precise.insert(j.dataset_id.clone(), p);
+                p
+            }
+        };
+        items.push(job_json(&state, j, p)?);
+    }
     Ok(axum::Json(json!({
         "items": items,
         "next_page_token": page.next_after.map(|s| format!("after-{s}")),
@@ -342,7 +362,8 @@ async fn get(
     let job = jobs::get_visible(&state.pool, &id, &caller.id)
         .await?
         .ok_or(ApiError::NotFound("job"))?;
-    Ok(axum::Json(job_json(&state, &job)?))
+    let precise = super::sees_precise_times(&state, &caller, &job.dataset_id).await?;
+    Ok(axum::Json(job_json(&state, &job, precise)?))
 }
 
 async fn cancel(
@@ -361,16 +382,21 @@ async fn cancel(
             ));
         }
     }
+    let precise = super::sees_precise_times(&state, &caller, &job.dataset_id).await?;
     match jobs::cancel(&state.pool, &id, &caller.id)
         .await?
         .ok_or(ApiError::NotFound("job"))?
     {
         Cancelled::Refunded(job) | Cancelled::Stopped(job) => {
-            Ok(axum::Json(job_json(&state, &job)?).into_response())
+            Ok(axum::Json(job_json(&state, &job, precise)?).into_response())
         }
         Cancelled::Requested(job) => {
             state.jobs.cancel(&id);
-            Ok((StatusCode::ACCEPTED, axum::Json(job_json(&state, &job)?)).into_response())
+            Ok((
+                StatusCode::ACCEPTED,
+                axum::Json(job_json(&state, &job, precise)?),
+            )
+                .into_response())
         }
         Cancelled::AlreadyFinal(job) => Err(ApiError::Conflict(format!(
             "the job already ended ({})",

@@ -245,6 +245,17 @@ pub async fn serve(
     server: Server,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with_metrics(listener, None, server, shutdown).await
+}
+
+/// [`serve`], and when `metrics` is given, `GET /metrics` without a key on
+/// that listener too (`serve --metrics-bind`; docs/service.md, "Operations").
+pub async fn serve_with_metrics(
+    listener: TcpListener,
+    metrics: Option<TcpListener>,
+    server: Server,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let Server {
         state,
         workers,
@@ -257,6 +268,16 @@ pub async fn serve(
     // In-flight requests end within the request timeout; a little more
     // for the responses to be written.
     let drain = state.config.request_timeout + Duration::from_secs(5);
+    let metrics_task = metrics.map(|l| {
+        let app = ops::metrics_router(state.clone());
+        let mut rx = shutdown_tx.subscribe();
+        tokio::spawn(async move {
+            listen::serve_http1(l, app, header_read_timeout, drain, async move {
+                let _ = rx.wait_for(|stop| *stop).await;
+            })
+            .await
+        })
+    });
     let app = router(state);
     let mut rx = shutdown_tx.subscribe();
     // One signal, fanned out: the HTTP server and the workers both watch it.
@@ -269,6 +290,13 @@ pub async fn serve(
         let _ = rx.wait_for(|stop| *stop).await;
     })
     .await;
+    if let Some(task) = metrics_task {
+        match task.await {
+            Ok(Err(e)) => tracing::warn!(error = %e, "the metrics listener stopped"),
+            Err(e) => tracing::warn!(error = %e, "the metrics listener panicked"),
+            Ok(Ok(())) => {}
+        }
+    }
     workers.join().await;
     pool.close().await;
     result
@@ -473,4 +501,73 @@ pub(crate) fn replay(stored: store::idempotency::StoredResponse) -> axum::respon
 /// Serialise a response body (our own types always serialise).
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, ApiError> {
     serde_json::to_value(value).map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+/// Whether the caller sees a job's or model's times precisely: the
+/// dataset's owner and admins do; everyone else (an analyst with a grant)
+/// sees whole seconds and progress in coarse steps (docs/privacy.md,
+/// "Timing": defence in depth against timing training from the API).
+pub(crate) async fn sees_precise_times(
+    state: &AppState,
+    caller: &auth::Caller,
+    dataset_id: &str,
+) -> Result<bool, ApiError> {
+    if caller.role == Role::Admin {
+        return Ok(true);
+    }
+    Ok(
+        store::datasets::get_visible(&state.pool, dataset_id, &caller.id)
+            .await?
+            .is_some_and(|d| d.owner_id == caller.id),
+    )
+}
+
+/// An RFC 3339 time (a JSON string) truncated to whole seconds; other
+/// values are left alone.
+pub(crate) fn coarsen_time(v: &mut serde_json::Value) {
+    use time::format_description::well_known::Rfc3339;
+    let Some(text) = v.as_str() else { return };
+    if let Ok(t) = time::OffsetDateTime::parse(text, &Rfc3339)
+        && let Ok(t) = t.replace_nanosecond(0)
+        && let Ok(s) = t.format(&Rfc3339)
+    {
+        *v = serde_json::Value::String(s);
+    }
+}
+
+/// Rounds done as a non-owner sees them: floored to a multiple of
+/// `ceil(tau / 4)` while the job runs (so polling cannot time single
+/// rounds), exact once it is final.
+pub(crate) fn coarse_rounds(rounds_done: u32, tau: u32, running: bool) -> u32 {
+    if !running || tau == 0 {
+        return rounds_done;
+    }
+    let step = tau.div_ceil(COARSE_PROGRESS_STEPS);
+    rounds_done / step * step
+}
+
+/// How many steps of progress a non-owner sees in a job's run.
+pub(crate) const COARSE_PROGRESS_STEPS: u32 = 4;
+
+#[cfg(test)]
+mod coarse_tests {
+    use super::*;
+
+    #[test]
+    fn times_lose_their_fraction_and_rounds_move_in_quarters() {
+        let mut v = serde_json::json!("2026-11-22T18:51:04.123456789Z");
+        coarsen_time(&mut v);
+        assert_eq!(v, "2026-11-22T18:51:04Z");
+        let mut null = serde_json::Value::Null;
+        coarsen_time(&mut null);
+        assert!(null.is_null());
+        let seen: Vec<u32> = (0..=15).map(|r| coarse_rounds(r, 15, true)).collect();
+        assert_eq!(
+            seen.iter().collect::<std::collections::BTreeSet<_>>().len(),
+            4
+        );
+        assert!(seen.iter().zip(0..).all(|(&s, r)| s <= r && s % 4 == 0));
+        assert_eq!(coarse_rounds(15, 15, false), 15);
+        assert_eq!(coarse_rounds(1, 1, true), 1);
+    }
 }

@@ -97,8 +97,10 @@ impl ModelCache {
     }
 }
 
-fn summary(record: &ModelRecord, model: &Model) -> Value {
-    json!({
+/// A model's summary; unless `precise` (the dataset's owner or an admin),
+/// its time is whole seconds (docs/privacy.md, "Timing").
+fn summary(record: &ModelRecord, model: &Model, precise: bool) -> Value {
+    let mut v = json!({
         "id": record.id,
         "job_id": record.job_id,
         "parent_id": record.parent_id,
@@ -108,7 +110,11 @@ fn summary(record: &ModelRecord, model: &Model) -> Value {
         "task": model.task(),
         "params": model.params_json(),
         "privacy": model.privacy_json(),
-    })
+    });
+    if !precise {
+        super::coarsen_time(&mut v["created_at"]);
+    }
+    v
 }
 
 async fn visible_model(
@@ -130,11 +136,19 @@ async fn list(
 ) -> Result<impl IntoResponse, ApiError> {
     let (after, size) = q.cursor()?;
     let page = models::list_visible(&state.pool, &caller.id, after, size).await?;
-    let items = page
-        .items
-        .iter()
-        .map(|r| state.models.load(r).map(|l| summary(r, &l.model)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut precise = std::collections::HashMap::new();
+    let mut items = Vec::with_capacity(page.items.len());
+    for r in &page.items {
+        let p = match precise.get(&r.dataset_id) {
+            Some(&p) => p,
+            None => {
+                let p = super::sees_precise_times(&state, &caller, &r.dataset_id).await?;
+                precise.insert(r.dataset_id.clone(), p);
+                p
+            }
+        };
+        items.push(summary(r, &state.models.load(r)?.model, p));
+    }
     Ok(axum::Json(json!({
         "items": items,
         "next_page_token": page.next_after.map(|s| format!("after-{s}")),
@@ -147,11 +161,15 @@ async fn get(
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (record, loaded) = visible_model(&state, &caller, &id).await?;
-    let mut body = summary(&record, &loaded.model);
+    let precise = super::sees_precise_times(&state, &caller, &record.dataset_id).await?;
+    let mut body = summary(&record, &loaded.model, precise);
     body["inspection"] = serde_json::to_value(loaded.model.inspect(&loaded.encoder))
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     body["model"] =
         serde_json::from_str(&record.model_json).map_err(|e| ApiError::Internal(e.to_string()))?;
+    if !precise {
+        super::coarsen_time(&mut body["model"]["created_at"]);
+    }
     Ok(axum::Json(body))
 }
 
@@ -254,6 +272,7 @@ async fn edit_model(
         };
         ApiError::Validation(vec![FieldError::new(field, e.to_string())])
     })?;
+    let precise = super::sees_precise_times(&state, &caller, &record.dataset_id).await?;
     let new_id = crate::store::new_id("model");
     let stored =
         models::insert_edit(&state.pool, &record, &new_id, &edited.to_json(), &caller.id).await?;
@@ -261,7 +280,7 @@ async fn edit_model(
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/v1/models/{}", stored.id))],
-        axum::Json(summary(&stored, &loaded.model)),
+        axum::Json(summary(&stored, &loaded.model, precise)),
     )
         .into_response())
 }

@@ -1,5 +1,10 @@
 //! Operations: `/healthz` (the process answers), `/readyz` (the database
 //! answers), `/metrics` (Prometheus text) and `/openapi.yaml`.
+//!
+//! On the main port `/metrics` needs an admin key: its per-route request
+//! counts show which routes are busy, which is not for whoever can reach the
+//! port. `serve --metrics-bind ADDR` serves it without a key on a separate
+//! listener (e.g. loopback, for a local Prometheus) ([`metrics_router`]).
 
 use std::fmt::Write;
 
@@ -8,9 +13,11 @@ use axum::http::{Method, header};
 use axum::response::IntoResponse;
 use serde_json::json;
 
+use super::auth::Caller;
 use super::error::ApiError;
 use super::{AppState, Routes};
 use crate::store;
+use crate::store::keys::Role;
 
 /// The API description, served as is.
 const OPENAPI_YAML: &str = include_str!("../../openapi.yaml");
@@ -34,7 +41,24 @@ async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, ApiE
     Ok(axum::Json(json!({"status": "ready"})))
 }
 
-async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+/// `/metrics` on the main port: admin key only.
+async fn metrics(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<impl IntoResponse, ApiError> {
+    caller.require(&[Role::Admin], "metrics on the main port")?;
+    metrics_text(State(state)).await
+}
+
+/// The router of the separate metrics listener: `GET /metrics` only, no key.
+pub(super) fn metrics_router(state: AppState) -> axum::Router {
+    axum::Router::new()
+        .route("/metrics", axum::routing::get(metrics_text))
+        .with_state(state)
+}
+
+/// The Prometheus text.
+async fn metrics_text(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     let mut out = String::new();
     state.metrics.render(&mut out);
     out.push_str("# HELP privboost_jobs Jobs by state (all processes sharing the database).\n");

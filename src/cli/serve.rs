@@ -23,6 +23,11 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "PRIVBOOST_BIND", default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
+    /// Also serve `GET /metrics` without a key on this address (e.g.
+    /// 127.0.0.1:9090 for a local Prometheus). Without it, `/metrics` is
+    /// only on the main port and needs the admin key.
+    #[arg(long, env = "PRIVBOOST_METRICS_BIND")]
+    metrics_bind: Option<SocketAddr>,
     /// Directory of the SQLite file `privboost.db` (created if missing).
     #[arg(long, env = "PRIVBOOST_DATA_DIR", default_value = "./privboost-data")]
     data_dir: PathBuf,
@@ -154,8 +159,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let address = listener
             .local_addr()
             .with_context(|| format!("reading the address bound for {}", args.bind))?;
+        let metrics = match args.metrics_bind {
+            Some(at) => {
+                let l = tokio::net::TcpListener::bind(at)
+                    .await
+                    .with_context(|| format!("binding the metrics listener {at}"))?;
+                let bound = l
+                    .local_addr()
+                    .with_context(|| format!("reading the address bound for {at}"))?;
+                tracing::info!(address = %bound, "metrics served without a key");
+                Some(l)
+            }
+            None => None,
+        };
         tracing::info!(%address, database = %db.display(), "privboost serving");
-        api::serve(listener, server, shutdown_signal())
+        api::serve_with_metrics(listener, metrics, server, shutdown_signal())
             .await
             .context("serving")?;
         tracing::info!("stopped");

@@ -26,7 +26,7 @@ use super::params::{
 use super::trained::Model;
 use super::{LazyBbParams, LearnError, PrivacyMode, train};
 use crate::data::{Dataset, Encoder, Task};
-use crate::privacy::{Budget, Composition, NoiseRng, PrivacyCost};
+use crate::privacy::{Budget, Composition, NoiseRng, PrivacyCost, mechanisms};
 
 /// A learner's name as the CLI (`--algorithm`), the API (`"algorithm"`) and
 /// the model file spell it.
@@ -276,13 +276,14 @@ impl Plan {
                 params,
                 calibration: c,
             } => {
+                let rnm = mechanisms::REPORT_NOISY_MAX_LAPLACE.name;
                 let mechanism = match params.get().weak_learner {
                     WeakLearnerKind::OneRule => {
-                        "report-noisy-max with discrete Laplace noise over one-rules (DP-1R), once per round"
+                        format!("{rnm} over one-rules (DP-1R), once per round")
                     }
-                    WeakLearnerKind::TopDown { .. } => {
-                        "report-noisy-max with discrete Laplace noise per split and per leaf label (DP TopDown, proven sensitivity bound), once per round"
-                    }
+                    WeakLearnerKind::TopDown { .. } => format!(
+                        "{rnm} per split and per leaf label (DP TopDown, proven sensitivity bound), once per round"
+                    ),
                 };
                 json!({
                     "mechanism": mechanism,
@@ -295,7 +296,10 @@ impl Plan {
                 })
             }
             PlannedLearner::Ebm(p) => json!({
-                "mechanism": "DP-EBM: discrete Gaussian noise on the base-bin counts, then on each leaf sum of clamped residuals, every iteration",
+                "mechanism": format!(
+                    "DP-EBM: {} on the base-bin counts, then on each leaf sum of clamped residuals, every iteration",
+                    mechanisms::DISCRETE_GAUSSIAN.name
+                ),
                 "n_rows": p.n_rows,
                 "features": p.n_features,
                 "iterations": p.iterations(),

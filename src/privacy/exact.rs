@@ -237,6 +237,8 @@ pub fn discrete_gaussian(
     if sigma2_num >= 1 << 30 || sigma2_den >= 1 << 30 {
         return Err(overflow("discrete Gaussian variance"));
     }
+    #[cfg(test)]
+    super::mechanisms::record(super::mechanisms::DISCRETE_GAUSSIAN);
     let (a, b) = (sigma2_num, sigma2_den);
     // floor(sqrt(a/b)) = floor(sqrt(floor(a/b))).
     let t = (a / b).isqrt() + 1;

@@ -24,6 +24,11 @@ pub const GRID_EPSILON: f64 = 2.0 * GRID;
 /// Largest `|v|` accepted: `v 2^30` must fit comfortably in an `i128`.
 const MAX_ABS: f64 = (1u128 << 90) as f64;
 
+/// Largest score in noise units (`score / scale`) that report-noisy-max
+/// accepts; the parameter checks (`learn::params::check_scales`) keep every
+/// calibration inside it.
+pub const MAX_NOISE_UNITS: f64 = MAX_ABS;
+
 /// `round(v 2^30)`, exactly (errors on NaN, infinities and `|v| > 2^90`).
 pub(crate) fn to_grid(v: f64) -> Result<i128, PrivacyError> {
     if !v.is_finite() {

@@ -82,6 +82,8 @@ pub fn report_noisy_max(
             "report-noisy-max needs at least one candidate".into(),
         ));
     }
+    #[cfg(test)]
+    super::mechanisms::record(super::mechanisms::REPORT_NOISY_MAX_LAPLACE);
     let mut grid = Vec::with_capacity(scores.len());
     for &score in scores {
         if !score.is_finite() {

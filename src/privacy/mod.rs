@@ -28,6 +28,7 @@ pub mod exact;
 pub(crate) mod float_reference;
 pub mod grid;
 pub mod laplace;
+pub mod mechanisms;
 pub mod rng;
 #[cfg(test)]
 pub(crate) mod testutil;

@@ -10,6 +10,7 @@ use crate::data::{Encoder, Schema, Task};
 use crate::learn::LearnError;
 use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
 use crate::learn::trained::ModelEdit;
+use crate::privacy::mechanisms;
 
 /// The envelope version of the newer learners' files.
 pub const FILE_VERSION: u32 = 2;
@@ -48,6 +49,8 @@ pub struct EbmStatement {
     pub sensitivity: String,
     /// How the noise is sampled.
     pub sampler: String,
+    /// The ids of the mechanisms the run called (`privacy::mechanisms`).
+    pub mechanisms: Vec<String>,
     /// Post-processing edits made since training, in order.
     pub post_processing: Vec<String>,
     /// The software that trained the model.
@@ -79,16 +82,22 @@ impl EbmStatement {
                 p.binning_share * 100.0
             ),
             mechanism: format!(
-                "DP-EBM (Nori et al. 2021, Alg. 2): noisy counts of every feature's base bins (the schema's literals), merged into bins of about n/{} rows; then cyclic boosting of one-feature functions with {} random leaves per iteration, each leaf's sum of residuals released with Gaussian noise and divided by the leaf's public noisy count",
-                p.max_bins, p.max_leaves
+                "DP-EBM (Nori et al. 2021, Alg. 2) with {}: noisy counts of every feature's base bins (the schema's literals), merged into bins of about n/{} rows; then cyclic boosting of one-feature functions with {} random leaves per iteration, each leaf's sum of residuals released with Gaussian noise and divided by the leaf's public noisy count",
+                mechanisms::DISCRETE_GAUSSIAN.cited(),
+                p.max_bins,
+                p.max_leaves
             ),
             sigma_binning: plan.sigma_binning,
             sigma_training: plan.sigma_training,
             sensitivity: format!(
-                "bin counts: L2 sensitivity sqrt(2) per feature under substitution; leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / (max - min)) and rounded to the grid 1/{}, L2 sensitivity 2 per iteration (docs/privacy.md, DP-EBM)",
+                "bin counts: L2 sensitivity sqrt(2) per feature under substitution; leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / (max - min)) and rounded to the grid 1/{}, L2 sensitivity 2 per iteration (docs/privacy.md, \"DP-EBM (zero-concentrated DP, exact discrete Gaussian noise)\")",
                 plan.scale
             ),
-            sampler: "exact discrete Gaussian (Canonne-Kamath-Steinke 2020, Alg. 3) on integer sums, variance a rational rounded up, integer arithmetic only, from a ChaCha20 CSPRNG keyed by the operating system; cut points drawn uniformly by exact rejection".into(),
+            sampler: format!(
+                "{}; the variances are rationals rounded up; the cut points are drawn uniformly by exact rejection, independently of the data",
+                mechanisms::sampler_text(&[mechanisms::DISCRETE_GAUSSIAN])
+            ),
+            mechanisms: vec![mechanisms::DISCRETE_GAUSSIAN.id.to_owned()],
             post_processing: Vec::new(),
             software_version: SOFTWARE_VERSION.into(),
         }

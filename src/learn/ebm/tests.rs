@@ -192,9 +192,20 @@ fn adult_at_epsilon_1() {
             PublicFacts::new(&encoder, train.n_rows()),
         )
         .unwrap();
+    crate::privacy::mechanisms::take_ran();
     let model = plan
         .fit(&train, &encoder, &mut NoiseRng::seeded(2024), &mut |_| true)
         .unwrap();
+    // The statement names exactly the mechanisms the run called.
+    let ran = crate::privacy::mechanisms::take_ran();
+    let Model::Ebm(file) = &model else {
+        panic!("a DP-EBM model")
+    };
+    let named: std::collections::BTreeSet<&str> =
+        file.privacy.mechanisms.iter().map(String::as_str).collect();
+    assert_eq!(named, ran);
+    let statement = serde_json::to_string(&file.privacy).unwrap();
+    assert!(!statement.contains("::"), "{statement}");
     let outputs = model.predictor().predict_all(&test);
     let labels = test.labels.as_ref().unwrap();
     let y: Vec<bool> = (0..test.n_rows()).map(|i| labels.get(i)).collect();

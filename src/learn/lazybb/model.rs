@@ -16,6 +16,7 @@ use super::params::{
 };
 use crate::data::{Dataset, Encoder, Schema};
 use crate::privacy::Composition;
+use crate::privacy::mechanisms::{self, Mechanism};
 
 /// Value of the `format` field of every model file.
 pub const MODEL_FORMAT: &str = "privboost-model";
@@ -101,11 +102,26 @@ pub struct PrivacyStatement {
     pub sensitivity: String,
     /// How the noise is sampled.
     pub sampler: String,
+    /// Ids of the mechanisms the learner runs
+    /// (`privacy::mechanisms`); empty in files written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mechanisms: Vec<String>,
     /// The software that trained the model.
     pub software_version: String,
 }
 
 impl PrivacyStatement {
+    /// The mechanisms a LazyBB run with this weak learner calls: both weak
+    /// learners select by report-noisy-max (TopDown also labels its leaves
+    /// with it).
+    pub fn mechanisms_of(weak_learner: WeakLearnerKind) -> Vec<Mechanism> {
+        match weak_learner {
+            WeakLearnerKind::OneRule | WeakLearnerKind::TopDown { .. } => {
+                vec![mechanisms::REPORT_NOISY_MAX_LAPLACE]
+            }
+        }
+    }
+
     fn new(
         ensemble: &Ensemble,
         tau: u32,
@@ -124,10 +140,15 @@ impl PrivacyStatement {
                 c.round.epsilon_round
             ),
         };
+        let used = Self::mechanisms_of(weak_learner);
+        let rnm = mechanisms::REPORT_NOISY_MAX_LAPLACE;
         let (mechanism, sensitivity, budget_split) = match weak_learner {
             WeakLearnerKind::OneRule => (
-                "report-noisy-max with exact discrete Laplace noise of scale 1/eta over the 2d+2 one-rules (literals, negations, constants) with kappa-smooth weights (LazyBB Alg 3; the same epsilon as its weighted exponential mechanism, with a running time that does not depend on the data)".to_string(),
-                "robust sensitivity of the weighted error is 2 zeta in exact arithmetic, plus 2E for the float error of the computed errors (E = privacy::calibration::one_rule_float_margin) 3u for the float error of the scores, and a factor 1 + 3u for dividing by the noise scale fl(1/eta); with the 2^-30 grid each round spends 2 eta (1 + 3u) (2 zeta + 2E + 3u) + 2^-29 <= eps_round (eta from privacy::calibration::one_rule_eta_for_rounds; the paper's eta = eps_round kappa n / 4 in exact arithmetic)".to_string(),
+                format!(
+                    "{}, scale 1/eta, over the 2d+2 one-rules (literals, negations, constants) with kappa-smooth weights (LazyBB Alg 3; the same epsilon as its weighted exponential mechanism, with a running time that does not depend on the data)",
+                    rnm.cited()
+                ),
+                "robust sensitivity of the weighted error is 2 zeta in exact arithmetic, plus 2E for the float error of the computed errors, 3u for the float error of the scores, and a factor 1 + 3u for dividing by the noise scale fl(1/eta); with the 2^-30 grid each round spends 2 eta (1 + 3u) (2 zeta + 2E + 3u) + 2^-29 <= eps_round (docs/privacy.md, \"DP-1R, exactly (what the code guarantees)\"; the paper's eta = eps_round kappa n / 4 in exact arithmetic)".to_string(),
                 format!("equal over the {tau} boosting rounds; nothing else reads the rows"),
             ),
             WeakLearnerKind::TopDown { internal_nodes: t, bound } => {
@@ -138,10 +159,11 @@ impl PrivacyStatement {
                 }
                 (
                     format!(
-                        "TopDown trees with {t} internal nodes (LazyBB Alg 2): each split by report-noisy-max with exact discrete Laplace noise of scale 1/eta over (leaf, literal) pairs (the epsilon of the weighted exponential mechanism P ∝ exp(eta im)); leaf labels by report-noisy-max with Laplace scale {:.6e} on the leaves' class masses",
+                        "TopDown trees with {t} internal nodes (LazyBB Alg 2): each split by {}, scale 1/eta, over (leaf, literal) pairs (the epsilon of the weighted exponential mechanism P ∝ exp(eta im)); leaf labels by the same mechanism with scale {:.6e} on the leaves' class masses",
+                        rnm.cited(),
                         c.leaf_scale.unwrap_or(f64::NAN)
                     ),
-                    "robust sensitivity of the Gini improvement is 16 zeta in exact arithmetic (proved in docs/privacy.md; the paper's 4 zeta is too small), so each split is (32 eta zeta)-DP; the leaf mass vector has L1 sensitivity 4 zeta, so Laplace scale 1/(8 t eta) costs 32 t eta zeta; each tree is (64 t eta zeta)-DP, i.e. eta = eps_round kappa n / (64 t), less the float margin E_td = privacy::calibration::top_down_float_margin and the 2^-30 grids (privacy::calibration::top_down_eta)".to_string(),
+                    "robust sensitivity of the Gini improvement is 16 zeta in exact arithmetic (proved in docs/privacy.md; the paper's 4 zeta is too small), so each split is (32 eta zeta)-DP; the leaf mass vector has L1 sensitivity 4 zeta, so Laplace scale 1/(8 t eta) costs 32 t eta zeta; each tree is (64 t eta zeta)-DP, i.e. eta = eps_round kappa n / (64 t), less the float margin E_td and the 2^-30 grids (docs/privacy.md, \"DP TopDown, exactly (what the code guarantees)\")".to_string(),
                     format!("equal over the {tau} boosting rounds; within a tree, half to the {t} splits (equally) and half to the leaf labels"),
                 )
             }
@@ -159,7 +181,8 @@ impl PrivacyStatement {
             eta: c.eta,
             zeta: c.zeta,
             sensitivity,
-            sampler: "exact: log-weights (and noisy-max scores) rounded to a 2^-30 grid, candidates drawn by rejection with exact Bernoulli(exp(-gamma)) on rational gamma and exact discrete Laplace noise (Canonne-Kamath-Steinke 2020), integer arithmetic only, from a ChaCha20 CSPRNG keyed by the operating system".into(),
+            sampler: mechanisms::sampler_text(&used),
+            mechanisms: used.iter().map(|m| m.id.to_string()).collect(),
             software_version: SOFTWARE_VERSION.into(),
         })
     }

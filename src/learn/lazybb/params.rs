@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::LearnError;
-use crate::privacy::{Budget, RoundBudget, calibration};
+use crate::privacy::{Budget, RoundBudget, calibration, grid};
 
 /// Largest number of rounds accepted. The paper's grid stops at 99; more
 /// rounds only add noise per round (PAPERS.md §4 item 15). The cap keeps a
@@ -139,6 +139,12 @@ impl ValidLazyBbParams {
     }
 
     /// The noise calibration for `n` training rows; `None` when non-private.
+    ///
+    /// Both the estimate and the admission of a job call this, so every
+    /// check of a derived value lives here (SPEC §4.5: invalid parameters
+    /// are refused before any charge): `kappa >= 1/n`, and every noise
+    /// scale finite, positive and inside what the samplers accept
+    /// ([`check_scales`]).
     pub fn calibrate(&self, n: usize) -> Result<Option<Calibration>, LearnError> {
         let PrivacyMode::Private(budget) = self.0.privacy else {
             return Ok(None);
@@ -194,13 +200,7 @@ impl ValidLazyBbParams {
                 }
             }
         };
-        // Extreme parameters (e.g. kappa = 1e-320) overflow the calibration;
-        // a model with a non-finite eta could not even be read back.
-        if !(eta.is_finite() && eta > 0.0 && (1.0 / kappa_n).is_finite()) {
-            return Err(LearnError::InvalidParameter(format!(
-                "these parameters give no usable noise calibration (eta = {eta}); use a larger epsilon or kappa, or fewer rounds"
-            )));
-        }
+        check_scales(n, self.0.kappa, round.epsilon_round, eta, leaf_scale)?;
         Ok(Some(Calibration {
             budget,
             n,
@@ -210,6 +210,56 @@ impl ValidLazyBbParams {
             leaf_scale,
         }))
     }
+}
+
+/// Largest magnitude of any score a LazyBB mechanism ranks (1-Rule errors
+/// and leaf class masses are in [0, 1]; a Gini improvement is at most 4 in
+/// probability mass); with margin.
+const MAX_SCORE: f64 = 8.0;
+
+/// Refuse a calibration the samplers cannot run: `kappa n >= 1` (each
+/// weight at most 1, `zeta <= 1`; `n` is public), `eta` and every Laplace
+/// scale (`1/eta`, TopDown's leaf scale) positive and finite, and each
+/// score in noise units (`score / scale`) inside the report-noisy-max grid
+/// ([`crate::privacy::grid::MAX_NOISE_UNITS`]). The error names the
+/// parameter to change.
+pub fn check_scales(
+    n: usize,
+    kappa: f64,
+    epsilon_round: f64,
+    eta: f64,
+    leaf_scale: Option<f64>,
+) -> Result<(), LearnError> {
+    let bad = |message: String| Err(LearnError::InvalidParameter(message));
+    let kappa_n = kappa * n as f64;
+    // kappa = 1/n is allowed up to the rounding of kappa itself.
+    if kappa_n.is_nan() || kappa_n < 1.0 - 1e-12 {
+        return bad(format!(
+            "density (kappa) must be at least 1/n = {:e} for this dataset's {n} rows, got {kappa:e}",
+            1.0 / n as f64
+        ));
+    }
+    if !(epsilon_round.is_finite() && epsilon_round > 0.0) {
+        return bad(format!(
+            "epsilon per round must be positive and finite, got {epsilon_round:e}; use a larger epsilon or fewer rounds (tau)"
+        ));
+    }
+    let usable = |scale: f64| {
+        scale.is_finite() && scale > 0.0 && (MAX_SCORE / scale) <= grid::MAX_NOISE_UNITS
+    };
+    if !(eta.is_finite() && eta > 0.0 && usable(1.0 / eta)) {
+        return bad(format!(
+            "these parameters give an unusable selection noise scale 1/eta (eta = {eta:e}); change epsilon, kappa or the rounds (tau)"
+        ));
+    }
+    if let Some(leaf) = leaf_scale
+        && !usable(leaf)
+    {
+        return bad(format!(
+            "these parameters give an unusable TopDown leaf noise scale ({leaf:e}); change epsilon, kappa, the rounds (tau) or the internal nodes (t)"
+        ));
+    }
+    Ok(())
 }
 
 /// The noise parameters of one private training run.
@@ -300,6 +350,42 @@ mod tests {
                 .calibrate(100)
                 .is_err()
         );
+    }
+
+    /// Issue 16: kappa = 1e-311 on Adult gave eta = 4e-309, an infinite
+    /// Laplace scale, and a job that was charged and then failed.
+    #[test]
+    fn unusable_scales_are_refused_naming_the_parameter() {
+        let err = params(5, 0.3, 1e-311)
+            .check()
+            .unwrap()
+            .calibrate(32_561)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("kappa"), "{err}");
+        // kappa = 1/n is the smallest accepted density.
+        assert!(
+            params(5, 0.3, 1.0 / 100.0)
+                .check()
+                .unwrap()
+                .calibrate(100)
+                .is_ok()
+        );
+        assert!(
+            params(5, 0.3, 0.99 / 100.0)
+                .check()
+                .unwrap()
+                .calibrate(100)
+                .is_err()
+        );
+        // A huge epsilon gives an eta beyond the sampler's grid.
+        let mut p = params(5, 0.3, 0.5);
+        p.privacy = PrivacyMode::Private(Budget::new(1e300, 0.0).unwrap());
+        let err = p.check().unwrap().calibrate(1000).unwrap_err().to_string();
+        assert!(err.contains("1/eta"), "{err}");
+        assert!(check_scales(100, 0.5, 1.0, 1.0, Some(f64::INFINITY)).is_err());
+        assert!(check_scales(100, 0.5, 1.0, 1.0, Some(0.0)).is_err());
+        assert!(check_scales(100, 0.5, 1.0, 1.0, Some(1.0)).is_ok());
     }
 
     #[test]

@@ -755,3 +755,46 @@ fn one_hot_groups_train_the_same_models() {
         }
     }
 }
+
+/// Issue 16: the statement once described an exponential mechanism that
+/// the code no longer ran. Each LazyBB variant's statement must name
+/// exactly the mechanisms its training called (recorded by the samplers in
+/// test builds), and no user-facing text may carry a Rust module path.
+#[test]
+fn statements_name_exactly_the_mechanisms_that_ran() {
+    use crate::privacy::mechanisms::{self, Mechanism};
+    let schema = Schema::from_json(SCHEMA).unwrap();
+    let encoder = Encoder::new(&schema).unwrap();
+    let csv = "colour,size,y\nred,1,yes\nred,2,yes\ngreen,8,no\nblue,9,no\nred,7,yes\ngreen,3,no\n";
+    let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
+    let budget = || PrivacyMode::Private(Budget::new(2.0, 0.0).unwrap());
+    for (seed, valid) in [(41, params(5, budget())), (42, top_down(5, 2, budget()))] {
+        let mut rng = NoiseRng::seeded(seed);
+        mechanisms::take_ran();
+        let ensemble = train(&data, &valid, Some(&mut rng), &mut |_| true).unwrap();
+        let ran = mechanisms::take_ran();
+        assert!(!ran.is_empty(), "training recorded no mechanism");
+        let model = LazyBbModel::new(&schema, &encoder, &valid, false, &ensemble).unwrap();
+        let s = &model.privacy;
+        let named: std::collections::BTreeSet<&str> =
+            s.mechanisms.iter().map(String::as_str).collect();
+        assert_eq!(named, ran, "{:?}", valid.get().weak_learner);
+        for m in mechanisms::ALL {
+            // The mechanism and sampler text mention a mechanism iff it ran.
+            let mentioned = s.mechanism.contains(m.name) && s.sampler.contains(m.sampler);
+            assert_eq!(mentioned, ran.contains(m.id), "{}: {s:?}", m.id);
+            assert_eq!(Mechanism::by_id(m.id).map(|m| m.id), Some(m.id));
+        }
+        for text in [
+            &s.mechanism,
+            &s.sampler,
+            &s.sensitivity,
+            &s.accounting,
+            &s.budget_split,
+            &s.neighbouring,
+        ] {
+            assert!(!text.contains("::"), "module path in {text}");
+            assert!(!text.contains("rejection"), "stale sampler text: {text}");
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The mechanisms privboost runs, described once.
+//!
+//! Each [`Mechanism`] constant is the single source of the user-facing text
+//! about one mechanism: the model's privacy statement, `privboost inspect`
+//! and the API build their mechanism and sampler wording from it, and
+//! docs/privacy.md has the section it names. User-facing text names the
+//! mechanism and the docs section, never a Rust module path.
+//!
+//! In test builds the samplers record which mechanisms ran on this thread
+//! ([`record`], [`take_ran`]), so a test can check that a learner's statement
+//! names exactly the mechanisms it called (`learn::tests`).
+
+/// One mechanism: a stable id, a name, how its noise is drawn, and where
+/// docs/privacy.md proves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Mechanism {
+    /// Stable identifier, recorded in model files (`mechanisms`).
+    pub id: &'static str,
+    /// User-facing name.
+    pub name: &'static str,
+    /// The noise and how it is sampled, in one sentence.
+    pub sampler: &'static str,
+    /// The docs/privacy.md section with the statement and proof.
+    pub docs: &'static str,
+}
+
+/// Report-noisy-max with exact discrete Laplace noise
+/// (`privacy::laplace::report_noisy_max`).
+pub const REPORT_NOISY_MAX_LAPLACE: Mechanism = Mechanism {
+    id: "report-noisy-max-discrete-laplace",
+    name: "report-noisy-max with exact discrete Laplace noise",
+    sampler: "each score divided by the noise scale and rounded to a 2^-30 grid; one exact discrete Laplace draw per candidate (Canonne-Kamath-Steinke 2020, Algorithm 2, in integer arithmetic only); the lowest index among the largest noisy scores wins",
+    docs: "docs/privacy.md, \"Report-noisy-max (exact)\"",
+};
+
+/// Additive exact discrete Gaussian noise (`privacy::exact::discrete_gaussian`).
+/// No LazyBB learner calls it; it is here for learners that add Gaussian
+/// noise to sums (e.g. DP-EBM).
+pub const DISCRETE_GAUSSIAN: Mechanism = Mechanism {
+    id: "discrete-gaussian",
+    name: "additive exact discrete Gaussian noise",
+    sampler: "exact discrete Gaussian draws (Canonne-Kamath-Steinke 2020, Algorithm 3, in integer arithmetic only)",
+    docs: "docs/privacy.md, \"Exact samplers (CKS20)\"",
+};
+
+/// Every mechanism the code can run.
+pub const ALL: &[Mechanism] = &[REPORT_NOISY_MAX_LAPLACE, DISCRETE_GAUSSIAN];
+
+/// Where all noise comes from, whatever the mechanism.
+pub const RANDOMNESS: &str =
+    "a ChaCha20 CSPRNG keyed by the operating system (docs/privacy.md, \"Randomness\")";
+
+impl Mechanism {
+    /// The mechanism with this id.
+    pub fn by_id(id: &str) -> Option<Mechanism> {
+        ALL.iter().copied().find(|m| m.id == id)
+    }
+
+    /// "name (docs section)".
+    pub fn cited(&self) -> String {
+        format!("{} ({})", self.name, self.docs)
+    }
+}
+
+/// The sampler sentence of a statement over these mechanisms.
+pub fn sampler_text(mechanisms: &[Mechanism]) -> String {
+    let parts: Vec<String> = mechanisms
+        .iter()
+        .map(|m| format!("{}: {}", m.name, m.sampler))
+        .collect();
+    format!(
+        "exact, no floating-point value enters a random draw; {}; all from {RANDOMNESS}",
+        parts.join("; ")
+    )
+}
+
+#[cfg(test)]
+thread_local! {
+    static RAN: std::cell::RefCell<std::collections::BTreeSet<&'static str>> =
+        const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
+}
+
+/// Test builds only: note that `m` ran on this thread.
+#[cfg(test)]
+pub(crate) fn record(m: Mechanism) {
+    RAN.with(|r| r.borrow_mut().insert(m.id));
+}
+
+/// Test builds only: the ids of the mechanisms that ran on this thread since
+/// the last call.
+#[cfg(test)]
+pub(crate) fn take_ran() -> std::collections::BTreeSet<&'static str> {
+    RAN.with(|r| std::mem::take(&mut *r.borrow_mut()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_texts_name_no_module_paths() {
+        let ids: std::collections::BTreeSet<_> = ALL.iter().map(|m| m.id).collect();
+        assert_eq!(ids.len(), ALL.len());
+        for m in ALL {
+            assert_eq!(Mechanism::by_id(m.id), Some(*m));
+            for text in [m.name, m.sampler, m.docs, RANDOMNESS] {
+                assert!(!text.contains("::"), "{text}");
+            }
+            let docs = include_str!("../../docs/privacy.md");
+            let section = m.docs.split('"').nth(1).unwrap();
+            assert!(
+                docs.lines()
+                    .any(|l| l.starts_with('#') && l.ends_with(section)),
+                "docs/privacy.md has no section {section}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_samplers_record_what_ran() {
+        let mut rng = super::super::NoiseRng::seeded(1);
+        take_ran();
+        super::super::laplace::report_noisy_max(&mut rng, &[0.0, 1.0], 1.0).unwrap();
+        assert_eq!(take_ran(), [REPORT_NOISY_MAX_LAPLACE.id].into());
+        super::super::exact::discrete_gaussian(&mut rng, 4, 1).unwrap();
+        assert_eq!(take_ran(), [DISCRETE_GAUSSIAN.id].into());
+    }
+}
