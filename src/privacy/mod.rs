@@ -26,6 +26,7 @@ pub mod cost;
 pub mod exact;
 #[cfg(test)]
 pub(crate) mod float_reference;
+pub mod gdp;
 pub mod grid;
 pub mod laplace;
 pub mod mechanisms;
