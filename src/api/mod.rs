@@ -25,6 +25,7 @@ mod keys;
 mod listen;
 mod metrics;
 mod models;
+mod oip;
 mod ops;
 mod rate_limit;
 
@@ -320,6 +321,7 @@ fn routes(config: &Config) -> Routes {
     let r = datasets::routes(r, config);
     let r = jobs::routes(r);
     let r = models::routes(r);
+    let r = oip::routes(r);
     ops::routes(r)
 }
 
