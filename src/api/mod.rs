@@ -20,6 +20,7 @@ pub mod auth;
 pub mod error;
 
 mod datasets;
+mod invocations;
 mod jobs;
 mod keys;
 mod listen;
@@ -322,6 +323,7 @@ fn routes(config: &Config) -> Routes {
     let r = jobs::routes(r);
     let r = models::routes(r);
     let r = oip::routes(r);
+    let r = invocations::routes(r);
     ops::routes(r)
 }
 
