@@ -257,8 +257,20 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for AppQuery<T> {
 /// (made by a layer, a fallback or an extractor we do not wrap) into one,
 /// with a generic detail for its status. The original body is dropped, so
 /// nothing a layer wrote can leak.
+///
+/// Under `/v2` (the Open Inference Protocol) every error is then rewritten
+/// to the protocol's shape, `{"error": "<message>"}`, by [`oip_error`].
 pub async fn normalize_errors(req: Request, next: Next) -> Response {
-    let response = next.run(req).await;
+    let path = req.uri().path();
+    let oip = path == "/v2" || path.starts_with("/v2/");
+    let response = problem_errors(next.run(req).await);
+    if oip && (response.status().is_client_error() || response.status().is_server_error()) {
+        return oip_error(response).await;
+    }
+    response
+}
+
+fn problem_errors(response: Response) -> Response {
     let status = response.status();
     let is_problem = response
         .headers()
@@ -292,4 +304,50 @@ pub async fn normalize_errors(req: Request, next: Next) -> Response {
         }
     }
     out
+}
+
+/// Largest problem document read back when rewriting it for `/v2`.
+const MAX_PROBLEM_BYTES: usize = 1 << 20;
+
+/// Rewrite a problem document as an Open Inference Protocol error:
+/// `{"error": "<detail>"}` (with the field errors of a 422 appended as
+/// `field: message`), status and headers kept.
+async fn oip_error(response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_PROBLEM_BYTES)
+        .await
+        .unwrap_or_default();
+    let doc: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let mut message = doc["detail"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            parts
+                .status
+                .canonical_reason()
+                .unwrap_or("error")
+                .to_owned()
+        });
+    if let Some(errors) = doc["errors"].as_array() {
+        let fields: Vec<String> = errors
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e["field"].as_str().unwrap_or(""),
+                    e["message"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        if !fields.is_empty() {
+            message = format!("{message}: {}", fields.join("; "));
+        }
+    }
+    let body = json!({ "error": message }).to_string();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(parts, axum::body::Body::from(body))
 }

@@ -20,11 +20,13 @@ pub mod auth;
 pub mod error;
 
 mod datasets;
+mod invocations;
 mod jobs;
 mod keys;
 mod listen;
 mod metrics;
 mod models;
+mod oip;
 mod ops;
 mod rate_limit;
 
@@ -348,6 +350,8 @@ fn routes(config: &Config) -> Routes {
     let r = datasets::routes(r, config);
     let r = jobs::routes(r);
     let r = models::routes(r);
+    let r = oip::routes(r);
+    let r = invocations::routes(r);
     ops::routes(r)
 }
 

@@ -1,7 +1,7 @@
 //! Models, deployments and predictions: list and get models (with the
 //! privacy statement and the inspection), predict on a model or a named
-//! deployment, re-point a deployment, and the Open Inference Protocol v2
-//! route for deployments. All of it is post-processing of released models:
+//! deployment, re-point a deployment (the Open Inference Protocol v2 routes
+//! are in `oip`, MLflow-style scoring in `invocations`). All of it is post-processing of released models:
 //! no budget is spent and no row is read.
 //!
 //! Access: a model is visible to whoever can see its dataset; a deployment
@@ -39,12 +39,11 @@ pub(super) fn routes(r: Routes) -> Routes {
             "/v1/deployments/{name}/predict",
             predict_deployment,
         )
-        .at(Method::POST, "/v2/models/{name}/infer", infer)
 }
 
 /// A model ready to predict: parsed once, then shared.
 pub(crate) struct Loaded {
-    model: Model,
+    pub(super) model: Model,
     encoder: Encoder,
     predictor: ModelPredictor,
     positive: String,
@@ -117,7 +116,7 @@ fn summary(record: &ModelRecord, model: &Model, precise: bool) -> Value {
     v
 }
 
-async fn visible_model(
+pub(super) async fn visible_model(
     state: &AppState,
     caller: &Caller,
     id: &str,
@@ -184,7 +183,7 @@ struct PredictRequest {
 /// value (regression).
 #[derive(serde::Serialize)]
 #[serde(untagged)]
-enum PredictionOut<'a> {
+pub(super) enum PredictionOut<'a> {
     Class {
         class: &'a str,
         positive: bool,
@@ -197,7 +196,7 @@ enum PredictionOut<'a> {
 }
 
 /// Predict rows with a loaded model. Errors name the row and the column.
-fn predict_rows<'a>(
+pub(super) fn predict_rows<'a>(
     loaded: &'a Loaded,
     rows: &[Map<String, Value>],
     limit: usize,
@@ -302,7 +301,10 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     }
 }
 
-async fn deployed(state: &AppState, name: &str) -> Result<(ModelRecord, Arc<Loaded>), ApiError> {
+pub(super) async fn deployed(
+    state: &AppState,
+    name: &str,
+) -> Result<(ModelRecord, Arc<Loaded>), ApiError> {
     let d = deployments::get(&state.pool, name)
         .await?
         .ok_or(ApiError::NotFound("deployment"))?;
@@ -372,104 +374,4 @@ async fn predict_deployment(
         "model_id": record.id,
         "predictions": predictions,
     })))
-}
-
-/// An Open Inference Protocol v2 request: one input tensor per column.
-#[derive(Debug, Deserialize)]
-struct InferRequest {
-    id: Option<String>,
-    inputs: Vec<InferInput>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    parameters: Option<Value>,
-    #[serde(default)]
-    #[allow(dead_code)]
-    outputs: Option<Value>,
-}
-
-#[derive(Debug, Deserialize)]
-struct InferInput {
-    name: String,
-    shape: Vec<i64>,
-    #[allow(dead_code)]
-    datatype: String,
-    data: Vec<Value>,
-}
-
-async fn infer(
-    State(state): State<AppState>,
-    _caller: Caller,
-    Path(name): Path<String>,
-    AppJson(body): AppJson<InferRequest>,
-) -> Result<impl IntoResponse, ApiError> {
-    let (record, loaded) = deployed(&state, &name).await?;
-    let n = body.inputs.first().map_or(0, |i| i.data.len());
-    let mut errors = Vec::new();
-    for (k, input) in body.inputs.iter().enumerate() {
-        // Flatten [n] or [n, 1] tensors given nested or flat.
-        if input.data.len() != n || input.shape.first().copied() != Some(n as i64) {
-            errors.push(FieldError::new(
-                format!("inputs[{k}]"),
-                format!("every input must have shape [{n}] (one value per row) and as many values"),
-            ));
-        }
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
-    let rows: Vec<Map<String, Value>> = (0..n)
-        .map(|i| {
-            body.inputs
-                .iter()
-                .map(|input| {
-                    let v = match &input.data[i] {
-                        Value::Array(a) if a.len() == 1 => a[0].clone(),
-                        v => v.clone(),
-                    };
-                    (input.name.clone(), v)
-                })
-                .collect()
-        })
-        .collect();
-    let predictions = predict_rows(&loaded, &rows, state.config.max_predict_rows)?;
-    Ok(axum::Json(json!({
-        "model_name": name,
-        "model_version": record.id,
-        "id": body.id,
-        "outputs": infer_outputs(&predictions),
-    })))
-}
-
-/// The output tensors of a task: `class`, `score`, `probability` for a
-/// classifier; `value` for a regressor.
-fn infer_outputs(predictions: &[PredictionOut<'_>]) -> Value {
-    let n = predictions.len();
-    let mut class = Vec::new();
-    let mut score = Vec::new();
-    let mut probability = Vec::new();
-    let mut values = Vec::new();
-    for p in predictions {
-        match p {
-            PredictionOut::Class {
-                class: c,
-                score: s,
-                probability: q,
-                ..
-            } => {
-                class.push(*c);
-                score.push(*s);
-                probability.push(*q);
-            }
-            PredictionOut::Value { value } => values.push(*value),
-        }
-    }
-    if values.is_empty() {
-        json!([
-            {"name": "class", "datatype": "BYTES", "shape": [n], "data": class},
-            {"name": "score", "datatype": "FP64", "shape": [n], "data": score},
-            {"name": "probability", "datatype": "FP64", "shape": [n], "data": probability},
-        ])
-    } else {
-        json!([{"name": "value", "datatype": "FP64", "shape": [n], "data": values}])
-    }
 }

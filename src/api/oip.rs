@@ -1,0 +1,562 @@
+//! The Open Inference Protocol v2 (KServe v2) for deployments: health and
+//! readiness, server and model metadata, inference (plain and versioned),
+//! the `outputs` selection and the binary tensor data extension.
+//!
+//! Errors on every `/v2` route are `{"error": "..."}` (rewritten from the
+//! problem documents by [`super::error::normalize_errors`]). Request bodies
+//! are JSON with or without `Content-Type`; with an
+//! `Inference-Header-Content-Length` header the JSON is followed by the
+//! binary tensors.
+//!
+//! Access: health and server metadata are public (they say nothing of any
+//! model). Model readiness, metadata and inference take any valid key, as
+//! `/v1/deployments/{name}/predict` does: a deployment is a publication.
+//! Model metadata exposes only the schema's public column names, their
+//! datatypes and the task's outputs. A version is the deployed model's id;
+//! another model id is served only to a caller who may see that model
+//! (else 404).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::auth::Caller;
+use super::error::{ApiError, FieldError};
+use super::models::{Loaded, PredictionOut, deployed, predict_rows, visible_model};
+use super::{AppState, Routes};
+use crate::data::{Column, Task};
+use crate::store::models::ModelRecord;
+
+/// The binary extension's header: length of the JSON part of the body.
+const HEADER_LENGTH: &str = "inference-header-content-length";
+
+pub(super) fn routes(r: Routes) -> Routes {
+    r.at(Method::GET, "/v2", server_metadata)
+        .at(Method::GET, "/v2/health/live", live)
+        .at(Method::GET, "/v2/health/ready", ready)
+        .at(Method::GET, "/v2/models/{name}", model_metadata)
+        .at(Method::GET, "/v2/models/{name}/ready", model_ready)
+        .at(Method::POST, "/v2/models/{name}/infer", infer)
+        .at(
+            Method::GET,
+            "/v2/models/{name}/versions/{version}",
+            model_metadata_version,
+        )
+        .at(
+            Method::GET,
+            "/v2/models/{name}/versions/{version}/ready",
+            model_ready_version,
+        )
+        .at(
+            Method::POST,
+            "/v2/models/{name}/versions/{version}/infer",
+            infer_version,
+        )
+}
+
+async fn server_metadata() -> impl IntoResponse {
+    axum::Json(json!({
+        "name": "privboost",
+        "version": env!("CARGO_PKG_VERSION"),
+        "extensions": ["binary_tensor_data"],
+    }))
+}
+
+async fn live() -> impl IntoResponse {
+    axum::Json(json!({"live": true}))
+}
+
+async fn ready(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    sqlx::query("SELECT 1")
+        .execute(&state.pool)
+        .await
+        .map_err(|_| ApiError::Unavailable)?;
+    Ok(axum::Json(json!({"ready": true})))
+}
+
+/// The model behind `name`, or behind `name` at `version`.
+async fn resolve(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    version: Option<&str>,
+) -> Result<(ModelRecord, Arc<Loaded>), ApiError> {
+    let (record, loaded) = deployed(state, name).await?;
+    match version {
+        Some(v) if v != record.id => visible_model(state, caller, v)
+            .await
+            .map_err(|_| ApiError::NotFound("model version")),
+        _ => Ok((record, loaded)),
+    }
+}
+
+/// The protocol datatype of a column.
+fn column_datatype(c: &Column) -> Option<&'static str> {
+    match c {
+        Column::Numeric(_) => Some("FP64"),
+        Column::Categorical(_) => Some("BYTES"),
+        Column::Boolean(_) => Some("BOOL"),
+        Column::Ignore(_) => None,
+    }
+}
+
+/// The output names and datatypes of a task.
+fn task_outputs(task: Task) -> &'static [(&'static str, &'static str)] {
+    match task {
+        Task::Binary => &[
+            ("class", "BYTES"),
+            ("score", "FP64"),
+            ("probability", "FP64"),
+        ],
+        Task::Regression { .. } => &[("value", "FP64")],
+    }
+}
+
+fn metadata(name: &str, record: &ModelRecord, loaded: &Loaded) -> Value {
+    let inputs: Vec<Value> = loaded
+        .model
+        .schema()
+        .columns
+        .iter()
+        .filter_map(|c| {
+            column_datatype(c).map(|t| json!({"name": c.name(), "datatype": t, "shape": [-1]}))
+        })
+        .collect();
+    let outputs: Vec<Value> = task_outputs(loaded.model.task())
+        .iter()
+        .map(|(n, t)| json!({"name": n, "datatype": t, "shape": [-1]}))
+        .collect();
+    json!({
+        "name": name,
+        "versions": [record.id],
+        "platform": "privboost",
+        "inputs": inputs,
+        "outputs": outputs,
+    })
+}
+
+async fn model_metadata(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (record, loaded) = resolve(&state, &caller, &name, None).await?;
+    Ok(axum::Json(metadata(&name, &record, &loaded)))
+}
+
+async fn model_metadata_version(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, version)): Path<(String, String)>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (record, loaded) = resolve(&state, &caller, &name, Some(&version)).await?;
+    Ok(axum::Json(metadata(&name, &record, &loaded)))
+}
+
+async fn model_ready(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    resolve(&state, &caller, &name, None).await?;
+    Ok(axum::Json(json!({"name": name, "ready": true})))
+}
+
+async fn model_ready_version(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, version)): Path<(String, String)>,
+) -> Result<impl IntoResponse, ApiError> {
+    resolve(&state, &caller, &name, Some(&version)).await?;
+    Ok(axum::Json(json!({"name": name, "ready": true})))
+}
+
+/// An inference request (the JSON part).
+#[derive(Debug, Deserialize)]
+struct InferRequest {
+    id: Option<String>,
+    inputs: Vec<InferInput>,
+    #[serde(default)]
+    parameters: Option<Map<String, Value>>,
+    #[serde(default)]
+    outputs: Option<Vec<RequestedOutput>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InferInput {
+    name: String,
+    shape: Vec<i64>,
+    datatype: String,
+    #[serde(default)]
+    data: Option<Value>,
+    #[serde(default)]
+    parameters: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RequestedOutput {
+    name: String,
+    #[serde(default)]
+    parameters: Option<Map<String, Value>>,
+}
+
+fn bad(message: impl Into<String>) -> ApiError {
+    ApiError::BadRequest(message.into())
+}
+
+fn param_bool(p: &Option<Map<String, Value>>, key: &str) -> bool {
+    p.as_ref()
+        .and_then(|m| m.get(key))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Flatten nested JSON arrays in row-major order.
+fn flatten(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| flatten(x, out)),
+        x => out.push(x.clone()),
+    }
+}
+
+/// Decode `count` elements of `datatype` from little-endian bytes.
+fn decode_binary(datatype: &str, bytes: &[u8], count: usize) -> Result<Vec<Value>, String> {
+    let fixed = |size: usize| -> Result<std::slice::ChunksExact<'_, u8>, String> {
+        if bytes.len() != size * count {
+            return Err(format!(
+                "{} bytes for {count} {datatype} elements",
+                bytes.len()
+            ));
+        }
+        Ok(bytes.chunks_exact(size))
+    };
+    let num = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
+    let arr = |c: &[u8]| -> [u8; 8] {
+        let mut a = [0u8; 8];
+        a[..c.len()].copy_from_slice(c);
+        a
+    };
+    Ok(match datatype {
+        "FP64" => fixed(8)?.map(|c| num(f64::from_le_bytes(arr(c)))).collect(),
+        "FP32" => fixed(4)?
+            .map(|c| num(f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))))
+            .collect(),
+        "INT64" => fixed(8)?
+            .map(|c| json!(i64::from_le_bytes(arr(c))))
+            .collect(),
+        "INT32" => fixed(4)?
+            .map(|c| json!(i32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect(),
+        "INT16" => fixed(2)?
+            .map(|c| json!(i16::from_le_bytes([c[0], c[1]])))
+            .collect(),
+        "INT8" => fixed(1)?.map(|c| json!(c[0] as i8)).collect(),
+        "UINT64" => fixed(8)?
+            .map(|c| json!(u64::from_le_bytes(arr(c))))
+            .collect(),
+        "UINT32" => fixed(4)?
+            .map(|c| json!(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect(),
+        "UINT16" => fixed(2)?
+            .map(|c| json!(u16::from_le_bytes([c[0], c[1]])))
+            .collect(),
+        "UINT8" => fixed(1)?.map(|c| json!(c[0])).collect(),
+        "BOOL" => fixed(1)?.map(|c| json!(c[0] != 0)).collect(),
+        "BYTES" => {
+            let mut out = Vec::with_capacity(count);
+            let mut rest = bytes;
+            while !rest.is_empty() {
+                if rest.len() < 4 {
+                    return Err("a BYTES element is cut short".into());
+                }
+                let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                let s = rest.get(4..4 + len).ok_or("a BYTES element is cut short")?;
+                out.push(Value::String(
+                    std::str::from_utf8(s)
+                        .map_err(|_| "a BYTES element is not UTF-8")?
+                        .to_owned(),
+                ));
+                rest = &rest[4 + len..];
+            }
+            if out.len() != count {
+                return Err(format!("{} BYTES elements for shape of {count}", out.len()));
+            }
+            out
+        }
+        other => return Err(format!("unsupported datatype {other}")),
+    })
+}
+
+/// Split a body into the JSON request and its binary part.
+fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<(InferRequest, Bytes), ApiError> {
+    let json_len = match headers.get(HEADER_LENGTH) {
+        None => body.len(),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+            .filter(|n| *n <= body.len())
+            .ok_or_else(|| {
+                bad("Inference-Header-Content-Length is not a length within the body")
+            })?,
+    };
+    let request: InferRequest = serde_json::from_slice(&body[..json_len]).map_err(|e| {
+        if e.is_data() {
+            ApiError::Validation(vec![FieldError::new("body", e.to_string())])
+        } else {
+            bad(format!("the request is not valid JSON: {e}"))
+        }
+    })?;
+    Ok((request, body.slice(json_len..)))
+}
+
+/// The rows of a request: one input tensor per column, each with one
+/// element per row (shape `[n]` or `[n, 1]`).
+fn rows_of(request: &InferRequest, binary: &Bytes) -> Result<Vec<Map<String, Value>>, ApiError> {
+    let mut offset = 0usize;
+    let mut columns = Vec::with_capacity(request.inputs.len());
+    let mut n: Option<usize> = None;
+    for (k, input) in request.inputs.iter().enumerate() {
+        let field = format!("inputs[{k}]");
+        let count = input
+            .shape
+            .iter()
+            .try_fold(1usize, |acc, d| {
+                usize::try_from(*d).ok().map(|d| acc.saturating_mul(d))
+            })
+            .ok_or_else(|| bad(format!("{field}: negative dimension in shape")))?;
+        let rows = input.shape.first().copied().unwrap_or(0).max(0) as usize;
+        if input.shape.is_empty() || count != rows {
+            return Err(bad(format!(
+                "{field}: shape must be [n] or [n, 1] (one value per row)"
+            )));
+        }
+        if *n.get_or_insert(rows) != rows {
+            return Err(bad(format!("{field}: every input must have the same rows")));
+        }
+        let size = input
+            .parameters
+            .as_ref()
+            .and_then(|p| p.get("binary_data_size"))
+            .and_then(Value::as_u64);
+        let values = match (size, &input.data) {
+            (Some(size), None) => {
+                let size = size as usize;
+                let bytes = binary
+                    .get(offset..offset.saturating_add(size))
+                    .ok_or_else(|| bad(format!("{field}: binary_data_size past the body")))?;
+                offset += size;
+                decode_binary(&input.datatype, bytes, count)
+                    .map_err(|e| bad(format!("{field}: {e}")))?
+            }
+            (None, Some(data)) => {
+                let mut flat = Vec::with_capacity(count);
+                flatten(data, &mut flat);
+                if flat.len() != count {
+                    return Err(bad(format!(
+                        "{field}: {} values for shape {:?}",
+                        flat.len(),
+                        input.shape
+                    )));
+                }
+                flat
+            }
+            _ => {
+                return Err(bad(format!(
+                    "{field}: give either data or parameters.binary_data_size"
+                )));
+            }
+        };
+        columns.push((input.name.clone(), values));
+    }
+    if offset != binary.len() {
+        return Err(bad(
+            "the binary part is longer than the inputs' binary_data_size",
+        ));
+    }
+    let n = n.unwrap_or(0);
+    Ok((0..n)
+        .map(|i| {
+            columns
+                .iter()
+                .map(|(name, values)| (name.clone(), values[i].clone()))
+                .collect()
+        })
+        .collect())
+}
+
+/// One output tensor: its name, datatype and values.
+enum Tensor {
+    Bytes(Vec<String>),
+    Fp64(Vec<f64>),
+}
+
+fn output_tensor(name: &str, predictions: &[PredictionOut<'_>]) -> Option<Tensor> {
+    let fp = |f: fn(&PredictionOut<'_>) -> Option<f64>| {
+        predictions.iter().map(f).collect::<Option<Vec<f64>>>()
+    };
+    match name {
+        "class" => predictions
+            .iter()
+            .map(|p| match p {
+                PredictionOut::Class { class, .. } => Some((*class).to_owned()),
+                PredictionOut::Value { .. } => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(Tensor::Bytes),
+        "score" => fp(|p| match p {
+            PredictionOut::Class { score, .. } => Some(*score),
+            PredictionOut::Value { .. } => None,
+        })
+        .map(Tensor::Fp64),
+        "probability" => fp(|p| match p {
+            PredictionOut::Class { probability, .. } => Some(*probability),
+            PredictionOut::Value { .. } => None,
+        })
+        .map(Tensor::Fp64),
+        "value" => fp(|p| match p {
+            PredictionOut::Value { value } => Some(*value),
+            PredictionOut::Class { .. } => None,
+        })
+        .map(Tensor::Fp64),
+        _ => None,
+    }
+}
+
+impl Tensor {
+    fn datatype(&self) -> &'static str {
+        match self {
+            Tensor::Bytes(_) => "BYTES",
+            Tensor::Fp64(_) => "FP64",
+        }
+    }
+
+    fn data(&self) -> Value {
+        match self {
+            Tensor::Bytes(v) => json!(v),
+            Tensor::Fp64(v) => json!(v),
+        }
+    }
+
+    /// Little-endian; BYTES as 4-byte length-prefixed strings.
+    fn binary(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Tensor::Bytes(v) => {
+                for s in v {
+                    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                    out.extend_from_slice(s.as_bytes());
+                }
+            }
+            Tensor::Fp64(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        }
+        out
+    }
+}
+
+async fn infer(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    run_infer(&state, &caller, &name, None, &headers, &body).await
+}
+
+async fn infer_version(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, version)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    run_infer(&state, &caller, &name, Some(&version), &headers, &body).await
+}
+
+async fn run_infer(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    version: Option<&str>,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Response, ApiError> {
+    let (record, loaded) = resolve(state, caller, name, version).await?;
+    let (request, binary) = parse_body(headers, body)?;
+    let rows = rows_of(&request, &binary)?;
+    let predictions = predict_rows(&loaded, &rows, state.config.max_predict_rows)?;
+    let all_binary = param_bool(&request.parameters, "binary_data_output");
+    let wanted: Vec<(String, bool)> = match &request.outputs {
+        Some(outputs) => outputs
+            .iter()
+            .map(|o| {
+                let binary = o
+                    .parameters
+                    .as_ref()
+                    .and_then(|p| p.get("binary_data"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(all_binary);
+                (o.name.clone(), binary)
+            })
+            .collect(),
+        None => task_outputs(loaded.model.task())
+            .iter()
+            .map(|(n, _)| ((*n).to_owned(), all_binary))
+            .collect(),
+    };
+    let n = predictions.len();
+    let mut outputs = Vec::with_capacity(wanted.len());
+    let mut blob = Vec::new();
+    for (out_name, as_binary) in &wanted {
+        let tensor = output_tensor(out_name, &predictions)
+            .ok_or_else(|| bad(format!("unknown output {out_name:?} for this model")))?;
+        let mut o = json!({"name": out_name, "datatype": tensor.datatype(), "shape": [n]});
+        if *as_binary {
+            let bytes = tensor.binary();
+            o["parameters"] = json!({"binary_data_size": bytes.len()});
+            blob.extend_from_slice(&bytes);
+        } else {
+            o["data"] = tensor.data();
+        }
+        outputs.push(o);
+    }
+    let mut doc = json!({
+        "model_name": name,
+        "model_version": record.id,
+        "outputs": outputs,
+    });
+    if let Some(id) = &request.id {
+        doc["id"] = json!(id);
+    }
+    let text = doc.to_string();
+    if blob.is_empty() {
+        return Ok((
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            text,
+        )
+            .into_response());
+    }
+    let json_len = text.len();
+    let mut bytes = text.into_bytes();
+    bytes.extend_from_slice(&blob);
+    let mut response = (StatusCode::OK, bytes).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    response
+        .headers_mut()
+        .insert(HEADER_LENGTH, HeaderValue::from(json_len));
+    Ok(response)
+}
