@@ -43,3 +43,128 @@ async fn a_learner_that_cannot_regress_is_refused_before_any_charge() {
     }
     assert_eq!(s.ledger(&owner, &dataset).await, before, "nothing charged");
 }
+
+/// DP-EBM regression over HTTP: estimate shows the zCDP cost, the job
+/// trains, the model predicts `value`, and an edit makes a new version that
+/// predicts too and names its parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dp_ebm_regression_end_to_end_with_an_edit() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "alice").await;
+    let (schema, csv) = abalone();
+    // DP-EBM spends delta too: the owner's total has some.
+    let body = expect_status(
+        s.upload_form(&owner, "abalone", "2", &schema, csv, &[("delta", "1e-5")])
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    // delta 0 is refused for DP-EBM, naming the field, before any charge.
+    let pure = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "dp-ebm"});
+    let p = expect_status(
+        s.post(&owner, "/v1/jobs", &pure).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "delta", "{p}");
+    // A LazyBB parameter is refused for DP-EBM.
+    let foreign = json!({"dataset_id": dataset, "epsilon": 1.0, "delta": 1e-6,
+                         "algorithm": "dp-ebm", "tau": 9});
+    let p = expect_status(
+        s.post(&owner, "/v1/jobs", &foreign).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "tau", "{p}");
+
+    let request = json!({"dataset_id": dataset, "epsilon": 1.0, "delta": 1e-6,
+                         "algorithm": "dp-ebm", "epochs": 20});
+    let estimate = expect_status(
+        s.post(&owner, "/v1/jobs/estimate", &request).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(estimate["cost"]["kind"], "zcdp", "{estimate}");
+    assert!(estimate["cost"]["rho"].as_f64().unwrap() > 0.0);
+    assert_eq!(estimate["charge"]["epsilon"], 1.0);
+    assert_eq!(estimate["params"]["epochs"], 20);
+    let job = expect_status(
+        s.post(&owner, "/v1/jobs", &request).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["tau"], 20, "progress steps are the epochs");
+    let model_id = job["model_id"].as_str().unwrap().to_owned();
+    let model = expect_status(
+        s.get(&owner, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(model["algorithm"], "dp-ebm");
+    assert_eq!(model["task"]["kind"], "regression");
+    assert!(model["inspection"]["shapes"].as_array().unwrap().len() == 8);
+
+    let rows = json!({"rows": [
+        {"Sex": "M", "Length": 0.455, "Diameter": 0.365, "Height": 0.095, "Whole weight": 0.514,
+         "Shucked weight": 0.2245, "Viscera weight": 0.101, "Shell weight": 0.15}]});
+    let predicted = expect_status(
+        s.post(&owner, &format!("/v1/models/{model_id}/predict"), &rows)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let value = predicted["predictions"][0]["value"].as_f64().unwrap();
+    assert!((0.0..=30.0).contains(&value), "{predicted}");
+    assert!(predicted["predictions"][0].get("class").is_none());
+
+    // Edits: monotone on a numeric column makes a new version; a categorical
+    // column has no order; the ledger is unchanged by edits.
+    let before = s.ledger(&owner, &dataset).await;
+    let edited = expect_status(
+        s.post(
+            &owner,
+            &format!("/v1/models/{model_id}/edits"),
+            &json!({"kind": "monotone", "feature": "Shell weight", "increasing": true}),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(edited["parent_id"], model_id.as_str());
+    let new_id = edited["id"].as_str().unwrap();
+    assert_ne!(new_id, model_id);
+    let p = expect_status(
+        s.post(
+            &owner,
+            &format!("/v1/models/{model_id}/edits"),
+            &json!({"kind": "monotone", "feature": "Sex", "increasing": true}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(
+        p["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no order"),
+        "{p}"
+    );
+    let again = expect_status(
+        s.post(&owner, &format!("/v1/models/{new_id}/predict"), &rows)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(again["predictions"][0]["value"].as_f64().is_some());
+    let detail = expect_status(
+        s.get(&owner, &format!("/v1/models/{new_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(detail["model"]["edits"][0]["kind"], "monotone");
+    assert_eq!(s.ledger(&owner, &dataset).await, before, "edits are free");
+}
