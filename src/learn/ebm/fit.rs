@@ -77,9 +77,14 @@ pub fn fit(
     }
 
     // Phase 2: cyclic boosting of one-feature functions (rho_training).
+    // Residuals are divided by `range` and clamped to [-1, 1]. For a
+    // regressor the scale is half the public label range: the model starts
+    // at the midpoint, so every residual is within it at the start and the
+    // clamp bites only on rows predicted more than half the range away;
+    // the noise in label units is then half what the full range would give.
     let (start, range) = match task {
         Task::Binary => (0.0, 1.0),
-        Task::Regression { min, max } => ((min + max) / 2.0, max - min),
+        Task::Regression { min, max } => ((min + max) / 2.0, (max - min) / 2.0),
     };
     let scale = f64::from(plan.scale);
     let mut score = vec![start; n];
@@ -188,7 +193,8 @@ fn random_leaves(
 
 /// The leaf sums of the residuals, with noise (the only access to the rows
 /// in training). Each residual is clamped to [-1, 1] (classification:
-/// `y - sigmoid(F)` already is; regression: `(y - F) / R`), rounded to the
+/// `y - sigmoid(F)` already is; regression: `(y - F) / R` with `R` half the
+/// label range), rounded to the
 /// grid `1 / scale` and summed as an integer, so the sum is exact and each
 /// row moves it by at most `scale`; then discrete Gaussian noise of the
 /// plan's leaf variance is added to every leaf (sensitivity argument:
