@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
@@ -15,9 +15,7 @@ use super::{
 };
 use crate::data::Schema;
 use crate::jobs::JobParams;
-use crate::learn::ebm::EbmSpec;
-use crate::learn::params::WeakLearnerName;
-use crate::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec, Plan, PublicFacts};
+use crate::learn::{AlgorithmName, AlgorithmSpec, Plan, PublicFacts};
 use crate::privacy::Budget;
 use crate::store::datasets::DatasetInfo;
 use crate::store::idempotency::{IdemRequest, StoredResponse};
@@ -34,110 +32,26 @@ pub(super) fn routes(r: Routes) -> Routes {
 }
 
 /// The body of `POST /v1/jobs` and `POST /v1/jobs/estimate`: the dataset,
-/// the budget, the algorithm and that algorithm's parameters (flat; a
-/// parameter of another algorithm is refused by name).
+/// the budget, the algorithm, and that algorithm's parameters as flat fields
+/// (`AlgorithmSpec::from_fields` checks them: a parameter of another
+/// algorithm is refused by name, an unknown field as `body`).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct JobRequest {
     dataset_id: String,
     /// Total epsilon of the job.
     epsilon: f64,
-    /// Total delta (0: pure DP; > 0: advanced composition over rounds).
+    /// Total delta (0: pure DP; > 0: advanced composition or zCDP).
     #[serde(default)]
     delta: f64,
     /// `lazybb` (default).
     algorithm: Option<AlgorithmName>,
-    tau: Option<u32>,
-    lambda: Option<f64>,
-    kappa: Option<f64>,
-    /// `dp-1r` (default) or `dp-top-down`.
-    weak_learner: Option<WeakLearnerName>,
-    /// Internal nodes of each TopDown tree (default from the TopDown rule).
-    internal_nodes: Option<u32>,
-    /// DP-EBM: target bins per feature (32).
-    max_bins: Option<u32>,
-    /// DP-EBM: learning rate (0.01).
-    learning_rate: Option<f64>,
-    /// DP-EBM: epochs (300).
-    epochs: Option<u32>,
-    /// DP-EBM: leaves per iteration (3).
-    max_leaves: Option<u32>,
-    /// DP-EBM: share of the budget for the binning (0.1).
-    binning_share: Option<f64>,
     /// Accepted only to refuse it clearly (SPEC §2).
     seed: Option<Value>,
     /// Accepted only to refuse `false` clearly.
     private: Option<bool>,
-}
-
-impl JobRequest {
-    /// The learner and its parameters; fields of another learner are errors.
-    fn spec(&self, errors: &mut Vec<FieldError>) -> AlgorithmSpec {
-        let algorithm = self.algorithm.unwrap_or_default();
-        let lazybb_fields = [
-            ("tau", self.tau.is_some()),
-            ("lambda", self.lambda.is_some()),
-            ("kappa", self.kappa.is_some()),
-            ("weak_learner", self.weak_learner.is_some()),
-            ("internal_nodes", self.internal_nodes.is_some()),
-        ];
-        let ebm_fields = [
-            ("max_bins", self.max_bins.is_some()),
-            ("learning_rate", self.learning_rate.is_some()),
-            ("epochs", self.epochs.is_some()),
-            ("max_leaves", self.max_leaves.is_some()),
-            ("binning_share", self.binning_share.is_some()),
-        ];
-        let foreign = match algorithm {
-            AlgorithmName::Lazybb => &ebm_fields,
-            AlgorithmName::DpEbm => &lazybb_fields,
-        };
-        for (field, given) in foreign {
-            if *given {
-                errors.push(FieldError::new(
-                    *field,
-                    format!("not a parameter of algorithm {}", algorithm.as_str()),
-                ));
-            }
-        }
-        match algorithm {
-            AlgorithmName::Lazybb => AlgorithmSpec::Lazybb(LazyBbSpec {
-                tau: self.tau,
-                lambda: self.lambda,
-                kappa: self.kappa,
-                weak_learner: self.weak_learner,
-                internal_nodes: self.internal_nodes,
-            }),
-            AlgorithmName::DpEbm => AlgorithmSpec::DpEbm(EbmSpec {
-                max_bins: self.max_bins,
-                learning_rate: self.learning_rate,
-                epochs: self.epochs,
-                max_leaves: self.max_leaves,
-                binning_share: self.binning_share,
-            }),
-        }
-    }
-}
-
-/// The request field a learner's parameter error is about.
-fn field_of(message: &str) -> &'static str {
-    [
-        ("(t)", "internal_nodes"),
-        ("(tau)", "tau"),
-        ("(lambda)", "lambda"),
-        ("(kappa)", "kappa"),
-        ("algorithm ", "algorithm"),
-        ("(max_bins)", "max_bins"),
-        ("(learning_rate)", "learning_rate"),
-        ("(epochs)", "epochs"),
-        ("(max_leaves)", "max_leaves"),
-        ("(binning_share)", "binning_share"),
-        ("(delta)", "delta"),
-        ("(epsilon)", "epsilon"),
-    ]
-    .into_iter()
-    .find(|(tag, _)| message.contains(tag))
-    .map_or("params", |(_, field)| field)
+    /// The learner's parameters.
+    #[serde(flatten)]
+    params: Map<String, Value>,
 }
 
 /// Check the request's own fields, before any access or budget check.
@@ -175,9 +89,16 @@ fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Budget), ApiError> {
             }
         }
     };
-    let spec = req.spec(&mut errors);
-    match budget {
-        Some(budget) if errors.is_empty() => Ok((spec, budget)),
+    let spec = AlgorithmSpec::from_fields(req.algorithm.unwrap_or_default(), req.params.clone())
+        .map_err(|problems| {
+            errors.extend(
+                problems
+                    .into_iter()
+                    .map(|p| FieldError::new(p.field, p.message)),
+            );
+        });
+    match (budget, spec) {
+        (Some(budget), Ok(spec)) if errors.is_empty() => Ok((spec, budget)),
         _ => Err(ApiError::Validation(errors)),
     }
 }
@@ -203,10 +124,9 @@ async fn prepare(
     let encoder = crate::data::Encoder::new(&schema)
         .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
     let facts = PublicFacts::new(&encoder, n);
-    let plan = spec.plan(budget, facts).map_err(|e| {
-        let message = e.to_string();
-        ApiError::Validation(vec![FieldError::new(field_of(&message), message)])
-    })?;
+    let plan = spec
+        .plan(budget, facts)
+        .map_err(|e| ApiError::Validation(vec![FieldError::new(e.field(), e.to_string())]))?;
     let charged = plan.cost.charge();
     let params = JobParams {
         spec: plan.resolved,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use privboost::data::{Encoder, LabelMode};
+use privboost::data::{Dataset, Encoder, LabelMode};
 use privboost::eval::{self, Method, MethodResult, Protocol, paper_grid};
 use privboost::learn::params;
 use privboost::privacy::{Budget, NoiseRng};
@@ -96,6 +96,61 @@ pub struct EvalArgs {
     binning_share: Option<f64>,
 }
 
+/// The schema's encoder and the data `eval` reads.
+struct EvalFiles {
+    encoder: Encoder,
+    data: Dataset,
+    test: Option<Dataset>,
+}
+
+impl EvalFiles {
+    fn load(args: &EvalArgs) -> anyhow::Result<EvalFiles> {
+        let schema = files::load_schema(&args.schema)?;
+        let encoder = Encoder::new(&schema)?;
+        let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
+        let test = match &args.test {
+            Some(path) => Some(files::load_dataset(path, &encoder, LabelMode::Required)?),
+            None => None,
+        };
+        Ok(EvalFiles {
+            encoder,
+            data,
+            test,
+        })
+    }
+
+    /// Train/test when a test file was given, else k-fold CV; and a line
+    /// describing it.
+    fn protocol(&self, args: &EvalArgs) -> (Protocol<'_>, String) {
+        match &self.test {
+            Some(test) => (
+                Protocol::TrainTest {
+                    train: &self.data,
+                    test,
+                },
+                format!(
+                    "train on {} rows, test on {} rows",
+                    self.data.n_rows(),
+                    test.n_rows()
+                ),
+            ),
+            None => (
+                Protocol::CrossValidation {
+                    data: &self.data,
+                    folds: args.folds,
+                    split_seed: args.split_seed,
+                },
+                format!(
+                    "{}-fold cross-validation on {} rows (split seed {})",
+                    args.folds,
+                    self.data.n_rows(),
+                    args.split_seed
+                ),
+            ),
+        }
+    }
+}
+
 /// `eval --algorithm NAME` for a learner other than LazyBB's grid tool:
 /// every epsilon of the list, `repeats` x folds runs each, through
 /// `eval::learners`.
@@ -118,21 +173,10 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         ..AlgorithmArgs::defaults(algorithm)
     }
     .spec()?;
-    let schema = files::load_schema(&args.schema)?;
-    let encoder = Encoder::new(&schema)?;
-    let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
-    let test = match &args.test {
-        Some(path) => Some(files::load_dataset(path, &encoder, LabelMode::Required)?),
-        None => None,
-    };
-    let protocol = match &test {
-        Some(test) => Protocol::TrainTest { train: &data, test },
-        None => Protocol::CrossValidation {
-            data: &data,
-            folds: args.folds,
-            split_seed: args.split_seed,
-        },
-    };
+    let files = EvalFiles::load(args)?;
+    let (protocol, description) = files.protocol(args);
+    let encoder = &files.encoder;
+    println!("{description}");
     let mut results = Vec::new();
     for text in &args.epsilon {
         let Some(epsilon) = parse_epsilon(text)? else {
@@ -146,7 +190,7 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         );
         let r = eval::learners::evaluate_spec(
             &protocol,
-            &encoder,
+            encoder,
             &spec,
             budget,
             args.repeats,
@@ -210,36 +254,9 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
             "WARNING: --calibration paper uses the paper's TopDown sensitivity (4 zeta), which is too small: these runs do NOT meet the stated epsilon (see docs/privacy.md). Use them only to compare with the paper's figures."
         );
     }
-    let schema = files::load_schema(&args.schema)?;
-    let encoder = Encoder::new(&schema)?;
-    let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
-    let test = match &args.test {
-        Some(path) => Some(files::load_dataset(path, &encoder, LabelMode::Required)?),
-        None => None,
-    };
-    let (protocol, description) = match &test {
-        Some(test) => (
-            Protocol::TrainTest { train: &data, test },
-            format!(
-                "train on {} rows, test on {} rows",
-                data.n_rows(),
-                test.n_rows()
-            ),
-        ),
-        None => (
-            Protocol::CrossValidation {
-                data: &data,
-                folds: args.folds,
-                split_seed: args.split_seed,
-            },
-            format!(
-                "{}-fold cross-validation on {} rows (split seed {})",
-                args.folds,
-                data.n_rows(),
-                args.split_seed
-            ),
-        ),
-    };
+    let files = EvalFiles::load(&args)?;
+    let (protocol, description) = files.protocol(&args);
+    let encoder = &files.encoder;
     let tasks = eval::task_count(&protocol, methods.len(), args.repeats);
     let bar = ProgressBar::new(tasks as u64).with_style(
         ProgressStyle::with_template("evaluating {bar:40} {pos}/{len} runs, eta {eta}")
@@ -247,7 +264,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     );
     let results = eval::evaluate(
         &protocol,
-        &encoder,
+        encoder,
         &methods,
         args.repeats,
         &|_| NoiseRng::from_os(),

@@ -57,6 +57,20 @@ impl AlgorithmName {
         Self::ALL.into_iter().find(|a| a.as_str() == name)
     }
 
+    /// The request fields of this learner's parameters (API job bodies).
+    pub fn fields(&self) -> &'static [&'static str] {
+        match self {
+            AlgorithmName::Lazybb => &["tau", "lambda", "kappa", "weak_learner", "internal_nodes"],
+            AlgorithmName::DpEbm => &[
+                "max_bins",
+                "learning_rate",
+                "epochs",
+                "max_leaves",
+                "binning_share",
+            ],
+        }
+    }
+
     /// Whether the learner can do `task`.
     pub fn supports(&self, task: Task) -> bool {
         match self {
@@ -103,6 +117,84 @@ pub enum AlgorithmSpec {
 impl Default for AlgorithmSpec {
     fn default() -> AlgorithmSpec {
         AlgorithmSpec::Lazybb(LazyBbSpec::default())
+    }
+}
+
+/// A request field that is wrong, and why (the API turns it into a 422
+/// field error).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldProblem {
+    /// The field, or `body` for an unknown field or a malformed value.
+    pub field: String,
+    /// Why.
+    pub message: String,
+}
+
+impl AlgorithmSpec {
+    /// `name`'s parameters from the flat fields of a request (the job body's
+    /// fields other than the common ones). A parameter of another learner is
+    /// refused by its name, an unknown field or a value of the wrong type as
+    /// `body`.
+    pub fn from_fields(
+        name: AlgorithmName,
+        fields: serde_json::Map<String, Value>,
+    ) -> Result<AlgorithmSpec, Vec<FieldProblem>> {
+        let mut problems = Vec::new();
+        for key in fields.keys() {
+            if name.fields().contains(&key.as_str()) {
+                continue;
+            }
+            let another = AlgorithmName::ALL
+                .iter()
+                .any(|other| other.fields().contains(&key.as_str()));
+            problems.push(if another {
+                FieldProblem {
+                    field: key.clone(),
+                    message: format!("not a parameter of algorithm {}", name.as_str()),
+                }
+            } else {
+                FieldProblem {
+                    field: "body".into(),
+                    message: format!("unknown field `{key}`"),
+                }
+            });
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let mut tagged = fields;
+        tagged.insert("algorithm".into(), name.as_str().into());
+        serde_json::from_value(Value::Object(tagged)).map_err(|e| {
+            vec![FieldProblem {
+                field: "body".into(),
+                message: e.to_string(),
+            }]
+        })
+    }
+}
+
+impl LearnError {
+    /// The request field a parameter error is about: learners name it in
+    /// parentheses in their messages (`... (kappa) ...`); `params` when none.
+    pub fn field(&self) -> &'static str {
+        let message = self.to_string();
+        [
+            ("(t)", "internal_nodes"),
+            ("(tau)", "tau"),
+            ("(lambda)", "lambda"),
+            ("(kappa)", "kappa"),
+            ("algorithm ", "algorithm"),
+            ("(max_bins)", "max_bins"),
+            ("(learning_rate)", "learning_rate"),
+            ("(epochs)", "epochs"),
+            ("(max_leaves)", "max_leaves"),
+            ("(binning_share)", "binning_share"),
+            ("(delta)", "delta"),
+            ("(epsilon)", "epsilon"),
+        ]
+        .into_iter()
+        .find(|(tag, _)| message.contains(tag))
+        .map_or("params", |(_, field)| field)
     }
 }
 
