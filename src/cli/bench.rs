@@ -64,11 +64,12 @@ fn bench_learner(
     }
     times.sort();
     println!(
-        "train {} at its defaults ({}), epsilon = {}, delta = {}, one thread: median {:.1} ms, min {:.1} ms, max {:.1} ms over {} runs",
+        "train {} at its defaults ({}), epsilon = {}, delta = {}, up to {} threads (RAYON_NUM_THREADS): median {:.1} ms, min {:.1} ms, max {:.1} ms over {} runs",
         spec.name().as_str(),
         serde_json::to_string(&plan.resolved)?,
         args.epsilon,
         args.delta,
+        rayon::current_num_threads(),
         ms(times[times.len() / 2]),
         ms(times[0]),
         ms(times[times.len() - 1]),

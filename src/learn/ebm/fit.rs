@@ -9,7 +9,8 @@
 //! data-dependent branch; the number of noise draws is fixed by the plan.
 
 use super::bins::{self, FeatureLayout, MergedBins};
-use super::model::{EbmModel, ShapeFunction, fast_sigmoid};
+use super::kernel::{self, Cuts, MAX_CUTS, Residual, Update};
+use super::model::{EbmModel, ShapeFunction};
 use super::params::EbmPlan;
 use crate::data::{Dataset, Encoder, Task};
 use crate::learn::LearnError;
@@ -17,17 +18,17 @@ use crate::privacy::{NoiseRng, exact};
 
 /// The labels as numbers: 0/1 for a classifier, the clamped value for a
 /// regressor.
-fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
+fn targets(data: &Dataset, task: Task) -> Result<Vec<f32>, LearnError> {
     match task {
         Task::Binary => {
             let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
             Ok((0..data.n_rows())
-                .map(|i| f64::from(u8::from(labels.get(i))))
+                .map(|i| f32::from(u8::from(labels.get(i))))
                 .collect())
         }
         Task::Regression { min, max } => {
             let values = data.targets.as_ref().ok_or(LearnError::NoLabels)?;
-            Ok(values.iter().map(|v| v.clamp(min, max)).collect())
+            Ok(values.iter().map(|v| v.clamp(min, max) as f32).collect())
         }
     }
 }
@@ -86,48 +87,46 @@ pub fn fit(
         Task::Binary => (0.0, 1.0),
         Task::Regression { min, max } => ((min + max) / 2.0, (max - min) / 2.0),
     };
+    let residual = match task {
+        Task::Binary => Residual::Logistic,
+        Task::Regression { .. } => Residual::Scaled {
+            inverse: (1.0 / range) as f32,
+        },
+    };
     let scale = f64::from(plan.scale);
-    let mut score = vec![start; n];
+    // Each row's score as the kernel caches it (`Residual::state_of`: `f32`
+    // lanes, `e^-F` for a classifier): a cache of the sum of the shape
+    // values, which are kept in f64.
+    let mut score = vec![residual.state_of(start); n];
     let mut values: Vec<Vec<f64>> = merged.iter().map(|m| vec![0.0; m.len()]).collect();
-    let mut leaf_of_bin: Vec<usize> = Vec::new();
-    // The last iteration's update per merged bin: applied to the scores at
-    // the start of the next iteration's pass (one pass over the rows per
+    // The last iteration's update (feature, leaves, value per leaf): applied
+    // to the scores in the next iteration's pass (one pass over the rows per
     // iteration instead of two).
-    let mut update_of_bin: Vec<f64> = Vec::new();
+    let mut last: (usize, Cuts, [f32; MAX_CUTS + 1]) = (0, Cuts::new(&[]), [0.0; MAX_CUTS + 1]);
     for epoch in 0..p.epochs {
         for (k, m) in merged.iter().enumerate() {
-            let bins_k = m.len();
-            random_leaves(bins_k, p.max_leaves as usize, rng, &mut leaf_of_bin)?;
-            let leaves = leaf_of_bin.last().map_or(1, |l| l + 1);
-            // The previous iteration's update is applied in the same pass.
-            let pending = (k > 0 || epoch > 0).then(|| {
-                let previous = if k == 0 { merged.len() - 1 } else { k - 1 };
-                (codes[previous].as_slice(), update_of_bin.as_slice())
-            });
+            let (cuts, leaf_of_bin) = random_leaves(m.len(), p.max_leaves as usize, rng)?;
+            let update = Update {
+                codes: &codes[last.0],
+                cuts: last.1,
+                values: last.2,
+            };
             let sums = noisy_leaf_sums(
-                &codes[k],
-                &leaf_of_bin,
-                leaves,
-                &mut score,
-                pending,
-                &y,
-                task,
-                range,
-                plan,
-                rng,
+                &mut score, &y, residual, &codes[k], cuts, &update, plan, rng,
             )?;
-            let mut denominators = vec![0.0; leaves];
+            let mut denominators = vec![0.0; sums.len()];
             for (b, &c) in m.counts.iter().enumerate() {
                 denominators[leaf_of_bin[b]] += c;
             }
-            update_of_bin.clear();
-            for b in 0..bins_k {
-                let l = leaf_of_bin[b];
-                // Post-processing of the noisy sum and the public counts.
-                let u = p.learning_rate * range * sums[l] / scale / denominators[l].max(1.0);
-                values[k][b] += u;
-                update_of_bin.push(u);
+            // Post-processing of the noisy sums and the public counts.
+            let mut per_leaf = [0.0f32; MAX_CUTS + 1];
+            for (l, (&s, &d)) in sums.iter().zip(&denominators).enumerate() {
+                per_leaf[l] = (p.learning_rate * range * s / scale / d.max(1.0)) as f32;
             }
+            for (v, &l) in values[k].iter_mut().zip(&leaf_of_bin) {
+                *v += f64::from(per_leaf[l]);
+            }
+            last = (k, cuts, per_leaf);
         }
         if !on_epoch(epoch + 1) {
             return Err(LearnError::Cancelled);
@@ -166,88 +165,50 @@ fn shape(f: FeatureLayout, m: MergedBins, values: Vec<f64>) -> ShapeFunction {
 
 /// Leaves of one iteration: `min(max_leaves, bins) - 1` distinct cut points
 /// drawn uniformly (exactly, from the CSPRNG) among the `bins - 1`
-/// boundaries; `leaf_of_bin[b]` is the number of cuts at or below `b`.
-fn random_leaves(
+/// boundaries; a cut at boundary `c` starts a new leaf at bin `c`, so
+/// `leaf_of_bin[b]` is the number of cuts at or below `b`.
+pub(super) fn random_leaves(
     bins: usize,
     max_leaves: usize,
     rng: &mut NoiseRng,
-    leaf_of_bin: &mut Vec<usize>,
-) -> Result<(), LearnError> {
+) -> Result<(Cuts, Vec<usize>), LearnError> {
     let mut boundaries: Vec<usize> = (1..bins).collect();
     let cuts = (max_leaves.min(bins)).saturating_sub(1);
-    let mut is_cut = vec![false; bins];
     for c in 0..cuts {
         let remaining = boundaries.len() - c;
         let pick = exact::uniform_below(rng, remaining as u128)? as usize;
         boundaries.swap(c, c + pick);
-        is_cut[boundaries[c]] = true;
     }
-    leaf_of_bin.clear();
-    let mut leaf = 0;
-    for cut in is_cut.iter().take(bins) {
-        leaf += usize::from(*cut);
-        leaf_of_bin.push(leaf);
-    }
-    Ok(())
+    let points: Vec<u16> = boundaries[..cuts].iter().map(|&b| b as u16).collect();
+    let cuts = Cuts::new(&points);
+    let leaf_of_bin = (0..bins).map(|b| cuts.leaf(b as u16)).collect();
+    Ok((cuts, leaf_of_bin))
 }
 
 /// The leaf sums of the residuals, with noise (the only access to the rows
 /// in training). Each residual is clamped to [-1, 1] (classification:
 /// `y - sigmoid(F)` already is; regression: `(y - F) / R` with `R` half the
-/// label range), rounded to the
-/// grid `1 / scale` and summed as an integer, so the sum is exact and each
-/// row moves it by at most `scale`; then discrete Gaussian noise of the
-/// plan's leaf variance is added to every leaf (sensitivity argument:
-/// `EbmParams::plan`). Returned in grid units.
+/// label range), rounded to the grid `1 / scale` and summed as an integer
+/// (`kernel::leaf_sums`, after applying the previous iteration's `update`
+/// to the scores), so the sum is exact and each row moves one leaf's sum by
+/// at most `scale`; then discrete Gaussian noise of the plan's leaf
+/// variance is added to every leaf (sensitivity argument:
+/// `EbmParams::plan`). Returned in grid units, one per leaf of `cuts`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn noisy_leaf_sums(
+    score: &mut [f32],
+    y: &[f32],
+    residual: Residual,
     codes: &[u16],
-    leaf_of_bin: &[usize],
-    leaves: usize,
-    score: &mut [f64],
-    pending: Option<(&[u16], &[f64])>,
-    y: &[f64],
-    task: Task,
-    range: f64,
+    cuts: Cuts,
+    update: &Update,
     plan: &EbmPlan,
     rng: &mut NoiseRng,
 ) -> Result<Vec<f64>, LearnError> {
-    let scale = f64::from(plan.scale);
-    // Per-bin sums first (a small table indexed by the row's bin), then per
-    // leaf: the same integers in another order, so the sum is exact.
-    let mut per_bin = vec![0i64; leaf_of_bin.len()];
-    // Round half away from zero, as an integer conversion (no libm call).
-    let to_grid = |r: f64| {
-        let g = r * scale;
-        (g + 0.5f64.copysign(g)) as i64
-    };
-    if let Some((previous, update)) = pending {
-        for (f, &c) in score.iter_mut().zip(previous) {
-            *f += update[usize::from(c)];
-        }
-    }
-    match task {
-        Task::Binary => {
-            for ((&c, &f), &t) in codes.iter().zip(score.iter()).zip(y) {
-                // In (-1, 1) already: |y - p| < 1 for y in {0, 1}.
-                let r = (t - fast_sigmoid(f)).clamp(-1.0, 1.0);
-                per_bin[usize::from(c)] += to_grid(r);
-            }
-        }
-        Task::Regression { .. } => {
-            let inverse = 1.0 / range;
-            for ((&c, &f), &t) in codes.iter().zip(score.iter()).zip(y) {
-                let r = ((t - f) * inverse).clamp(-1.0, 1.0);
-                per_bin[usize::from(c)] += to_grid(r);
-            }
-        }
-    }
-    let mut sums = vec![0i64; leaves];
-    for (b, &s) in per_bin.iter().enumerate() {
-        sums[leaf_of_bin[b]] += s;
-    }
+    let sums = kernel::leaf_sums(score, y, residual, plan.scale, codes, cuts, update);
     let (num, den) = plan.leaf_variance;
-    sums.iter()
+    sums[..=cuts.len()]
+        .iter()
         .map(|&s| {
             let z = exact::discrete_gaussian(rng, num, den)?;
             Ok((i128::from(s) + z) as f64)

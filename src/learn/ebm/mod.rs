@@ -12,6 +12,7 @@
 pub mod bins;
 pub mod file;
 pub mod fit;
+mod kernel;
 pub mod model;
 pub mod params;
 #[cfg(test)]

@@ -5,8 +5,9 @@
 
 use super::bins;
 use super::fit::noisy_leaf_sums;
+use super::kernel::{Cuts, MAX_CUTS, Residual, Update};
 use super::*;
-use crate::data::{Encoder, LabelMode, Schema, Task, read_csv};
+use crate::data::{Encoder, LabelMode, Schema, read_csv};
 use crate::learn::{AlgorithmSpec, Model, ModelEdit, Output, PublicFacts, metrics};
 use crate::privacy::{Budget, NoiseRng};
 
@@ -31,21 +32,21 @@ fn leaf_noise_has_the_planned_variance() {
     let y = vec![5.0; 100];
     let mut score = vec![5.0; 100];
     let mut rng = NoiseRng::seeded(11);
-    let task = Task::Regression {
-        min: 0.0,
-        max: 10.0,
+    let residual = Residual::Scaled { inverse: 0.1 };
+    let update = Update {
+        codes: &codes,
+        cuts: Cuts::new(&[]),
+        values: [0.0; MAX_CUTS + 1],
     };
     let draws: Vec<f64> = (0..3000)
         .flat_map(|_| {
             noisy_leaf_sums(
-                &codes,
-                &[0, 1],
-                2,
                 &mut score,
-                None,
                 &y,
-                task,
-                10.0,
+                residual,
+                &codes,
+                Cuts::new(&[1]),
+                &update,
                 &p,
                 &mut rng,
             )
@@ -72,21 +73,24 @@ fn leaf_sums_carry_the_clamped_residuals() {
     let codes: Vec<u16> = (0..1000).map(|i| (i % 2) as u16).collect();
     let y = vec![10.0; 1000];
     let mut score = vec![0.0; 1000];
-    let task = Task::Regression { min: 0.0, max: 5.0 };
     let mut rng = NoiseRng::seeded(3);
+    let update = Update {
+        codes: &codes,
+        cuts: Cuts::new(&[]),
+        values: [0.0; MAX_CUTS + 1],
+    };
     let sums = noisy_leaf_sums(
-        &codes,
-        &[0, 1],
-        2,
         &mut score,
-        None,
         &y,
-        task,
-        5.0,
+        Residual::Scaled { inverse: 0.2 },
+        &codes,
+        Cuts::new(&[1]),
+        &update,
         &p,
         &mut rng,
     )
     .unwrap();
+    assert_eq!(sums.len(), 2);
     let sigma = p.sigma_training * f64::from(p.scale);
     for s in sums {
         // 500 rows, each clamped to residual 1 = `scale` grid units.
