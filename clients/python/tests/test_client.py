@@ -12,6 +12,7 @@ import pytest
 
 import privboost
 from privboost import BudgetExceeded, Client, Forbidden, NotFound, Unauthorized, ValidationError
+from privboost.client import job_progress
 
 from conftest import DATA, REPO
 
@@ -62,6 +63,22 @@ def test_job_succeeds_with_a_model(mushroom_job):
     assert mushroom_job["state"] == "succeeded"
     assert mushroom_job["progress"]["rounds_done"] == mushroom_job["progress"]["tau"]
     assert mushroom_job["model_id"]
+
+
+def test_wait_draws_the_bar_to_the_end(analyst, mushroom_job, capsys):
+    again = analyst.wait(mushroom_job["id"], progress=True)
+    assert again["state"] == "succeeded"
+    bar = capsys.readouterr().err.split("\r")[-1]
+    tau = mushroom_job["progress"]["tau"]
+    assert bar.startswith(f"{mushroom_job['id']} succeeded: 100%"), bar
+    assert f"{tau}/{tau}" in bar
+
+
+def test_job_progress_tolerates_other_field_names():
+    assert job_progress({"progress": {"rounds_done": 3, "tau": 15}, "tau": 99}) == (3, 15)
+    assert job_progress({"rounds_done": 2, "tau": 10}) == (2, 10)
+    assert job_progress({"progress": {"steps_done": 1, "steps": 4, "unit": "epoch"}}) == (1, 4)
+    assert job_progress({"progress": None, "id": "job_x"}) == (None, None)
 
 
 def test_budget_and_ledger_are_dataframes(owner, analyst, mushroom, mushroom_job):

@@ -113,7 +113,7 @@ def test_regressor_refuses_lazybb_with_the_binary_error(binary):
 
 def test_bounds_must_be_public_or_explicitly_inferred(binary):
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(200, 3))
+    X = rng.normal(size=(3000, 3))
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ValueError, match="no public bounds for feature 'x0'.*infer_bounds=True"):
         PrivboostClassifier(binary=binary).fit(X, y)
@@ -124,7 +124,7 @@ def test_bounds_must_be_public_or_explicitly_inferred(binary):
         warnings.simplefilter("error")  # explicit bounds: no warning
         clf = PrivboostClassifier(feature_bounds=(-4, 4), epsilon=4, binary=binary).fit(X, y)
     assert clf.schema_["columns"][0] == {"name": "x0", "type": "numeric", "min": -4.0, "max": 4.0, "bins": 10}
-    assert (clf.predict(X) == y).mean() > 0.7
+    assert (clf.predict(X) == y).mean() > 0.9  # 0.99-1.0 over 15 fits
     with pytest.raises(ValueError, match="no public bounds for the target"):
         PrivboostRegressor(feature_bounds=(-4, 4), binary=binary).fit(X, X[:, 0])
 

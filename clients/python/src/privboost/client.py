@@ -77,6 +77,22 @@ def rows_to_records(rows: Rows) -> list[dict[str, Any]]:
     return [{str(k): _json_value(v) for k, v in row.items()} for row in rows]
 
 
+def job_progress(job: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(steps done, steps in all) of a job: ``progress.rounds_done`` of ``progress.tau``, falling back to the
+    job's top-level fields; None where the server sends neither (the bar then shows no total)."""
+    progress = job.get("progress") if isinstance(job.get("progress"), Mapping) else {}
+
+    def first(*names: str) -> int | None:
+        for source in (progress, job):
+            for name in names:
+                value = source.get(name)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    return int(value)
+        return None
+
+    return first("rounds_done", "steps_done", "done"), first("tau", "rounds", "steps", "total")
+
+
 class Client:
     """A connection to one privboost service with one API key.
 
@@ -307,7 +323,9 @@ class Client:
         columns = ["seq", "kind", "job_id", "epsilon", "delta", "created_at"]
         frame = pd.DataFrame(items, columns=columns)
         frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True, format="ISO8601")
-        return frame.astype({"seq": "int64", "epsilon": float, "delta": float})
+        frame = frame.astype({"seq": "int64", "epsilon": float, "delta": float})
+        frame["job_id"] = frame["job_id"].astype(object).where(frame["job_id"].notna(), None)
+        return frame
 
     def grants(self, dataset_id: str) -> list[str]:
         """The analyst key ids granted access (owner)."""
@@ -382,13 +400,16 @@ class Client:
         job_id = job if isinstance(job, str) else job["id"]
         deadline = time.monotonic() + timeout
         state = self.get_job(job_id)
-        bar = tqdm(
-            total=state["progress"]["tau"], desc=f"{job_id} {state['state']}", unit="step", disable=not progress
-        )
+        done, total = job_progress(state)
+        bar = tqdm(total=total, desc=f"{job_id} {state['state']}", unit="step", disable=not progress)
         try:
             while True:
+                done, total = job_progress(state)
+                if total is not None and bar.total != total:
+                    bar.total = total
                 bar.set_description(f"{job_id} {state['state']}", refresh=False)
-                bar.n = state["progress"]["rounds_done"]
+                if done is not None and done != bar.n:
+                    bar.update(done - bar.n)  # update(), not n=: tqdm's rate needs the increments
                 bar.refresh()
                 if state["state"] in FINAL_STATES:
                     break
@@ -428,6 +449,18 @@ class Client:
         if "vote_table" not in inspection:
             raise ValueError(f"model {model_id} has no vote table (it is not a LazyBB model)")
         return pd.DataFrame(inspection["vote_table"])
+
+    def shape_functions(self, model_id: str) -> pd.DataFrame:
+        """A DP-EBM model's shape functions as a long DataFrame: feature, importance, bin, label, count, value."""
+        inspection = self.inspect(model_id)
+        if "shapes" not in inspection:
+            raise ValueError(f"model {model_id} has no shape functions (it is not a DP-EBM model)")
+        rows = [
+            {"feature": shape["feature"], "importance": shape.get("importance"), "bin": i, **b}
+            for shape in inspection["shapes"]
+            for i, b in enumerate(shape["bins"])
+        ]
+        return pd.DataFrame(rows, columns=["feature", "importance", "bin", "label", "count", "value"])
 
     def privacy(self, model_id: str) -> dict:
         """The model's privacy statement."""
