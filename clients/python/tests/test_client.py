@@ -220,6 +220,13 @@ def test_abalone_csv_upload_dp_ebm_regression_and_edit(owner, analyst):
     job = owner.train(dataset_id, epsilon=2.0, delta=1e-6, algorithm="dp-ebm", epochs=50, progress=False)
     model = owner.get_model(job["model_id"])
     assert model["algorithm"] == "dp-ebm" and model["task"]["kind"] == "regression"
+    shapes = owner.shape_functions(job["model_id"])
+    assert list(shapes.columns) == ["feature", "importance", "bin", "label", "count", "value"]
+    features = [c["name"] for c in json.loads((DATA / "abalone" / "schema.json").read_text())["columns"]]
+    assert set(shapes["feature"]) <= set(features) and "Shell weight" in set(shapes["feature"])
+    assert (shapes.groupby("feature")["bin"].min() == 0).all() and shapes["value"].notna().all()
+    with pytest.raises(ValueError, match="not a LazyBB model"):
+        owner.vote_table(job["model_id"])
     edited = owner.make_monotone(job["model_id"], "Shell weight", increasing=True)
     assert edited["parent_id"] == job["model_id"]
     rows = pd.read_csv(DATA / "abalone" / "abalone.csv").drop(columns=["Rings"]).head(20)
