@@ -111,6 +111,14 @@ def test_regressor_refuses_lazybb_with_the_binary_error(binary):
         reg.fit(X.head(200), y.head(200))
 
 
+def test_unknown_algorithm_is_refused_by_the_binary_not_the_package(binary):
+    X, y, schema = load("mushroom", "mushroom.csv", dtype=str, keep_default_na=False)
+    with pytest.raises(BinaryError, match="nope"):
+        PrivboostClassifier(algorithm="nope", schema=schema, binary=binary).fit(X.head(100), y.head(100))
+    with pytest.raises(ValueError, match="learner's name"):
+        PrivboostClassifier(algorithm="--help", schema=schema, binary=binary).fit(X.head(100), y.head(100))
+
+
 def test_bounds_must_be_public_or_explicitly_inferred(binary):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 3))

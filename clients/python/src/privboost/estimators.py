@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -117,8 +118,11 @@ class _PrivboostBase(BaseEstimator):
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
     def _check_params(self) -> None:
-        if self.algorithm not in ("lazybb", "dp-ebm"):
-            raise ValueError(f"algorithm must be 'lazybb' or 'dp-ebm', got {self.algorithm!r}")
+        # Known learners are lazybb and dp-ebm; any other name is passed on, so that the binary or the
+        # server (which may have more learners than this package knows) accepts or refuses it.
+        if not isinstance(self.algorithm, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.algorithm):
+            raise ValueError(
+                f"algorithm must be a learner's name such as 'lazybb' or 'dp-ebm', got {self.algorithm!r}")
         _public_float(self.epsilon, "epsilon")
         if not float(self.epsilon) > 0:
             raise ValueError(f"epsilon must be > 0, got {self.epsilon!r}")
@@ -373,8 +377,9 @@ class PrivboostClassifier(ClassifierMixin, _PrivboostBase):
 
     Parameters
     ----------
-    algorithm : {"lazybb", "dp-ebm"}
-        The learner. ``dp-ebm`` needs ``delta > 0``.
+    algorithm : str
+        The learner: ``"lazybb"`` or ``"dp-ebm"`` (needs ``delta > 0``); another name is passed to the binary
+        or server as is (they refuse the learners they do not have).
     epsilon, delta : float
         The privacy cost of one ``fit`` (every fit spends it again).
     rounds, learning_rate, density, weak_learner, internal_nodes :
