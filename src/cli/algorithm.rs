@@ -80,6 +80,10 @@ pub struct AlgorithmArgs {
     /// DP-EBM: share of the budget for the private binning [default: 0.1].
     #[arg(long)]
     pub binning_share: Option<f64>,
+    /// DP-EBM regression: clip residuals to +-this, in label units
+    /// [default: a quarter of the label's public range].
+    #[arg(long)]
+    pub residual_clip: Option<f64>,
 }
 
 impl AlgorithmArgs {
@@ -96,6 +100,7 @@ impl AlgorithmArgs {
             max_bins: None,
             max_leaves: None,
             binning_share: None,
+            residual_clip: None,
         }
     }
 
@@ -113,6 +118,7 @@ impl AlgorithmArgs {
             ("--max-bins", self.max_bins.is_some()),
             ("--max-leaves", self.max_leaves.is_some()),
             ("--binning-share", self.binning_share.is_some()),
+            ("--residual-clip", self.residual_clip.is_some()),
         ];
         let foreign: &[(&str, bool)] = match name {
             AlgorithmName::Lazybb => &ebm,
@@ -142,6 +148,7 @@ impl AlgorithmArgs {
                 epochs: self.epochs,
                 max_leaves: self.max_leaves,
                 binning_share: self.binning_share,
+                residual_clip: self.residual_clip,
             })),
         }
     }

@@ -94,6 +94,10 @@ pub struct EvalArgs {
     /// DP-EBM: share of the budget for the binning [default: 0.1].
     #[arg(long)]
     binning_share: Option<f64>,
+    /// DP-EBM regression: residual clip in label units [default: a quarter
+    /// of the label's public range].
+    #[arg(long)]
+    residual_clip: Option<f64>,
 }
 
 /// The schema's encoder and the data `eval` reads.
@@ -170,6 +174,7 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         max_bins: args.max_bins,
         max_leaves: args.max_leaves,
         binning_share: args.binning_share,
+        residual_clip: args.residual_clip,
         ..AlgorithmArgs::defaults(algorithm)
     }
     .spec()?;

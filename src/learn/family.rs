@@ -67,6 +67,7 @@ impl AlgorithmName {
                 "epochs",
                 "max_leaves",
                 "binning_share",
+                "residual_clip",
             ],
         }
     }
@@ -189,6 +190,7 @@ impl LearnError {
             ("(epochs)", "epochs"),
             ("(max_leaves)", "max_leaves"),
             ("(binning_share)", "binning_share"),
+            ("(residual_clip)", "residual_clip"),
             ("(delta)", "delta"),
             ("(epsilon)", "epsilon"),
         ]
@@ -344,7 +346,19 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
 }
 
 fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
-    let plan = spec.check()?.plan(budget, facts.n_rows, facts.n_features)?;
+    let mut params = spec.check()?;
+    params.residual_clip = match (facts.task, params.residual_clip) {
+        (Task::Binary, None) => None,
+        (Task::Binary, Some(_)) => {
+            return Err(LearnError::InvalidParameter(
+                "residual clip (residual_clip) is for regression; a classifier's residuals are in (-1, 1)".into(),
+            ));
+        }
+        (Task::Regression { min, max }, clip) => {
+            Some(clip.unwrap_or_else(|| ebm::default_residual_clip(min, max)))
+        }
+    };
+    let plan = params.plan(budget, facts.n_rows, facts.n_features)?;
     Ok(Plan {
         cost: plan.cost(),
         steps: plan.params.epochs,
@@ -507,6 +521,46 @@ mod tests {
         assert!(
             spec.plan(Budget::new(1.0, 0.0).unwrap(), facts(Task::Binary))
                 .is_err()
+        );
+    }
+
+    /// A regressor's residual clip defaults to a quarter of the public label
+    /// range and is stored resolved; a classifier refuses it before any
+    /// charge; a given clip is kept.
+    #[test]
+    fn residual_clip_is_resolved_from_the_label_range() {
+        let budget = Budget::new(1.0, 1e-6).unwrap();
+        let regression = facts(Task::Regression {
+            min: 0.0,
+            max: 30.0,
+        });
+        let resolved = |spec: EbmSpec, facts| match AlgorithmSpec::DpEbm(spec)
+            .plan(budget, facts)
+            .map(|p| p.resolved)
+        {
+            Ok(AlgorithmSpec::DpEbm(s)) => Ok(s.residual_clip),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e),
+        };
+        assert_eq!(resolved(EbmSpec::default(), regression).unwrap(), Some(7.5));
+        let given = EbmSpec {
+            residual_clip: Some(2.0),
+            ..EbmSpec::default()
+        };
+        assert_eq!(resolved(given, regression).unwrap(), Some(2.0));
+        assert_eq!(
+            resolved(EbmSpec::default(), facts(Task::Binary)).unwrap(),
+            None
+        );
+        let err = resolved(given, facts(Task::Binary)).unwrap_err();
+        assert_eq!(err.field(), "residual_clip");
+        let bad = EbmSpec {
+            residual_clip: Some(-1.0),
+            ..EbmSpec::default()
+        };
+        assert_eq!(
+            resolved(bad, regression).unwrap_err().field(),
+            "residual_clip"
         );
     }
 

@@ -90,7 +90,9 @@ impl EbmStatement {
             sigma_binning: plan.sigma_binning,
             sigma_training: plan.sigma_training,
             sensitivity: format!(
-                "bin counts: L2 sensitivity sqrt(2) per feature under substitution; leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / ((max - min) / 2)) and rounded to the grid 1/{}, L2 sensitivity 2 per iteration (docs/privacy.md, \"DP-EBM (zero-concentrated DP, exact discrete Gaussian noise)\")",
+                "bin counts: L2 sensitivity sqrt(2) per feature under substitution; leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / {}, the residual clip in label units) and rounded to the grid 1/{}, L2 sensitivity 2 per iteration (docs/privacy.md, \"DP-EBM (zero-concentrated DP, exact discrete Gaussian noise)\")",
+                p.residual_clip
+                    .map_or_else(|| "c".to_owned(), |c| c.to_string()),
                 plan.scale
             ),
             sampler: format!(

@@ -35,6 +35,10 @@ pub struct EbmSpec {
     /// Share of the privacy budget (of rho) spent on the binning (0.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binning_share: Option<f64>,
+    /// Regression: residuals are clipped to +-this, in label units (a
+    /// quarter of the label's public range).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual_clip: Option<f64>,
 }
 
 /// Checked parameters (every default filled in).
@@ -50,6 +54,11 @@ pub struct EbmParams {
     pub max_leaves: u32,
     /// Share of rho for the binning.
     pub binning_share: f64,
+    /// Regression: the residual clip in label units (`None` for a
+    /// classifier, whose residuals are in (-1, 1); model files from before
+    /// this parameter read as `None` and were trained with half the range).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual_clip: Option<f64>,
 }
 
 impl EbmSpec {
@@ -62,6 +71,7 @@ impl EbmSpec {
             epochs: self.epochs.unwrap_or(300),
             max_leaves: self.max_leaves.unwrap_or(3),
             binning_share: self.binning_share.unwrap_or(0.1),
+            residual_clip: self.residual_clip,
         };
         let bad = |m: String| Err(LearnError::InvalidParameter(m));
         if !(2..=MAX_BINS).contains(&p.max_bins) {
@@ -94,6 +104,13 @@ impl EbmSpec {
                 p.binning_share
             ));
         }
+        if let Some(clip) = p.residual_clip
+            && !(clip > 0.0 && clip.is_finite())
+        {
+            return bad(format!(
+                "residual clip (residual_clip) must be a positive number, got {clip}"
+            ));
+        }
         Ok(p)
     }
 
@@ -104,6 +121,7 @@ impl EbmSpec {
             || self.epochs.is_some()
             || self.max_leaves.is_some()
             || self.binning_share.is_some()
+            || self.residual_clip.is_some()
     }
 }
 
@@ -116,6 +134,7 @@ impl EbmParams {
             epochs: Some(self.epochs),
             max_leaves: Some(self.max_leaves),
             binning_share: Some(self.binning_share),
+            residual_clip: self.residual_clip,
         }
     }
 }
