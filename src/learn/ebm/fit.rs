@@ -9,7 +9,7 @@
 //! data-dependent branch; the number of noise draws is fixed by the plan.
 
 use super::bins::{self, FeatureLayout, MergedBins};
-use super::kernel::{self, Cuts, MAX_CUTS, Residual, Update};
+use super::kernel::{self, Bin, Cuts, MAX_CUTS, Residual, Update};
 use super::model::{EbmModel, ShapeFunction};
 use super::params::EbmPlan;
 use crate::data::{Dataset, Encoder, Task};
@@ -64,14 +64,14 @@ pub fn fit(
     // Phase 1: private binning (rho_binning).
     let target = n as f64 / f64::from(p.max_bins);
     let mut merged: Vec<MergedBins> = Vec::with_capacity(layouts.len());
-    let mut codes: Vec<Vec<u16>> = Vec::with_capacity(layouts.len());
+    let mut codes: Vec<Vec<Bin>> = Vec::with_capacity(layouts.len());
     for f in &layouts {
         let base = bins::codes(data, f);
         let noisy = bins::noisy_counts(&base, f.base.len(), plan, rng)?;
         let m = bins::merge(&noisy, f.ordered, target);
         codes.push(
             base.iter()
-                .map(|&c| m.bin_of_base[usize::from(c)])
+                .map(|&c| Bin::from(m.bin_of_base[usize::from(c)]))
                 .collect(),
         );
         merged.push(m);
@@ -109,30 +109,37 @@ pub fn fit(
     // iteration instead of two).
     let mut last: (usize, Cuts, [f32; MAX_CUTS + 1]) = (0, Cuts::new(&[]), [0.0; MAX_CUTS + 1]);
     for epoch in 0..p.epochs {
-        for (k, m) in merged.iter().enumerate() {
-            let (cuts, leaf_of_bin) = random_leaves(m.len(), p.max_leaves as usize, rng)?;
-            let update = Update {
-                codes: &codes[last.0],
-                cuts: last.1,
-                values: last.2,
-            };
-            let sums = noisy_leaf_sums(
-                &mut score, &y, residual, &codes[k], cuts, &update, plan, rng,
-            )?;
-            let mut denominators = vec![0.0; sums.len()];
-            for (b, &c) in m.counts.iter().enumerate() {
-                denominators[leaf_of_bin[b]] += c;
+        // One epoch runs on rayon's pool, so that the kernel's splits of a
+        // pass are joins between pool threads rather than a hand-off from
+        // this thread to the pool for every pass (which measured 16% of the
+        // time); progress is reported from this thread between epochs.
+        rayon::scope(|_| -> Result<(), LearnError> {
+            for (k, m) in merged.iter().enumerate() {
+                let (cuts, leaf_of_bin) = random_leaves(m.len(), p.max_leaves as usize, rng)?;
+                let update = Update {
+                    codes: &codes[last.0],
+                    cuts: last.1,
+                    values: last.2,
+                };
+                let sums = noisy_leaf_sums(
+                    &mut score, &y, residual, &codes[k], cuts, &update, plan, rng,
+                )?;
+                let mut denominators = vec![0.0; sums.len()];
+                for (b, &c) in m.counts.iter().enumerate() {
+                    denominators[leaf_of_bin[b]] += c;
+                }
+                // Post-processing of the noisy sums and the public counts.
+                let mut per_leaf = [0.0f32; MAX_CUTS + 1];
+                for (l, (&s, &d)) in sums.iter().zip(&denominators).enumerate() {
+                    per_leaf[l] = (p.learning_rate * range * s / scale / d.max(1.0)) as f32;
+                }
+                for (v, &l) in values[k].iter_mut().zip(&leaf_of_bin) {
+                    *v += f64::from(per_leaf[l]);
+                }
+                last = (k, cuts, per_leaf);
             }
-            // Post-processing of the noisy sums and the public counts.
-            let mut per_leaf = [0.0f32; MAX_CUTS + 1];
-            for (l, (&s, &d)) in sums.iter().zip(&denominators).enumerate() {
-                per_leaf[l] = (p.learning_rate * range * s / scale / d.max(1.0)) as f32;
-            }
-            for (v, &l) in values[k].iter_mut().zip(&leaf_of_bin) {
-                *v += f64::from(per_leaf[l]);
-            }
-            last = (k, cuts, per_leaf);
-        }
+            Ok(())
+        })?;
         if !on_epoch(epoch + 1) {
             return Err(LearnError::Cancelled);
         }
@@ -184,9 +191,9 @@ pub(super) fn random_leaves(
         let pick = exact::uniform_below(rng, remaining as u128)? as usize;
         boundaries.swap(c, c + pick);
     }
-    let points: Vec<u16> = boundaries[..cuts].iter().map(|&b| b as u16).collect();
+    let points: Vec<Bin> = boundaries[..cuts].iter().map(|&b| b as Bin).collect();
     let cuts = Cuts::new(&points);
-    let leaf_of_bin = (0..bins).map(|b| cuts.leaf(b as u16)).collect();
+    let leaf_of_bin = (0..bins).map(|b| cuts.leaf(b as Bin)).collect();
     Ok((cuts, leaf_of_bin))
 }
 
@@ -204,7 +211,7 @@ pub(super) fn noisy_leaf_sums(
     score: &mut [f32],
     y: &[f32],
     residual: Residual,
-    codes: &[u16],
+    codes: &[Bin],
     cuts: Cuts,
     update: &Update,
     plan: &EbmPlan,

@@ -18,20 +18,26 @@
 /// Most cut points an iteration has (`MAX_LEAVES - 1`).
 pub const MAX_CUTS: usize = super::params::MAX_LEAVES as usize - 1;
 
-/// A cut point that no bin reaches (bins are `u16` below this).
-pub const NO_CUT: u16 = u16::MAX;
+/// A row's (merged) bin as the pass reads it: `i32`, so that comparing it
+/// with a cut point is one AVX2 instruction (narrower codes cost a widening
+/// and an unsigned-compare workaround per comparison, about a third of the
+/// pass's instructions).
+pub type Bin = i32;
+
+/// A cut point that no bin reaches.
+pub const NO_CUT: Bin = Bin::MAX;
 
 /// One iteration's leaves: sorted cut points padded with `NO_CUT`; a row in
 /// bin `b` is in leaf `#{j : b >= cuts[j]}`, so leaf `l` holds the bins from
 /// `cuts[l - 1]` up to `cuts[l] - 1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cuts(pub [u16; MAX_CUTS]);
+pub struct Cuts(pub [Bin; MAX_CUTS]);
 
 impl Cuts {
     /// From the cut points in any order (at most `MAX_CUTS`, each below
     /// `NO_CUT`).
-    pub fn new(points: &[u16]) -> Cuts {
-        assert!(points.len() <= MAX_CUTS && points.iter().all(|&c| c < NO_CUT));
+    pub fn new(points: &[Bin]) -> Cuts {
+        assert!(points.len() <= MAX_CUTS && points.iter().all(|&c| (0..NO_CUT).contains(&c)));
         let mut cuts = [NO_CUT; MAX_CUTS];
         cuts[..points.len()].copy_from_slice(points);
         cuts.sort_unstable();
@@ -44,7 +50,7 @@ impl Cuts {
     }
 
     /// The leaf of bin `b`.
-    pub fn leaf(&self, b: u16) -> usize {
+    pub fn leaf(&self, b: Bin) -> usize {
         self.0.iter().filter(|&&c| b >= c).count()
     }
 }
@@ -53,7 +59,7 @@ impl Cuts {
 /// row in leaf `l` of `cuts` (by its bin in `codes`) gains `values[l]`.
 #[derive(Clone, Copy)]
 pub struct Update<'a> {
-    pub codes: &'a [u16],
+    pub codes: &'a [Bin],
     pub cuts: Cuts,
     pub values: [f32; MAX_CUTS + 1],
 }
@@ -114,7 +120,7 @@ pub fn leaf_sums(
     y: &[f32],
     residual: Residual,
     scale: u32,
-    codes: &[u16],
+    codes: &[Bin],
     cuts: Cuts,
     update: &Update,
 ) -> [i64; MAX_CUTS + 1] {
@@ -169,7 +175,7 @@ struct Args<'a, 'u> {
     y: &'a [f32],
     residual: Residual,
     scale: u32,
-    codes: &'a [u16],
+    codes: &'a [Bin],
     cuts: Cuts,
     update: &'a Update<'u>,
 }
@@ -210,8 +216,8 @@ fn body<const C: usize, const LOGISTIC: bool>(args: Args) -> [i64; MAX_CUTS + 1]
         cuts,
         update,
     } = args;
-    let cuts: [u16; C] = std::array::from_fn(|j| cuts.0[j]);
-    let previous: [u16; C] = std::array::from_fn(|j| update.cuts.0[j]);
+    let cuts: [Bin; C] = std::array::from_fn(|j| cuts.0[j]);
+    let previous: [Bin; C] = std::array::from_fn(|j| update.cuts.0[j]);
     // The update's step for leaf 0, and for the leaf that starts at each cut.
     let steps = residual.steps(&update.values);
     let base = steps[0];
@@ -311,7 +317,7 @@ mod tests {
         y: &[f32],
         residual: Residual,
         scale: u32,
-        codes: &[u16],
+        codes: &[Bin],
         cuts: Cuts,
         update: &Update,
     ) -> [i64; MAX_CUTS + 1] {
@@ -359,17 +365,17 @@ mod tests {
         let mut rng = Inputs(7);
         for case in 0..40 {
             let n = 1 + rng.below(3000) as usize;
-            let bins = 1 + rng.below(40) as u16;
-            let n_cuts = rng.below(u64::from(bins).min(MAX_CUTS as u64 + 1)) as usize;
-            let points: Vec<u16> = (0..n_cuts).map(|_| 1 + rng.below(40) as u16).collect();
+            let bins = 1 + rng.below(40) as Bin;
+            let n_cuts = rng.below((bins as u64).min(MAX_CUTS as u64 + 1)) as usize;
+            let points: Vec<Bin> = (0..n_cuts).map(|_| 1 + rng.below(40) as Bin).collect();
             let cuts = Cuts::new(&points);
-            let prev_points: Vec<u16> = (0..rng.below(3))
-                .map(|_| 1 + rng.below(40) as u16)
+            let prev_points: Vec<Bin> = (0..rng.below(3))
+                .map(|_| 1 + rng.below(40) as Bin)
                 .collect();
             let mut values = [0f32; MAX_CUTS + 1];
             values.iter_mut().for_each(|v| *v = 0.2 * rng.unit() - 0.1);
-            let codes: Vec<u16> = (0..n).map(|_| rng.below(u64::from(bins)) as u16).collect();
-            let prev_codes: Vec<u16> = (0..n).map(|_| rng.below(40) as u16).collect();
+            let codes: Vec<Bin> = (0..n).map(|_| rng.below(bins as u64) as Bin).collect();
+            let prev_codes: Vec<Bin> = (0..n).map(|_| rng.below(40) as Bin).collect();
             let update = Update {
                 codes: &prev_codes,
                 cuts: Cuts::new(&prev_points),
@@ -412,11 +418,11 @@ mod tests {
         let mut rng = Inputs(11);
         let n = 256;
         let y = vec![1.0f32; n];
-        let codes: Vec<u16> = (0..n).map(|i| (i % 8) as u16).collect();
+        let codes: Vec<Bin> = (0..n).map(|i| (i % 8) as Bin).collect();
         let mut state: Vec<f32> = vec![Residual::Logistic.state_of(0.0); n];
         let mut exact = vec![0.0f64; n];
         for _ in 0..5000 {
-            let cuts = Cuts::new(&[1 + rng.below(7) as u16, 1 + rng.below(7) as u16]);
+            let cuts = Cuts::new(&[1 + rng.below(7) as Bin, 1 + rng.below(7) as Bin]);
             let mut values = [0f32; MAX_CUTS + 1];
             values
                 .iter_mut()
@@ -459,7 +465,7 @@ mod tests {
         state[2] = f32::NEG_INFINITY;
         state[3] = 0.0;
         let y = vec![1.0; n];
-        let codes = vec![0u16; n];
+        let codes: Vec<Bin> = vec![0; n];
         let update = Update {
             codes: &codes,
             cuts: Cuts::new(&[]),

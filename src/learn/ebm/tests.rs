@@ -5,7 +5,7 @@
 
 use super::bins;
 use super::fit::noisy_leaf_sums;
-use super::kernel::{Cuts, MAX_CUTS, Residual, Update};
+use super::kernel::{Bin, Cuts, MAX_CUTS, Residual, Update};
 use super::*;
 use crate::data::{Encoder, LabelMode, Schema, read_csv};
 use crate::learn::{AlgorithmSpec, Model, ModelEdit, Output, PublicFacts, metrics};
@@ -28,7 +28,7 @@ fn leaf_noise_has_the_planned_variance() {
     let expected = p.leaf_variance.0 as f64 / p.leaf_variance.1 as f64;
     let sigma = p.sigma_training * f64::from(p.scale);
     assert!((expected.sqrt() / sigma - 1.0).abs() < 1e-6);
-    let codes = vec![0u16; 100];
+    let codes: Vec<Bin> = vec![0; 100];
     let y = vec![5.0; 100];
     let mut score = vec![5.0; 100];
     let mut rng = NoiseRng::seeded(11);
@@ -70,7 +70,7 @@ fn leaf_noise_has_the_planned_variance() {
 #[test]
 fn leaf_sums_carry_the_clamped_residuals() {
     let p = plan(8.0, 1000, 1);
-    let codes: Vec<u16> = (0..1000).map(|i| (i % 2) as u16).collect();
+    let codes: Vec<Bin> = (0..1000).map(|i| i % 2).collect();
     let y = vec![10.0; 1000];
     let mut score = vec![0.0; 1000];
     let mut rng = NoiseRng::seeded(3);
