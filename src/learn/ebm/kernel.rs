@@ -410,6 +410,52 @@ mod tests {
         }
     }
 
+    /// A pass long enough to be split between threads (twice, here) gives
+    /// the reference's sums and scores: integer sums do not depend on the
+    /// order of addition.
+    #[test]
+    fn a_split_pass_matches_the_reference() {
+        let mut rng = Inputs(5);
+        let n = 4 * SPLIT_ROWS + 17;
+        let codes: Vec<Bin> = (0..n).map(|_| rng.below(32) as Bin).collect();
+        let prev_codes: Vec<Bin> = (0..n).map(|_| rng.below(32) as Bin).collect();
+        let y: Vec<f32> = (0..n)
+            .map(|_| f32::from(u8::from(rng.unit() < 0.3)))
+            .collect();
+        let start: Vec<f32> = (0..n)
+            .map(|_| Residual::Logistic.state_of(f64::from(4.0 * rng.unit() - 2.0)))
+            .collect();
+        let mut values = [0f32; MAX_CUTS + 1];
+        values.iter_mut().for_each(|v| *v = 0.2 * rng.unit() - 0.1);
+        let update = Update {
+            codes: &prev_codes,
+            cuts: Cuts::new(&[9, 20]),
+            values,
+        };
+        let cuts = Cuts::new(&[3, 17]);
+        let (mut a, mut b) = (start.clone(), start);
+        let fast = leaf_sums(
+            &mut a,
+            &y,
+            Residual::Logistic,
+            1 << 12,
+            &codes,
+            cuts,
+            &update,
+        );
+        let slow = reference(
+            &mut b,
+            &y,
+            Residual::Logistic,
+            1 << 12,
+            &codes,
+            cuts,
+            &update,
+        );
+        assert_eq!(fast, slow);
+        assert!(a == b, "the scores differ");
+    }
+
     /// The cached `e^-F` tracks the score through many passes: after 5,000
     /// passes of random updates, the probability it implies is within
     /// `1e-4` of the one from the `f64` sum of the updates, for every row.
