@@ -54,7 +54,7 @@ impl WeakLearnerArg {
 pub enum NumericFeaturesArg {
     /// One coefficient per interval literal.
     Intervals,
-    /// One coefficient on the interval's midpoint scaled to [0, 1].
+    /// One coefficient on the interval's midpoint mapped onto [-1, 1].
     Linear,
 }
 
@@ -92,7 +92,7 @@ pub struct AlgorithmArgs {
     #[arg(long)]
     pub internal_nodes: Option<u32>,
     /// DP-EBM: cyclic passes over the features [default: 300]; dp-linear:
-    /// over the blocks [default: 2].
+    /// over the blocks [default: 2 for classification, 1 for regression].
     #[arg(long)]
     pub epochs: Option<u32>,
     /// DP-EBM: target bins per feature of the private binning [default: 32].
@@ -104,7 +104,7 @@ pub struct AlgorithmArgs {
     /// DP-EBM: share of the budget for the private binning [default: 0.1].
     #[arg(long)]
     pub binning_share: Option<f64>,
-    /// dp-linear: ridge penalty in units of the gradient noise [default: 2].
+    /// dp-linear: ridge penalty in units of the gradient noise [default: 4].
     #[arg(long)]
     pub ridge: Option<f64>,
     /// dp-linear: share of the budget for the curvatures [default: 0.2].

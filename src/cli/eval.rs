@@ -82,7 +82,7 @@ pub struct EvalArgs {
     /// below are given (through the same plan and fit as `train`).
     #[arg(long, value_enum)]
     algorithm: Option<AlgorithmArg>,
-    /// DP-EBM: epochs [default: 300]; dp-linear [default: 2].
+    /// DP-EBM: epochs [default: 300]; dp-linear [default: 2, regression 1].
     #[arg(long)]
     epochs: Option<u32>,
     /// DP-EBM: target bins per feature [default: 32].
@@ -94,7 +94,7 @@ pub struct EvalArgs {
     /// DP-EBM: share of the budget for the binning [default: 0.1].
     #[arg(long)]
     binning_share: Option<f64>,
-    /// dp-linear: ridge penalty in units of the gradient noise [default: 2].
+    /// dp-linear: ridge penalty in units of the gradient noise [default: 4].
     #[arg(long)]
     ridge: Option<f64>,
     /// dp-linear: share of the budget for the curvatures [default: 0.2].

@@ -16,8 +16,8 @@
 //! - the intercept (every row, value 1);
 //! - each one-hot group: one feature per literal (value 1), or, for a numeric
 //!   interval column with [`NumericFeatures::Linear`], one feature whose value
-//!   is the row's interval midpoint scaled by the public bounds to `[0, 1]`
-//!   and centred, so in `[-1/2, 1/2]` (the column "clamped and scaled", to
+//!   is the row's interval midpoint mapped by the public bounds onto
+//!   `[-1, 1]` (the column "clamped and scaled", to
 //!   the schema's resolution), with its
 //!   `is missing` literal as a block of its own;
 //! - every other literal (booleans, thresholds, a boolean's `is missing`):
@@ -155,7 +155,13 @@ pub fn layout(encoder: &Encoder, mode: NumericFeatures) -> Vec<Block> {
                     // uncorrelated and coordinate descent converges in a
                     // few epochs (with values in [0, 1] the two directions
                     // fight, and two epochs left half the signal).
-                    let z = (((lo + hi) / 2.0 - min) / width).clamp(0.0, 1.0) - 0.5;
+                    // Onto all of [-1, 1], not [-1/2, 1/2]: the sensitivity
+                    // allows |v| <= 1, and the signal of a sum of r v (and
+                    // of a curvature, v^2) grows with |v| while the noise
+                    // does not (on Abalone, whose columns fill little of
+                    // their public ranges, halving v left the curvatures
+                    // below their noise).
+                    let z = 2.0 * (((lo + hi) / 2.0 - min) / width).clamp(0.0, 1.0) - 1.0;
                     feature.literals.push((l as u32, z));
                 }
                 blocks.push((

@@ -181,7 +181,8 @@ impl LinearModel {
                     block: block.name.clone(),
                     feature: f.name.clone(),
                     coefficient: w,
-                    per_unit: block.bounds.map(|(lo, hi)| w / (hi - lo)),
+                    // v = 2 (x - lo) / (hi - lo) - 1, so dv/dx = 2 / (hi - lo).
+                    per_unit: block.bounds.map(|(lo, hi)| 2.0 * w / (hi - lo)),
                     curvature: self.curvatures[b][j],
                 });
             }
@@ -199,13 +200,29 @@ impl LinearPredictor {
         self.task
     }
 
-    /// The linear score (logit, or value) of a row given its true literals.
+    /// A regressor's value clamped to the schema's public label range
+    /// (post-processing: it reads only the released model and public
+    /// bounds). Every label lies in the range, so clamping never increases
+    /// any row's error, and it caps the error of any prediction at the range
+    /// whatever the noise did to the coefficients: the model cannot diverge
+    /// the way an unclamped DP regression does on Abalone.
+    fn clamped(&self, raw: f64) -> f64 {
+        match self.task {
+            Task::Binary => raw,
+            Task::Regression { min, max } => raw.clamp(min, max),
+        }
+    }
+
+    /// The linear score (logit, or value) of a row given its true literals
+    /// (in increasing order): added from the base in literal order, as
+    /// [`Self::raw_all`] does, so one row predicts bit for bit as a table.
     pub fn raw(&self, active: &[u32]) -> f64 {
-        self.base
-            + active
+        self.clamped(
+            active
                 .iter()
                 .filter_map(|&l| self.delta.get(l as usize))
-                .sum::<f64>()
+                .fold(self.base, |acc, d| acc + d),
+        )
     }
 
     /// The linear score of every row of `data`.
@@ -227,6 +244,6 @@ impl LinearPredictor {
                 }
             }
         }
-        out
+        out.into_iter().map(|v| self.clamped(v)).collect()
     }
 }

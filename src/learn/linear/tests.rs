@@ -56,7 +56,7 @@ fn pure_calibration_by_hand() {
     assert!((total - 1.0).abs() < 1e-12, "{total}");
     // lambda = ridge x the gradient noise's sd (sqrt 2 x 75 residual units).
     assert!(
-        (p.lambda - 2.0 * 2f64.sqrt() * 75.0).abs() < 1e-9,
+        (p.lambda - 4.0 * 2f64.sqrt() * 75.0).abs() < 1e-9,
         "{}",
         p.lambda
     );
@@ -261,9 +261,12 @@ fn blocks_from_the_schema() {
             "t <= 5"
         ]
     );
-    // Interval midpoints 5, 15, 25 of [0, 30], scaled and centred.
+    // Interval midpoints 5, 15, 25 of [0, 30], mapped onto [-1, 1].
     let values: Vec<f64> = linear[1].features[0].literals.iter().map(|l| l.1).collect();
-    assert_eq!(values, [5.0 / 30.0 - 0.5, 0.0, 25.0 / 30.0 - 0.5]);
+    assert_eq!(
+        values,
+        [2.0 * 5.0 / 30.0 - 1.0, 0.0, 2.0 * 25.0 / 30.0 - 1.0]
+    );
     assert_eq!(shape.linear, (7, 1 + 1 + 2 + 1 + 1 + 1));
 
     let data = read_csv(
@@ -274,7 +277,10 @@ fn blocks_from_the_schema() {
     .unwrap();
     let rows = features::block_rows(&data, &linear[1]);
     assert_eq!(rows.feature, [0, 0, 1, 0]);
-    assert_eq!(rows.value, [5.0 / 30.0 - 0.5, 25.0 / 30.0 - 0.5, 0.0, 0.0]);
+    assert_eq!(
+        rows.value,
+        [2.0 * 5.0 / 30.0 - 1.0, 2.0 * 25.0 / 30.0 - 1.0, 0.0, 0.0]
+    );
     let rows = features::block_rows(&data, &blocks[1]);
     assert_eq!(rows.feature, [0, 2, 3, 1]);
     let rows = features::block_rows(&data, &blocks[5]);
@@ -419,6 +425,54 @@ fn synthetic_regression_beats_the_midpoint() {
             assert!((per_unit - 3.0).abs() < 0.5, "{per_unit}");
         }
     }
+}
+
+/// Abalone (the shipped regression set), pure epsilon = 1, the defaults:
+/// trained on four rows in five, tested on the fifth, five seeds. The mean
+/// predictor's RMSE (3.22 on the whole set) is the bar the issue sets; the
+/// 5-fold figure of docs/accuracy.md is 2.73 +- 0.11 over 50 runs, so the
+/// mean of five seeded runs below 3.0 has a margin of about five of its
+/// standard errors, and each run below 3.22. Clamping to the public label
+/// range is also checked: no prediction leaves [0, 30].
+#[test]
+fn abalone_at_epsilon_1_beats_the_mean() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/abalone");
+    let schema =
+        Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
+    let encoder = Encoder::new(&schema).unwrap();
+    let file = std::fs::File::open(root.join("abalone.csv")).unwrap();
+    let all = read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap();
+    let (train_rows, test_rows): (Vec<usize>, Vec<usize>) =
+        (0..all.n_rows()).partition(|i| i % 5 != 0);
+    let (train, test) = (all.subset(&train_rows), all.subset(&test_rows));
+    let actual = test.targets.clone().unwrap();
+    let mut rmses = Vec::new();
+    for seed in 1..=5 {
+        let plan = AlgorithmSpec::DpLinear(LinearSpec::default())
+            .plan(
+                Budget::new(1.0, 0.0).unwrap(),
+                PublicFacts::new(&encoder, train.n_rows()),
+            )
+            .unwrap();
+        let model = plan
+            .fit(&train, &encoder, &mut NoiseRng::seeded(seed), &mut |_| true)
+            .unwrap();
+        let predicted: Vec<f64> = model
+            .predictor()
+            .predict_all(&test)
+            .into_iter()
+            .map(|o| match o {
+                Output::Value(v) => v,
+                Output::Class(_) => panic!("a regressor"),
+            })
+            .collect();
+        assert!(predicted.iter().all(|v| (0.0..=30.0).contains(v)));
+        rmses.push(metrics::rmse(&predicted, &actual));
+    }
+    let (mean, _) = metrics::mean_std(&rmses);
+    eprintln!("dp-linear Abalone epsilon 1 (seeded): RMSE {rmses:?}, mean {mean:.3}");
+    assert!(rmses.iter().all(|&r| r < 3.22), "{rmses:?}");
+    assert!(mean < 3.0, "{rmses:?}");
 }
 
 #[test]
