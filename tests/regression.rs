@@ -211,6 +211,10 @@ async fn dp_linear_regression_end_to_end() {
     )
     .await;
     assert_eq!(estimate["cost"]["kind"], "zcdp", "{estimate}");
+    assert!(
+        estimate["noise"]["rho"].as_f64().unwrap() > 0.0,
+        "{estimate}"
+    );
 
     let before = s.ledger(&owner, &dataset).await;
     let request = json!({"dataset_id": dataset, "epsilon": 1.0,
@@ -224,6 +228,7 @@ async fn dp_linear_regression_end_to_end() {
     assert_eq!(estimate["params"]["epochs"], 3);
     assert_eq!(estimate["params"]["numeric_features"], "linear");
     assert!(estimate["noise"]["sigma_gradient"].as_f64().unwrap() > 0.0);
+    assert!(estimate["noise"].get("rho").is_none(), "pure: no rho");
     assert_eq!(
         s.ledger(&owner, &dataset).await,
         before,

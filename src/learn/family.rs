@@ -441,20 +441,26 @@ impl Plan {
                 "sigma_training": p.sigma_training,
                 "grid": 1.0 / f64::from(p.scale),
             }),
-            PlannedLearner::Linear(p) => json!({
-                "mechanism": format!(
-                    "dp-linear: {} on each feature's curvature once, then on each block's gradient sums, every epoch",
-                    linear::file::mechanism_of(p).name
-                ),
-                "n_rows": p.n_rows,
-                "blocks": p.blocks,
-                "iterations": p.iterations(),
-                "rho": p.rho,
-                "sigma_curvature": p.curvature_std(),
-                "sigma_gradient": p.gradient_std(),
-                "lambda": p.lambda,
-                "grid": 1.0 / f64::from(p.scale),
-            }),
+            PlannedLearner::Linear(p) => {
+                let mut noise = json!({
+                    "mechanism": format!(
+                        "dp-linear: {} on each feature's curvature once, then on each block's gradient sums, every epoch",
+                        linear::file::mechanism_of(p).name
+                    ),
+                    "n_rows": p.n_rows,
+                    "blocks": p.blocks,
+                    "iterations": p.iterations(),
+                    "sigma_curvature": p.curvature_std(),
+                    "sigma_gradient": p.gradient_std(),
+                    "lambda": p.lambda,
+                    "grid": 1.0 / f64::from(p.scale),
+                });
+                // Pure runs have no rho: the field is left out, not null.
+                if let Some(rho) = p.rho {
+                    noise["rho"] = rho.into();
+                }
+                noise
+            }
         }
     }
 
