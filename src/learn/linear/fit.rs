@@ -56,15 +56,23 @@ pub(super) fn noisy_curvatures(
     rng: &mut NoiseRng,
 ) -> Result<Vec<f64>, LearnError> {
     let s = f64::from(plan.scale);
+    curvature_sums(rows, n_features, plan.scale)
+        .into_iter()
+        .map(|c| Ok((i128::from(c) + draw(rng, plan.curvature_noise)?) as f64 / s))
+        .collect()
+}
+
+/// The exact integer curvature sums (grid units) before noise: what the
+/// sensitivity bound is about (tested under substitution in tests.rs).
+pub(super) fn curvature_sums(rows: &BlockRows, n_features: usize, scale: u32) -> Vec<i64> {
+    let s = f64::from(scale);
     let mut sums = vec![0i64; n_features + 1];
     for (&f, &v) in rows.feature.iter().zip(&rows.value) {
         let v = v.clamp(-1.0, 1.0);
-        sums[usize::from(f)] += to_grid(s * v * v);
+        sums[usize::from(f).min(n_features)] += to_grid(s * v * v);
     }
     sums.truncate(n_features);
-    sums.into_iter()
-        .map(|c| Ok((i128::from(c) + draw(rng, plan.curvature_noise)?) as f64 / s))
-        .collect()
+    sums
 }
 
 /// The noisy gradient sums of one block (residual units): the only access to
@@ -78,15 +86,28 @@ pub(super) fn noisy_gradient(
     rng: &mut NoiseRng,
 ) -> Result<Vec<f64>, LearnError> {
     let s = f64::from(plan.scale);
+    gradient_sums(rows, n_features, residual, plan.scale)
+        .into_iter()
+        .map(|g| Ok((i128::from(g) + draw(rng, plan.gradient_noise)?) as f64 / s))
+        .collect()
+}
+
+/// The exact integer gradient sums (grid units) before noise: what the
+/// sensitivity bound is about (tested under substitution in tests.rs).
+pub(super) fn gradient_sums(
+    rows: &BlockRows,
+    n_features: usize,
+    residual: &[f64],
+    scale: u32,
+) -> Vec<i64> {
+    let s = f64::from(scale);
     let mut sums = vec![0i64; n_features + 1];
     for ((&f, &v), &r) in rows.feature.iter().zip(&rows.value).zip(residual) {
         let term = (r.clamp(-1.0, 1.0) * v.clamp(-1.0, 1.0) * s).clamp(-s, s);
-        sums[usize::from(f)] += to_grid(term);
+        sums[usize::from(f).min(n_features)] += to_grid(term);
     }
     sums.truncate(n_features);
-    sums.into_iter()
-        .map(|g| Ok((i128::from(g) + draw(rng, plan.gradient_noise)?) as f64 / s))
-        .collect()
+    sums
 }
 
 /// The labels as the loss sees them: 0/1 for a classifier; for a regressor

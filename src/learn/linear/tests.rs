@@ -5,7 +5,7 @@
 //! refused.
 
 use super::features::{self, BlockRows, LinearShape};
-use super::fit::{noisy_curvatures, noisy_gradient};
+use super::fit::{curvature_sums, gradient_sums, noisy_curvatures, noisy_gradient};
 use super::*;
 use crate::data::{Encoder, LabelMode, Schema, Task, read_csv};
 use crate::learn::{AlgorithmSpec, Model, Output, PublicFacts, metrics};
@@ -227,6 +227,75 @@ fn sums_carry_the_clamped_terms() {
     assert!((g[1] + 250.0).abs() < 6.0 * sg, "{g:?}");
     assert!((c[0] - 500.0).abs() < 6.0 * sc, "{c:?} {sc}");
     assert!((c[1] - 125.0).abs() < 6.0 * sc, "{c:?}");
+}
+
+/// The sensitivity bounds of params.rs for the values as computed: replace
+/// one row of a block by another (any feature or none, any value, any
+/// residual including NaN, infinities and values far outside [-1, 1]) and
+/// the exact integer sums move by at most 2S in L1 (gradients; L2 too) and
+/// S per coordinate, 2S in L1 for a block of two or more features
+/// (curvatures), S for a one-feature block. A term not clamped, not rounded
+/// or rounded outside [-S, S] fails this.
+#[test]
+fn substitution_moves_the_sums_within_the_bounds() {
+    let scale = 1u32 << 16;
+    let s = i64::from(scale);
+    let mut rng = NoiseRng::seeded(11);
+    let mut pick =
+        |n: u64| crate::privacy::exact::uniform_below(&mut rng, u128::from(n)).unwrap() as u64;
+    let odd = [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1e300,
+        -7.5,
+        1.0,
+        -1.0,
+        0.999_999_999,
+        -0.499_999_99,
+        0.0,
+    ];
+    for trial in 0..400 {
+        let k = [1usize, 2, 5][trial % 3];
+        let n = 40;
+        let value = |p: u64| -> f64 {
+            if p.is_multiple_of(4) {
+                odd[(p / 4 % 10) as usize]
+            } else {
+                (p % 2001) as f64 / 1000.0 - 1.0
+            }
+        };
+        let mut rows = BlockRows {
+            feature: (0..n).map(|_| pick(k as u64 + 1) as u16).collect(),
+            value: (0..n).map(|_| value(pick(1 << 20))).collect(),
+        };
+        let mut residual: Vec<f64> = (0..n).map(|_| value(pick(1 << 20))).collect();
+        let g0 = gradient_sums(&rows, k, &residual, scale);
+        let c0 = curvature_sums(&rows, k, scale);
+        let i = pick(n as u64) as usize;
+        rows.feature[i] = pick(k as u64 + 1) as u16;
+        rows.value[i] = value(pick(1 << 20));
+        residual[i] = value(pick(1 << 20));
+        let g1 = gradient_sums(&rows, k, &residual, scale);
+        let c1 = curvature_sums(&rows, k, scale);
+        let l1 = |a: &[i64], b: &[i64]| a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum::<i64>();
+        let l2sq = |a: &[i64], b: &[i64]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| ((x - y) as f64).powi(2))
+                .sum::<f64>()
+        };
+        assert!(l1(&g0, &g1) <= 2 * s, "{g0:?} {g1:?}");
+        assert!(l2sq(&g0, &g1) <= (2.0 * s as f64).powi(2));
+        let s_b = if k == 1 { 1 } else { 2 };
+        assert!(l1(&c0, &c1) <= s_b * s, "{c0:?} {c1:?}");
+        assert!(l2sq(&c0, &c1) <= s_b as f64 * (s as f64).powi(2));
+        assert!(
+            c0.iter()
+                .chain(&c1)
+                .all(|&c| (0..=n as i64 * s).contains(&c))
+        );
+    }
 }
 
 #[test]
