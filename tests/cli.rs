@@ -1476,3 +1476,93 @@ fn dp_ebm_regression_train_predict_inspect_edit() {
     .error(&[&x]);
     assert!(line.contains("no per-feature shape functions"), "{line}");
 }
+
+/// dp-linear through the CLI on Adult, pure DP: a flag of another learner is
+/// refused before anything is written; train writes a version-2 file with a
+/// pure cost; inspect (text and --json) names a coefficient per literal;
+/// predict writes a class per row; an edit is refused (no shape functions).
+#[test]
+fn dp_linear_train_inspect_predict() {
+    let dir = Dir::new();
+    let model = dir.path("adult-linear.json");
+    let base = [
+        "train",
+        "--algorithm",
+        "dp-linear",
+        "--data",
+        "data/adult/adult-train.csv",
+        "--schema",
+        "data/adult/schema.json",
+        "--epsilon",
+        "1",
+        "--out",
+        arg(&model),
+    ];
+    let mut foreign = base.to_vec();
+    foreign.extend(["--max-bins", "8"]);
+    let line = privboost(foreign).error(&[&model]);
+    assert!(
+        line.contains("--max-bins is not a parameter of --algorithm dp-linear"),
+        "{line}"
+    );
+    let mut bad = base.to_vec();
+    bad.extend(["--ridge", "0"]);
+    let line = privboost(bad).error(&[&model]);
+    assert!(line.contains("ridge"), "{line}");
+
+    privboost(base).success();
+    let json = read_json(&model);
+    assert_eq!(json["version"], 2);
+    assert_eq!(json["algorithm"], "dp-linear");
+    assert_eq!(json["task"]["kind"], "binary");
+    assert_eq!(json["privacy"]["epsilon"], 1.0);
+    assert_eq!(json["privacy"]["delta"], 0.0);
+    assert_eq!(json["privacy"]["mechanisms"][0], "discrete-laplace");
+
+    let run = privboost(["inspect", arg(&model)]).success();
+    assert!(run.stdout.contains("Intercept"), "{}", run.context());
+    assert!(
+        run.stdout.contains("marital-status == Married-civ-spouse"),
+        "{}",
+        run.context()
+    );
+    let run = privboost(["inspect", arg(&model), "--json"]).success();
+    let inspected: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(inspected["algorithm"], "dp-linear");
+    let coefficients = inspected["inspection"]["coefficients"].as_array().unwrap();
+    assert_eq!(coefficients.len(), 162, "one per literal of Adult");
+    assert!(
+        coefficients
+            .iter()
+            .all(|c| c["feature"].is_string() && c["coefficient"].as_f64().unwrap().is_finite()),
+        "{coefficients:?}"
+    );
+    assert!(inspected["inspection"]["intercept"].is_number());
+
+    let out = dir.path("predictions.csv");
+    privboost([
+        "predict",
+        "--model",
+        arg(&model),
+        "--data",
+        "data/adult/adult-test.csv",
+        "--out",
+        arg(&out),
+    ])
+    .success();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 16_281 + 1);
+
+    let x = dir.path("x.json");
+    let line = privboost([
+        "edit",
+        arg(&model),
+        "--feature",
+        "age",
+        "--increasing",
+        "--out",
+        arg(&x),
+    ])
+    .error(&[&x]);
+    assert!(line.contains("no per-feature shape functions"), "{line}");
+}

@@ -5,6 +5,7 @@
 use anyhow::bail;
 use clap::Args;
 use privboost::learn::ebm::EbmSpec;
+use privboost::learn::linear::{LinearSpec, NumericFeatures};
 use privboost::learn::params::WeakLearnerName;
 use privboost::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec};
 
@@ -15,6 +16,8 @@ pub enum AlgorithmArg {
     Lazybb,
     /// DP-EBM: differentially private explainable boosting (needs --delta > 0).
     DpEbm,
+    /// dp-linear: DP logistic / linear regression (pure DP with --delta 0).
+    DpLinear,
 }
 
 impl AlgorithmArg {
@@ -22,6 +25,7 @@ impl AlgorithmArg {
         match self {
             AlgorithmArg::Lazybb => AlgorithmName::Lazybb,
             AlgorithmArg::DpEbm => AlgorithmName::DpEbm,
+            AlgorithmArg::DpLinear => AlgorithmName::DpLinear,
         }
     }
 }
@@ -45,6 +49,25 @@ impl WeakLearnerArg {
     }
 }
 
+/// How dp-linear uses numeric interval columns, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NumericFeaturesArg {
+    /// One coefficient per interval literal.
+    Intervals,
+    /// One coefficient on the interval's midpoint mapped onto [-1, 1].
+    Linear,
+}
+
+impl NumericFeaturesArg {
+    /// The library's value.
+    pub fn value(self) -> NumericFeatures {
+        match self {
+            NumericFeaturesArg::Intervals => NumericFeatures::Intervals,
+            NumericFeaturesArg::Linear => NumericFeatures::Linear,
+        }
+    }
+}
+
 /// Learner flags of `train`.
 #[derive(Debug, Args)]
 pub struct AlgorithmArgs {
@@ -55,7 +78,7 @@ pub struct AlgorithmArgs {
     #[arg(long)]
     pub rounds: Option<u32>,
     /// Learning rate: LazyBB's lambda in (0, 1) [default: 0.25]; DP-EBM's
-    /// in (0, 1] [default: 0.01].
+    /// in (0, 1] [default: 0.01]; dp-linear's step in (0, 2] [default: 1].
     #[arg(long)]
     pub learning_rate: Option<f64>,
     /// LazyBB: density kappa in (0, 1) [default: 0.25].
@@ -68,7 +91,8 @@ pub struct AlgorithmArgs {
     /// [default: from the TopDown default rule].
     #[arg(long)]
     pub internal_nodes: Option<u32>,
-    /// DP-EBM: cyclic passes over the features [default: 300].
+    /// DP-EBM: cyclic passes over the features [default: 300]; dp-linear:
+    /// over the blocks [default: 2 for classification, 1 for regression].
     #[arg(long)]
     pub epochs: Option<u32>,
     /// DP-EBM: target bins per feature of the private binning [default: 32].
@@ -84,6 +108,16 @@ pub struct AlgorithmArgs {
     /// [default: a quarter of the label's public range].
     #[arg(long)]
     pub residual_clip: Option<f64>,
+    /// dp-linear: ridge penalty in units of the gradient noise [default: 4].
+    #[arg(long)]
+    pub ridge: Option<f64>,
+    /// dp-linear: share of the budget for the curvatures [default: 0.2].
+    #[arg(long)]
+    pub curvature_share: Option<f64>,
+    /// dp-linear: numeric interval columns as `intervals` or `linear`
+    /// [default: intervals for classification, linear for regression].
+    #[arg(long, value_enum)]
+    pub numeric_features: Option<NumericFeaturesArg>,
 }
 
 impl AlgorithmArgs {
@@ -101,6 +135,9 @@ impl AlgorithmArgs {
             max_leaves: None,
             binning_share: None,
             residual_clip: None,
+            ridge: None,
+            curvature_share: None,
+            numeric_features: None,
         }
     }
 
@@ -114,15 +151,21 @@ impl AlgorithmArgs {
             ("--internal-nodes", self.internal_nodes.is_some()),
         ];
         let ebm = [
-            ("--epochs", self.epochs.is_some()),
             ("--max-bins", self.max_bins.is_some()),
             ("--max-leaves", self.max_leaves.is_some()),
             ("--binning-share", self.binning_share.is_some()),
             ("--residual-clip", self.residual_clip.is_some()),
         ];
-        let foreign: &[(&str, bool)] = match name {
-            AlgorithmName::Lazybb => &ebm,
-            AlgorithmName::DpEbm => &lazybb,
+        let linear = [
+            ("--ridge", self.ridge.is_some()),
+            ("--curvature-share", self.curvature_share.is_some()),
+            ("--numeric-features", self.numeric_features.is_some()),
+        ];
+        let epochs = [("--epochs", self.epochs.is_some())];
+        let foreign: Vec<&(&str, bool)> = match name {
+            AlgorithmName::Lazybb => ebm.iter().chain(&linear).chain(&epochs).collect(),
+            AlgorithmName::DpEbm => lazybb.iter().chain(&linear).collect(),
+            AlgorithmName::DpLinear => lazybb.iter().chain(&ebm).collect(),
         };
         if let Some((flag, _)) = foreign.iter().find(|(_, given)| *given) {
             bail!("{flag} is not a parameter of --algorithm {}", name.as_str());
@@ -149,6 +192,13 @@ impl AlgorithmArgs {
                 max_leaves: self.max_leaves,
                 binning_share: self.binning_share,
                 residual_clip: self.residual_clip,
+            })),
+            AlgorithmName::DpLinear => Ok(AlgorithmSpec::DpLinear(LinearSpec {
+                epochs: self.epochs,
+                learning_rate: self.learning_rate,
+                ridge: self.ridge,
+                curvature_share: self.curvature_share,
+                numeric_features: self.numeric_features.map(NumericFeaturesArg::value),
             })),
         }
     }

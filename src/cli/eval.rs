@@ -82,7 +82,7 @@ pub struct EvalArgs {
     /// below are given (through the same plan and fit as `train`).
     #[arg(long, value_enum)]
     algorithm: Option<AlgorithmArg>,
-    /// DP-EBM: epochs [default: 300].
+    /// DP-EBM: epochs [default: 300]; dp-linear [default: 2, regression 1].
     #[arg(long)]
     epochs: Option<u32>,
     /// DP-EBM: target bins per feature [default: 32].
@@ -98,6 +98,15 @@ pub struct EvalArgs {
     /// of the label's public range].
     #[arg(long)]
     residual_clip: Option<f64>,
+    /// dp-linear: ridge penalty in units of the gradient noise [default: 4].
+    #[arg(long)]
+    ridge: Option<f64>,
+    /// dp-linear: share of the budget for the curvatures [default: 0.2].
+    #[arg(long)]
+    curvature_share: Option<f64>,
+    /// dp-linear: numeric interval columns as `intervals` or `linear`.
+    #[arg(long, value_enum)]
+    numeric_features: Option<super::algorithm::NumericFeaturesArg>,
 }
 
 /// The schema's encoder and the data `eval` reads.
@@ -175,6 +184,9 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         max_leaves: args.max_leaves,
         binning_share: args.binning_share,
         residual_clip: args.residual_clip,
+        ridge: args.ridge,
+        curvature_share: args.curvature_share,
+        numeric_features: args.numeric_features,
         ..AlgorithmArgs::defaults(algorithm)
     }
     .spec()?;

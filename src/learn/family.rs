@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::ebm::{self, EbmFile, EbmPlan, EbmSpec};
+use super::linear::{self, LinearFile, LinearPlan, LinearShape, LinearSpec};
 use super::model::LazyBbModel;
 use super::params::{
     Calibration, SensitivityBound, ValidLazyBbParams, WeakLearnerKind, WeakLearnerName,
@@ -38,17 +39,24 @@ pub enum AlgorithmName {
     Lazybb,
     /// DP-EBM: differentially private explainable boosting.
     DpEbm,
+    /// dp-linear: DP logistic and linear regression on the literals.
+    DpLinear,
 }
 
 impl AlgorithmName {
     /// Every learner, in the order the docs list them.
-    pub const ALL: [AlgorithmName; 2] = [AlgorithmName::Lazybb, AlgorithmName::DpEbm];
+    pub const ALL: [AlgorithmName; 3] = [
+        AlgorithmName::Lazybb,
+        AlgorithmName::DpEbm,
+        AlgorithmName::DpLinear,
+    ];
 
     /// The name as written in requests and files.
     pub fn as_str(&self) -> &'static str {
         match self {
             AlgorithmName::Lazybb => "lazybb",
             AlgorithmName::DpEbm => "dp-ebm",
+            AlgorithmName::DpLinear => "dp-linear",
         }
     }
 
@@ -69,6 +77,13 @@ impl AlgorithmName {
                 "binning_share",
                 "residual_clip",
             ],
+            AlgorithmName::DpLinear => &[
+                "epochs",
+                "learning_rate",
+                "ridge",
+                "curvature_share",
+                "numeric_features",
+            ],
         }
     }
 
@@ -76,7 +91,7 @@ impl AlgorithmName {
     pub fn supports(&self, task: Task) -> bool {
         match self {
             AlgorithmName::Lazybb => matches!(task, Task::Binary),
-            AlgorithmName::DpEbm => true,
+            AlgorithmName::DpEbm | AlgorithmName::DpLinear => true,
         }
     }
 }
@@ -113,6 +128,8 @@ pub enum AlgorithmSpec {
     Lazybb(LazyBbSpec),
     /// DP-EBM.
     DpEbm(EbmSpec),
+    /// dp-linear.
+    DpLinear(LinearSpec),
 }
 
 impl Default for AlgorithmSpec {
@@ -191,6 +208,9 @@ impl LearnError {
             ("(max_leaves)", "max_leaves"),
             ("(binning_share)", "binning_share"),
             ("(residual_clip)", "residual_clip"),
+            ("(ridge)", "ridge"),
+            ("(curvature_share)", "curvature_share"),
+            ("(numeric_features)", "numeric_features"),
             ("(delta)", "delta"),
             ("(epsilon)", "epsilon"),
         ]
@@ -210,6 +230,8 @@ pub struct PublicFacts {
     /// DP-EBM's features of the schema (one per one-hot column, one per other
     /// literal).
     pub n_features: usize,
+    /// dp-linear's blocks of the schema (counts only).
+    pub linear: LinearShape,
 }
 
 impl PublicFacts {
@@ -219,6 +241,7 @@ impl PublicFacts {
             n_rows,
             task: encoder.schema().task(),
             n_features: ebm::bins::layout(encoder).len(),
+            linear: LinearShape::new(encoder),
         }
     }
 }
@@ -244,6 +267,7 @@ enum PlannedLearner {
         calibration: Calibration,
     },
     Ebm(EbmPlan),
+    Linear(LinearPlan),
 }
 
 impl AlgorithmSpec {
@@ -252,6 +276,7 @@ impl AlgorithmSpec {
         match self {
             AlgorithmSpec::Lazybb(_) => AlgorithmName::Lazybb,
             AlgorithmSpec::DpEbm(_) => AlgorithmName::DpEbm,
+            AlgorithmSpec::DpLinear(_) => AlgorithmName::DpLinear,
         }
     }
 
@@ -270,6 +295,7 @@ impl AlgorithmSpec {
         match *self {
             AlgorithmSpec::Lazybb(spec) => plan_lazybb(spec, budget, facts),
             AlgorithmSpec::DpEbm(spec) => plan_ebm(spec, budget, facts),
+            AlgorithmSpec::DpLinear(spec) => plan_linear(spec, budget, facts),
         }
     }
 }
@@ -368,6 +394,19 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
     })
 }
 
+fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+    let plan = spec
+        .check(facts.task)?
+        .plan(budget, facts.n_rows, &facts.linear)?;
+    Ok(Plan {
+        cost: plan.cost(),
+        steps: plan.params.epochs,
+        resolved: AlgorithmSpec::DpLinear(plan.params.to_spec()),
+        defaults_used: !spec.any_given(),
+        learner: PlannedLearner::Linear(plan),
+    })
+}
+
 impl Plan {
     /// The algorithm planned.
     pub fn algorithm(&self) -> AlgorithmName {
@@ -416,6 +455,26 @@ impl Plan {
                 "sigma_training": p.sigma_training,
                 "grid": 1.0 / f64::from(p.scale),
             }),
+            PlannedLearner::Linear(p) => {
+                let mut noise = json!({
+                    "mechanism": format!(
+                        "dp-linear: {} on each feature's curvature once, then on each block's gradient sums, every epoch",
+                        linear::file::mechanism_of(p).name
+                    ),
+                    "n_rows": p.n_rows,
+                    "blocks": p.blocks,
+                    "iterations": p.iterations(),
+                    "sigma_curvature": p.curvature_std(),
+                    "sigma_gradient": p.gradient_std(),
+                    "lambda": p.lambda,
+                    "grid": 1.0 / f64::from(p.scale),
+                });
+                // Pure runs have no rho: the field is left out, not null.
+                if let Some(rho) = p.rho {
+                    noise["rho"] = rho.into();
+                }
+                noise
+            }
         }
     }
 
@@ -450,6 +509,15 @@ impl Plan {
                     model,
                 )?))
             }
+            PlannedLearner::Linear(plan) => {
+                let model = linear::fit::fit(data, encoder, plan, rng, on_step)?;
+                Ok(Model::Linear(LinearFile::new(
+                    encoder,
+                    plan,
+                    self.defaults_used,
+                    model,
+                )?))
+            }
         }
     }
 }
@@ -464,6 +532,10 @@ mod tests {
             n_rows: 32_561,
             task,
             n_features: 14,
+            linear: LinearShape {
+                intervals: (15, 28),
+                linear: (15, 28),
+            },
         }
     }
 

@@ -20,6 +20,7 @@
 pub mod ebm;
 pub mod family;
 pub mod lazybb;
+pub mod linear;
 pub mod metrics;
 pub mod trained;
 

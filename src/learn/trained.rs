@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::LearnError;
 use super::ebm::{self, EbmFile, EbmPredictor, sigmoid};
 use super::inspect::{Inspection, inspect};
+use super::linear::{self, LinearFile, LinearInspection, LinearPredictor};
 use super::model::{LazyBbModel, MODEL_FORMAT, Prediction, Predictor};
 use crate::data::{Dataset, Encoder, Schema, Task};
 
@@ -23,6 +24,8 @@ pub enum Model {
     LazyBb(LazyBbModel),
     /// DP-EBM (model file version 2).
     Ebm(EbmFile),
+    /// dp-linear (model file version 2).
+    Linear(LinearFile),
 }
 
 /// One prediction of any model.
@@ -64,6 +67,8 @@ pub enum ModelPredictor {
     LazyBb(Predictor),
     /// DP-EBM's folded shape functions.
     Ebm(EbmPredictor),
+    /// dp-linear's folded coefficients.
+    Linear(LinearPredictor),
 }
 
 /// A classifier's output from its logit: probability `sigmoid(logit)`,
@@ -79,7 +84,12 @@ fn from_logit(logit: f64) -> Prediction {
 }
 
 fn ebm_output(p: &EbmPredictor, raw: f64) -> Output {
-    match p.task() {
+    output_of(p.task(), raw)
+}
+
+/// A logit (classification) or a value (regression) as an output.
+fn output_of(task: Task, raw: f64) -> Output {
+    match task {
         Task::Binary => Output::Class(from_logit(raw)),
         Task::Regression { .. } => Output::Value(raw),
     }
@@ -92,6 +102,7 @@ impl ModelPredictor {
         match self {
             ModelPredictor::LazyBb(p) => Output::Class(p.prediction(p.vote_sum(active))),
             ModelPredictor::Ebm(p) => ebm_output(p, p.raw(active)),
+            ModelPredictor::Linear(p) => output_of(p.task(), p.raw(active)),
         }
     }
 
@@ -108,6 +119,11 @@ impl ModelPredictor {
                 .into_iter()
                 .map(|raw| ebm_output(p, raw))
                 .collect(),
+            ModelPredictor::Linear(p) => p
+                .raw_all(data)
+                .into_iter()
+                .map(|raw| output_of(p.task(), raw))
+                .collect(),
         }
     }
 }
@@ -120,6 +136,8 @@ pub enum ModelInspection {
     LazyBb(Inspection),
     /// DP-EBM's shape functions and importances.
     Ebm(EbmInspection),
+    /// dp-linear's coefficients per literal (or numeric column).
+    Linear(LinearInspection),
 }
 
 /// DP-EBM's inspection: per-feature shape functions with their bins and the
@@ -212,6 +230,7 @@ impl ModelInspection {
         match self {
             ModelInspection::LazyBb(i) => i.to_text(),
             ModelInspection::Ebm(i) => i.to_text(),
+            ModelInspection::Linear(i) => i.to_text(),
         }
     }
 }
@@ -230,6 +249,7 @@ impl Model {
             Some(1) => Ok(Model::LazyBb(LazyBbModel::from_json(text)?)),
             Some(2) => match value.get("algorithm").and_then(Value::as_str) {
                 Some(ebm::file::ALGORITHM) => Ok(Model::Ebm(EbmFile::from_value(value)?)),
+                Some(linear::file::ALGORITHM) => Ok(Model::Linear(LinearFile::from_value(value)?)),
                 other => Err(LearnError::ModelFormat(format!(
                     "unknown algorithm {other:?} in a version-2 model file"
                 ))),
@@ -249,6 +269,8 @@ impl Model {
             Model::LazyBb(m) => m.to_json(),
             // Invariant: plain values, strings, vectors and derived structs.
             Model::Ebm(f) => serde_json::to_string_pretty(f).expect("model serialises"),
+            // Invariant: as above.
+            Model::Linear(f) => serde_json::to_string_pretty(f).expect("model serialises"),
         }
     }
 
@@ -257,6 +279,7 @@ impl Model {
         match self {
             Model::LazyBb(_) => "lazybb",
             Model::Ebm(_) => ebm::file::ALGORITHM,
+            Model::Linear(_) => linear::file::ALGORITHM,
         }
     }
 
@@ -265,6 +288,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => &m.schema,
             Model::Ebm(f) => &f.schema,
+            Model::Linear(f) => &f.schema,
         }
     }
 
@@ -283,6 +307,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => m.job_id = Some(job_id),
             Model::Ebm(f) => f.job_id = Some(job_id),
+            Model::Linear(f) => f.job_id = Some(job_id),
         }
     }
 
@@ -296,6 +321,12 @@ impl Model {
                 v["defaults_used"] = f.defaults_used.into();
                 v
             }
+            Model::Linear(f) => {
+                let mut v = serde_json::to_value(f.params).unwrap_or(Value::Null);
+                v["algorithm"] = linear::file::ALGORITHM.into();
+                v["defaults_used"] = f.defaults_used.into();
+                v
+            }
         }
     }
 
@@ -304,6 +335,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => serde_json::to_value(&m.privacy).unwrap_or(Value::Null),
             Model::Ebm(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
+            Model::Linear(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
         }
     }
 
@@ -312,6 +344,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
             Model::Ebm(f) => ModelPredictor::Ebm(f.model.predictor(f.task, f.literals.len())),
+            Model::Linear(f) => ModelPredictor::Linear(f.model.predictor(f.task, f.literals.len())),
         }
     }
 
@@ -322,7 +355,7 @@ impl Model {
     pub fn edited(&self, edit: &ModelEdit) -> Result<Model, LearnError> {
         match self {
             Model::Ebm(f) => Ok(Model::Ebm(f.edited(edit)?)),
-            Model::LazyBb(_) => Err(LearnError::InvalidParameter(format!(
+            Model::LazyBb(_) | Model::Linear(_) => Err(LearnError::InvalidParameter(format!(
                 "a {} model has no per-feature shape functions to edit ({} edits are for dp-ebm models)",
                 self.algorithm(),
                 match edit {
@@ -338,6 +371,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => ModelInspection::LazyBb(inspect(m, encoder)),
             Model::Ebm(f) => ModelInspection::Ebm(EbmInspection::new(f, encoder)),
+            Model::Linear(f) => ModelInspection::Linear(f.model.inspect()),
         }
     }
 }

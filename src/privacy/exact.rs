@@ -208,6 +208,25 @@ pub fn discrete_laplace(rng: &mut NoiseRng, num: u128, den: u128) -> Result<i128
     }
 }
 
+/// Discrete Laplace noise added to a released sum (the geometric mechanism):
+/// [`discrete_laplace`], recorded as the additive mechanism in test builds
+/// (report-noisy-max calls [`discrete_laplace`] directly and is recorded as
+/// itself).
+///
+/// # Privacy
+///
+/// As [`discrete_laplace`]: adding it to an integer query of L1 sensitivity
+/// `k` is `k / scale`-DP (used by dp-linear's pure-DP runs).
+pub fn additive_discrete_laplace(
+    rng: &mut NoiseRng,
+    num: u128,
+    den: u128,
+) -> Result<i128, PrivacyError> {
+    #[cfg(test)]
+    super::mechanisms::record(super::mechanisms::DISCRETE_LAPLACE);
+    discrete_laplace(rng, num, den)
+}
+
 /// Discrete Gaussian with variance parameter `sigma^2 = sigma2_num / sigma2_den > 0`:
 /// `P(x) ∝ exp(-x^2 / (2 sigma^2))` for every integer `x` (CKS20 Algorithm 3).
 ///

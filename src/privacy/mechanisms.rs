@@ -43,8 +43,21 @@ pub const DISCRETE_GAUSSIAN: Mechanism = Mechanism {
     docs: "docs/privacy.md, \"Exact samplers (CKS20)\"",
 };
 
+/// Additive exact discrete Laplace noise, the geometric mechanism
+/// (`privacy::exact::additive_discrete_laplace`): dp-linear's pure-DP sums.
+pub const DISCRETE_LAPLACE: Mechanism = Mechanism {
+    id: "discrete-laplace",
+    name: "additive exact discrete Laplace noise",
+    sampler: "exact discrete Laplace draws (Canonne-Kamath-Steinke 2020, Algorithm 2, in integer arithmetic only)",
+    docs: "docs/privacy.md, \"DP linear models (dp-linear)\"",
+};
+
 /// Every mechanism the code can run.
-pub const ALL: &[Mechanism] = &[REPORT_NOISY_MAX_LAPLACE, DISCRETE_GAUSSIAN];
+pub const ALL: &[Mechanism] = &[
+    REPORT_NOISY_MAX_LAPLACE,
+    DISCRETE_GAUSSIAN,
+    DISCRETE_LAPLACE,
+];
 
 /// Where all noise comes from, whatever the mechanism.
 pub const RANDOMNESS: &str =

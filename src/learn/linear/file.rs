@@ -1,0 +1,205 @@
+//! The dp-linear model file: the version-2 envelope (format, version,
+//! algorithm, task) around the parameters, the privacy statement, the schema
+//! and the model.
+
+use serde::{Deserialize, Serialize};
+
+use super::model::LinearModel;
+use super::params::{LinearParams, LinearPlan, Noise};
+use crate::data::{Encoder, Schema, Task};
+use crate::learn::LearnError;
+use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
+use crate::privacy::mechanisms::{self, Mechanism};
+
+/// The envelope version of the newer learners' files.
+pub const FILE_VERSION: u32 = 2;
+/// The `algorithm` field of a dp-linear file.
+pub const ALGORITHM: &str = "dp-linear";
+
+/// The privacy statement of a dp-linear model (SPEC §6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinearStatement {
+    /// Total epsilon charged.
+    pub epsilon: f64,
+    /// Total delta charged.
+    pub delta: f64,
+    /// The neighbouring relation.
+    pub neighbouring: String,
+    /// Training rows (public under substitution).
+    pub n_rows: usize,
+    /// How the releases compose (and convert).
+    pub accounting: String,
+    /// Total rho, for a zCDP run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    /// The split between the curvature release and the gradient releases.
+    pub budget_split: String,
+    /// What is released, with which noise.
+    pub mechanism: String,
+    /// Noise standard deviation on each curvature (rows).
+    pub sigma_curvature: f64,
+    /// Noise standard deviation on each gradient sum (residual units).
+    pub sigma_gradient: f64,
+    /// The sensitivity argument in one line.
+    pub sensitivity: String,
+    /// How the noise is sampled.
+    pub sampler: String,
+    /// The ids of the mechanisms the run called (`privacy::mechanisms`).
+    pub mechanisms: Vec<String>,
+    /// The software that trained the model.
+    pub software_version: String,
+}
+
+/// The mechanism of a plan's noise.
+pub fn mechanism_of(plan: &LinearPlan) -> Mechanism {
+    match plan.gradient_noise {
+        Noise::Laplace { .. } => mechanisms::DISCRETE_LAPLACE,
+        Noise::Gaussian { .. } => mechanisms::DISCRETE_GAUSSIAN,
+    }
+}
+
+impl LinearStatement {
+    fn new(plan: &LinearPlan, task: Task) -> LinearStatement {
+        let p = plan.params;
+        let m = mechanism_of(plan);
+        let (epsilon, delta) = (plan.budget.epsilon(), plan.budget.delta());
+        let accounting = match plan.rho {
+            None => format!(
+                "pure DP by basic composition: the curvature release and the {} gradient releases ({} epochs x {} blocks) sum to epsilon = {epsilon}",
+                plan.iterations(),
+                p.epochs,
+                plan.blocks
+            ),
+            Some(rho) => format!(
+                "zero-concentrated DP: the curvature release and the {} gradient releases ({} epochs x {} blocks) compose additively to rho = {rho:.6e}, which implies ({epsilon}, {delta})-DP by the conversion of Canonne, Kamath and Steinke 2020 (Cor. 13)",
+                plan.iterations(),
+                p.epochs,
+                plan.blocks
+            ),
+        };
+        LinearStatement {
+            epsilon,
+            delta,
+            neighbouring: "substitution of one row; the row count n is public".into(),
+            n_rows: plan.n_rows,
+            accounting,
+            rho: plan.rho,
+            budget_split: format!(
+                "{}% to the curvatures, the rest equally over the gradient releases",
+                p.curvature_share * 100.0
+            ),
+            mechanism: format!(
+                "dp-linear ({} regression on the schema's literals, numeric columns as {}): noisy curvature of every feature once, then cyclic block Newton steps, each block's gradient sums released with {}",
+                match task {
+                    Task::Binary => "logistic",
+                    Task::Regression { .. } => "linear",
+                },
+                p.numeric_features.as_str(),
+                m.cited()
+            ),
+            sigma_curvature: plan.curvature_std(),
+            sigma_gradient: plan.gradient_std(),
+            sensitivity: format!(
+                "a row has at most one feature per block, of value in [-1, 1]; residuals clamped to [-1, 1] (regression: (y - F) / ((max - min) / 2)) and every term rounded to the grid 1/{}: each gradient release has L1 and L2 sensitivity 2, the curvature release L1 {} and L2 sqrt({}) (docs/privacy.md, \"DP linear models (dp-linear)\")",
+                plan.scale, plan.curvature_sensitivity, plan.curvature_sensitivity
+            ),
+            sampler: format!(
+                "{}; scales and variances are rationals rounded up",
+                mechanisms::sampler_text(&[m])
+            ),
+            mechanisms: vec![m.id.to_owned()],
+            software_version: SOFTWARE_VERSION.into(),
+        }
+    }
+}
+
+/// A dp-linear model file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinearFile {
+    /// Always [`MODEL_FORMAT`].
+    pub format: String,
+    /// Always [`FILE_VERSION`].
+    pub version: u32,
+    /// Always [`ALGORITHM`].
+    pub algorithm: String,
+    /// The task (from the schema).
+    pub task: Task,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+    /// The service job that trained it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// The parameters of the run.
+    pub params: LinearParams,
+    /// Whether every parameter took its default.
+    pub defaults_used: bool,
+    /// What was spent and how.
+    pub privacy: LinearStatement,
+    /// The owner's schema, so that predictions take raw values.
+    pub schema: Schema,
+    /// Literal names in index order (a check against the schema).
+    pub literals: Vec<String>,
+    /// The coefficients.
+    pub model: LinearModel,
+}
+
+fn now() -> Result<String, LearnError> {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .map_err(|e| LearnError::InvalidParameter(format!("clock: {e}")))
+}
+
+impl LinearFile {
+    /// Wrap a trained model.
+    pub fn new(
+        encoder: &Encoder,
+        plan: &LinearPlan,
+        defaults_used: bool,
+        model: LinearModel,
+    ) -> Result<LinearFile, LearnError> {
+        Ok(LinearFile {
+            format: MODEL_FORMAT.into(),
+            version: FILE_VERSION,
+            algorithm: ALGORITHM.into(),
+            task: encoder.schema().task(),
+            created_at: now()?,
+            job_id: None,
+            params: plan.params,
+            defaults_used,
+            privacy: LinearStatement::new(plan, encoder.schema().task()),
+            schema: encoder.schema().clone(),
+            literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
+            model,
+        })
+    }
+
+    /// Parse and check (the caller checked format and version).
+    pub fn from_value(value: serde_json::Value) -> Result<LinearFile, LearnError> {
+        let file: LinearFile =
+            serde_json::from_value(value).map_err(|e| LearnError::ModelFormat(e.to_string()))?;
+        if file.algorithm != ALGORITHM {
+            return Err(LearnError::ModelFormat(format!(
+                "algorithm {:?} is not {ALGORITHM}",
+                file.algorithm
+            )));
+        }
+        let encoder = Encoder::new(&file.schema)?;
+        if file.task != file.schema.task() {
+            return Err(LearnError::ModelFormat(
+                "the model's task does not match its schema".into(),
+            ));
+        }
+        let names: Vec<&str> = encoder.literals().iter().map(|l| l.name.as_str()).collect();
+        if names != file.literals.iter().map(String::as_str).collect::<Vec<_>>() {
+            return Err(LearnError::ModelFormat(
+                "the model's literal list does not match its schema".into(),
+            ));
+        }
+        file.model
+            .check(names.len())
+            .map_err(LearnError::ModelFormat)?;
+        Ok(file)
+    }
+}

@@ -1,0 +1,25 @@
+//! dp-linear: differentially private logistic regression (binary
+//! classification) and linear regression (a numeric label with public
+//! bounds), one learner of the family, in its own folder.
+//!
+//! - [`features`]: blocks of features from the schema's literals (why
+//!   literals, and how numeric columns enter).
+//! - [`params`]: parameters, defaults and the plan, with the sensitivity
+//!   argument and the calibration (pure DP with discrete Laplace noise when
+//!   delta = 0, zCDP with discrete Gaussian noise when delta > 0).
+//! - [`fit`]: cyclic block Newton steps on noisy integer sums.
+//! - [`model`]: coefficients, prediction, inspection, load checks.
+//! - [`file`]: the version-2 model file and its privacy statement.
+
+pub mod features;
+pub mod file;
+pub mod fit;
+pub mod model;
+pub mod params;
+#[cfg(test)]
+mod tests;
+
+pub use features::LinearShape;
+pub use file::LinearFile;
+pub use model::{LinearInspection, LinearModel, LinearPredictor};
+pub use params::{LinearParams, LinearPlan, LinearSpec, NumericFeatures};

@@ -1,0 +1,249 @@
+//! The dp-linear model: a coefficient per feature of every block (logit units
+//! for a classifier, label units for a regressor), prediction folded to one
+//! weight per literal, inspection and load checks.
+//!
+//! Everything here is the released output of training: reading, predicting
+//! and inspecting cost no budget.
+
+use serde::{Deserialize, Serialize};
+
+use super::features::Block;
+use crate::data::{Dataset, Task};
+
+/// A trained dp-linear model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinearModel {
+    /// The blocks (public, from the schema); block 0 is the intercept.
+    pub blocks: Vec<Block>,
+    /// One coefficient per feature of each block.
+    pub coefficients: Vec<Vec<f64>>,
+    /// The released noisy curvature of each feature (rows for a literal; the
+    /// intercept's is n), shown by inspection.
+    pub curvatures: Vec<Vec<f64>>,
+}
+
+/// The model folded for prediction: `base + sum over the row's true
+/// literals of delta[literal]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearPredictor {
+    task: Task,
+    base: f64,
+    delta: Vec<f64>,
+}
+
+/// One coefficient as inspected.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoefficientOut {
+    /// The block (column) name.
+    pub block: String,
+    /// The feature (literal name, or the column for a linear feature).
+    pub feature: String,
+    /// The coefficient (logit or label units per unit of the feature).
+    pub coefficient: f64,
+    /// For a linear feature: per unit of the column's raw value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_unit: Option<f64>,
+    /// The public noisy curvature (rows for a literal).
+    pub curvature: f64,
+}
+
+/// dp-linear's inspection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinearInspection {
+    /// The intercept (logit, or label units).
+    pub intercept: f64,
+    /// Every other coefficient, in block order.
+    pub coefficients: Vec<CoefficientOut>,
+}
+
+impl LinearInspection {
+    /// Human-readable text, largest |coefficient| first.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "Intercept: {:+.6}\n\nCoefficients (largest first; noisy curvature = rows):\n",
+            self.intercept
+        );
+        let mut order: Vec<&CoefficientOut> = self.coefficients.iter().collect();
+        order.sort_by(|a, b| b.coefficient.abs().total_cmp(&a.coefficient.abs()));
+        for c in order {
+            let unit = c
+                .per_unit
+                .map_or_else(String::new, |u| format!("  ({u:+.6} per unit)"));
+            out.push_str(&format!(
+                "  {:+12.6}  {:<48} {:>10.1}{unit}\n",
+                c.coefficient, c.feature, c.curvature
+            ));
+        }
+        out
+    }
+}
+
+/// Largest number of literals a model may index (the schema cap).
+const MAX_LITERALS: usize = crate::data::MAX_LITERALS;
+
+impl LinearModel {
+    /// Check a loaded model against its literal count: block 0 and only it
+    /// is the intercept (one feature, no literal), lengths agree, every
+    /// literal exists and appears once, every number is finite, every value
+    /// in `[-1, 1]`.
+    pub fn check(&self, n_literals: usize) -> Result<(), String> {
+        if n_literals > MAX_LITERALS {
+            return Err("too many literals".into());
+        }
+        let Some(first) = self.blocks.first() else {
+            return Err("the model has no block".into());
+        };
+        if !first.intercept || first.features.len() != 1 || !first.features[0].literals.is_empty() {
+            return Err("block 0 is not the intercept".into());
+        }
+        if self.coefficients.len() != self.blocks.len()
+            || self.curvatures.len() != self.blocks.len()
+        {
+            return Err("coefficients, curvatures and blocks differ in number".into());
+        }
+        let mut seen = vec![false; n_literals];
+        for (b, block) in self.blocks.iter().enumerate() {
+            if b > 0 && block.intercept {
+                return Err(format!("block {:?}: a second intercept", block.name));
+            }
+            let k = block.features.len();
+            if k == 0 || k > usize::from(u16::MAX) {
+                return Err(format!("block {:?}: no feature or too many", block.name));
+            }
+            if self.coefficients[b].len() != k || self.curvatures[b].len() != k {
+                return Err(format!(
+                    "block {:?}: coefficients or curvatures do not match its features",
+                    block.name
+                ));
+            }
+            if self.coefficients[b]
+                .iter()
+                .chain(&self.curvatures[b])
+                .any(|x| !x.is_finite())
+            {
+                return Err(format!("block {:?}: a number is not finite", block.name));
+            }
+            if let Some((lo, hi)) = block.bounds
+                && !(lo.is_finite() && hi.is_finite() && lo < hi)
+            {
+                return Err(format!("block {:?}: bad bounds", block.name));
+            }
+            for f in &block.features {
+                for &(l, v) in &f.literals {
+                    let l = l as usize;
+                    if l >= n_literals || std::mem::replace(&mut seen[l], true) {
+                        return Err(format!(
+                            "block {:?}: literal {l} out of range or reused",
+                            block.name
+                        ));
+                    }
+                    if !(-1.0..=1.0).contains(&v) {
+                        return Err(format!("block {:?}: a value outside [-1, 1]", block.name));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The intercept.
+    pub fn intercept(&self) -> f64 {
+        self.coefficients[0][0]
+    }
+
+    /// The folded predictor for `n_literals` literals.
+    pub fn predictor(&self, task: Task, n_literals: usize) -> LinearPredictor {
+        let mut delta = vec![0.0; n_literals];
+        for (block, coefficients) in self.blocks.iter().zip(&self.coefficients).skip(1) {
+            for (f, &w) in block.features.iter().zip(coefficients) {
+                for &(l, v) in &f.literals {
+                    if let Some(d) = delta.get_mut(l as usize) {
+                        *d += w * v;
+                    }
+                }
+            }
+        }
+        LinearPredictor {
+            task,
+            base: self.intercept(),
+            delta,
+        }
+    }
+
+    /// The inspection.
+    pub fn inspect(&self) -> LinearInspection {
+        let mut coefficients = Vec::new();
+        for (b, block) in self.blocks.iter().enumerate().skip(1) {
+            for (j, f) in block.features.iter().enumerate() {
+                let w = self.coefficients[b][j];
+                coefficients.push(CoefficientOut {
+                    block: block.name.clone(),
+                    feature: f.name.clone(),
+                    coefficient: w,
+                    // v = 2 (x - lo) / (hi - lo) - 1, so dv/dx = 2 / (hi - lo).
+                    per_unit: block.bounds.map(|(lo, hi)| 2.0 * w / (hi - lo)),
+                    curvature: self.curvatures[b][j],
+                });
+            }
+        }
+        LinearInspection {
+            intercept: self.intercept(),
+            coefficients,
+        }
+    }
+}
+
+impl LinearPredictor {
+    /// The task.
+    pub fn task(&self) -> Task {
+        self.task
+    }
+
+    /// A regressor's value clamped to the schema's public label range
+    /// (post-processing: it reads only the released model and public
+    /// bounds). Every label lies in the range, so clamping never increases
+    /// any row's error, and it caps the error of any prediction at the range
+    /// whatever the noise did to the coefficients: the model cannot diverge
+    /// the way an unclamped DP regression does on Abalone.
+    fn clamped(&self, raw: f64) -> f64 {
+        match self.task {
+            Task::Binary => raw,
+            Task::Regression { min, max } => raw.clamp(min, max),
+        }
+    }
+
+    /// The linear score (logit, or value) of a row given its true literals
+    /// (in increasing order): added from the base in literal order, as
+    /// [`Self::raw_all`] does, so one row predicts bit for bit as a table.
+    pub fn raw(&self, active: &[u32]) -> f64 {
+        self.clamped(
+            active
+                .iter()
+                .filter_map(|&l| self.delta.get(l as usize))
+                .fold(self.base, |acc, d| acc + d),
+        )
+    }
+
+    /// The linear score of every row of `data`.
+    pub fn raw_all(&self, data: &Dataset) -> Vec<f64> {
+        let n = data.n_rows();
+        let mut out = vec![self.base; n];
+        for (l, &d) in self.delta.iter().enumerate().take(data.n_literals()) {
+            if d == 0.0 {
+                continue;
+            }
+            for (w, &word) in data.features.column(l).iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as usize;
+                    if let Some(o) = out.get_mut(w * 64 + b) {
+                        *o += d;
+                    }
+                    bits &= bits - 1;
+                }
+            }
+        }
+        out.into_iter().map(|v| self.clamped(v)).collect()
+    }
+}
