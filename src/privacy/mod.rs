@@ -30,6 +30,7 @@ pub mod gdp;
 pub mod grid;
 pub mod laplace;
 pub mod mechanisms;
+pub mod metrics;
 pub mod rng;
 #[cfg(test)]
 pub(crate) mod testutil;
