@@ -20,6 +20,7 @@ pub mod auth;
 pub mod error;
 
 mod datasets;
+mod evaluations;
 mod invocations;
 mod jobs;
 mod keys;
@@ -350,6 +351,7 @@ fn routes(config: &Config) -> Routes {
     let r = datasets::routes(r, config);
     let r = jobs::routes(r);
     let r = models::routes(r);
+    let r = evaluations::routes(r);
     let r = oip::routes(r);
     let r = invocations::routes(r);
     ops::routes(r)

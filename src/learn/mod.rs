@@ -22,6 +22,7 @@ pub mod family;
 pub mod lazybb;
 pub mod linear;
 pub mod metrics;
+pub mod private_eval;
 pub mod trained;
 
 pub use lazybb::{baselines, hypothesis, inspect, model, params, projection};
@@ -35,6 +36,7 @@ pub use params::{
     LazyBbParams, PrivacyMode, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
     WeakLearnerName,
 };
+pub use private_eval::{PrivateMetrics, private_metrics};
 pub use trained::{Model, ModelEdit, ModelInspection, ModelPredictor, Output};
 
 use crate::data::DataError;

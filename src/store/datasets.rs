@@ -316,10 +316,20 @@ pub(crate) async fn load_rows(
     pool: &SqlitePool,
     job: &ClaimedJob,
 ) -> Result<Option<(String, Dataset)>, StoreError> {
+    rows_of(pool, &job.dataset_id).await
+}
+
+/// The rows of a dataset. Private to the store: callers outside it hold a
+/// proof that a charge was admitted ([`ClaimedJob`], or an admitted
+/// evaluation in `super::evaluations`).
+pub(super) async fn rows_of(
+    pool: &SqlitePool,
+    dataset_id: &str,
+) -> Result<Option<(String, Dataset)>, StoreError> {
     let row: Option<StoredRows> = sqlx::query_as(
         "SELECT d.schema_json, r.n_rows, r.n_cols, r.features, r.labels FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id WHERE r.dataset_id = ?",
     )
-    .bind(&job.dataset_id)
+    .bind(dataset_id)
     .fetch_optional(pool)
     .await?;
     let Some((schema_json, n_rows, n_cols, features, labels)) = row else {

@@ -11,6 +11,7 @@
 pub(crate) mod datasets;
 pub(crate) mod deployments;
 pub(crate) mod encoded;
+pub(crate) mod evaluations;
 pub(crate) mod idempotency;
 pub(crate) mod jobs;
 pub(crate) mod keys;

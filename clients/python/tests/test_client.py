@@ -65,6 +65,21 @@ def test_job_succeeds_with_a_model(mushroom_job):
     assert mushroom_job["model_id"]
 
 
+def test_evaluate_spends_the_evaluation_datasets_budget(owner, mushroom, mushroom_job):
+    held_out = owner.upload_dataset("mushroom-held-out", mushroom["frame"], MUSHROOM_SCHEMA, epsilon=0.5)
+    dataset_id = held_out["dataset"]["id"]
+    evaluation = owner.evaluate(mushroom_job["model_id"], dataset_id, epsilon=0.3)
+    assert evaluation["state"] == "done"
+    result = evaluation["result"]
+    assert result["task"] == "classification" and result["n_rows"] == 8124
+    assert 0.5 < result["accuracy"] <= 1.0
+    assert owner.get_evaluation(evaluation["id"])["result"] == result
+    ledger = owner.ledger(dataset_id)
+    assert ledger.iloc[-1]["kind"] == "charge" and ledger.iloc[-1]["epsilon"] == 0.3
+    with pytest.raises(BudgetExceeded):
+        owner.evaluate(mushroom_job["model_id"], dataset_id, epsilon=0.3)
+
+
 def test_wait_draws_the_bar_to_the_end(analyst, mushroom_job, capsys):
     again = analyst.wait(mushroom_job["id"], progress=True)
     assert again["state"] == "succeeded"

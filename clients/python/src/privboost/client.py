@@ -485,6 +485,19 @@ class Client:
             body["values"] = [float(v) for v in values]
         return self._json("POST", "/v1/models/{id}/edits", {"id": model_id}, json_body=body)
 
+    def evaluate(self, model_id: str, dataset_id: str, epsilon: float) -> dict:
+        """Release the model's accuracy and ROC AUC (or RMSE) on ``dataset_id`` with epsilon-DP.
+
+        **Spends** ``epsilon`` of that dataset's budget (409 ``BudgetExceeded`` when it does not fit);
+        the dataset must have the model's schema. Returns the evaluation; its ``result`` holds the
+        noisy metrics."""
+        body = {"dataset_id": dataset_id, "epsilon": float(epsilon)}
+        return self._json("POST", "/v1/models/{id}/evaluate", {"id": model_id}, json_body=body)
+
+    def get_evaluation(self, evaluation_id: str) -> dict:
+        """An earlier evaluation and its released result."""
+        return self._json("GET", "/v1/evaluations/{id}", {"id": evaluation_id})
+
     def make_monotone(self, model_id: str, feature: str, increasing: bool = True) -> dict:
         """Shortcut for ``edit_model(model_id, "monotone", feature, increasing=...)``."""
         return self.edit_model(model_id, "monotone", feature, increasing=increasing)

@@ -1,0 +1,153 @@
+//! DP evaluation: `POST /v1/models/{id}/evaluate` releases a model's
+//! accuracy and ROC AUC (classification) or RMSE (regression) on a dataset
+//! the caller may spend, with epsilon-DP, charged to that dataset's ledger
+//! before any row is read (`learn::private_metrics`; docs/privacy.md,
+//! "Releasing a model's quality on private rows"). `GET /v1/evaluations/{id}`
+//! reads a result again.
+
+use axum::extract::{Path, State};
+use axum::http::{Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::Caller;
+use super::datasets::visible;
+use super::error::{ApiError, AppJson, FieldError};
+use super::models::visible_model;
+use super::{AppState, Routes};
+use crate::data::Schema;
+use crate::learn::private_metrics;
+use crate::privacy::NoiseRng;
+use crate::store::evaluations::{self, Admission, EvaluationRecord};
+use crate::store::keys::Role;
+
+pub(super) fn routes(r: Routes) -> Routes {
+    r.at(Method::POST, "/v1/models/{id}/evaluate", evaluate).at(
+        Method::GET,
+        "/v1/evaluations/{id}",
+        get,
+    )
+}
+
+/// `{"dataset_id": "...", "epsilon": 0.1}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EvaluateRequest {
+    dataset_id: String,
+    epsilon: f64,
+}
+
+/// Largest epsilon one evaluation may spend (a larger one is almost surely
+/// a mistake; the dataset's total bounds it anyway).
+const MAX_EPSILON: f64 = 100.0;
+
+fn evaluation_json(e: &EvaluationRecord) -> Result<Value, ApiError> {
+    let mut v = serde_json::to_value(e).map_err(|err| ApiError::Internal(err.to_string()))?;
+    v["result"] = match &e.result_json {
+        Some(text) => {
+            serde_json::from_str(text).map_err(|err| ApiError::Internal(err.to_string()))?
+        }
+        None => Value::Null,
+    };
+    Ok(v)
+}
+
+async fn evaluate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(model_id): Path<String>,
+    AppJson(body): AppJson<Value>,
+) -> Result<Response, ApiError> {
+    caller.require(&[Role::Owner, Role::Analyst], "evaluating")?;
+    let req: EvaluateRequest = serde_json::from_value(body)
+        .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?;
+    if !(req.epsilon > 0.0 && req.epsilon <= MAX_EPSILON) {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "epsilon",
+            format!("epsilon must be in (0, {MAX_EPSILON}], got {}", req.epsilon),
+        )]));
+    }
+    let (record, loaded) = visible_model(&state, &caller, &model_id).await?;
+    let dataset = visible(&state, &caller, &req.dataset_id).await?;
+    if dataset.state != "ready" {
+        return Err(ApiError::Conflict("the dataset was deleted".into()));
+    }
+    let schema = Schema::from_json(&dataset.schema.to_string())
+        .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
+    if &schema != loaded.model.schema() {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "dataset_id",
+            "the dataset's schema differs from the model's: evaluate on rows with the schema the model was trained with",
+        )]));
+    }
+    let admitted = match evaluations::admit(
+        &state.pool,
+        &record.id,
+        &dataset.id,
+        &caller.id,
+        req.epsilon,
+    )
+    .await?
+    {
+        Admission::New(a) => a,
+        Admission::OverBudget { requested, budget } => {
+            return Err(ApiError::BudgetExceeded {
+                requested,
+                remaining: budget.remaining,
+            });
+        }
+        Admission::DatasetGone => {
+            return Err(ApiError::Conflict("the dataset was deleted".into()));
+        }
+    };
+    // Charged: from here on, every outcome is recorded (the charge stays:
+    // the rows may have been read).
+    let outcome = match evaluations::load_rows(&state.pool, &admitted).await? {
+        None => Err("the dataset's rows were deleted".to_owned()),
+        Some((_, data)) => {
+            let epsilon = req.epsilon;
+            let model = loaded.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut rng = NoiseRng::from_os().map_err(|e| e.to_string())?;
+                private_metrics(&model.model, &data, epsilon, &mut rng)
+                    .map_err(|e| e.to_string())
+                    .and_then(|m| serde_json::to_value(m).map_err(|e| e.to_string()))
+            })
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?
+        }
+    };
+    evaluations::finish(
+        &state.pool,
+        &admitted.id,
+        outcome.as_ref().map_err(String::as_str),
+    )
+    .await?;
+    if let Err(e) = outcome {
+        return Err(ApiError::Internal(format!(
+            "evaluation {} failed after its charge: {e}",
+            admitted.id
+        )));
+    }
+    let stored = evaluations::get_visible(&state.pool, &admitted.id, &caller.id)
+        .await?
+        .ok_or_else(|| ApiError::Internal("the evaluation just recorded is missing".into()))?;
+    Ok((
+        StatusCode::OK,
+        [(header::LOCATION, format!("/v1/evaluations/{}", stored.id))],
+        axum::Json(evaluation_json(&stored)?),
+    )
+        .into_response())
+}
+
+async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let e = evaluations::get_visible(&state.pool, &id, &caller.id)
+        .await?
+        .ok_or(ApiError::NotFound("evaluation"))?;
+    Ok(axum::Json(json!(evaluation_json(&e)?)))
+}

@@ -1,0 +1,156 @@
+//! DP evaluations of a model on a dataset: admission (the charge enters the
+//! dataset's ledger in the same `BEGIN IMMEDIATE` transaction that checks the
+//! budget, as for jobs), the rows (only for an admitted evaluation), and the
+//! released result.
+
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+use super::ledger::{self, Amount, BudgetState};
+use super::{StoreError, new_id, now};
+use crate::data::Dataset;
+
+/// A stored evaluation.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub(crate) struct EvaluationRecord {
+    pub id: String,
+    pub model_id: String,
+    pub dataset_id: String,
+    pub requested_by: String,
+    pub epsilon: f64,
+    /// `admitted` (charged; the result is being computed), `done` or
+    /// `failed`.
+    pub state: String,
+    #[serde(skip)]
+    pub result_json: Option<String>,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+/// Proof that an evaluation's charge is in the ledger: only [`admit`] makes
+/// one, and only it opens the rows ([`load_rows`]).
+#[derive(Debug)]
+pub(crate) struct AdmittedEvaluation {
+    pub id: String,
+    dataset_id: String,
+}
+
+/// What happened to a request to evaluate.
+#[derive(Debug)]
+pub(crate) enum Admission {
+    /// Charged and recorded.
+    New(AdmittedEvaluation),
+    /// The charge does not fit; nothing was written.
+    OverBudget {
+        requested: Amount,
+        budget: BudgetState,
+    },
+    /// The dataset was deleted; nothing was written.
+    DatasetGone,
+}
+
+/// Charge `epsilon` (pure DP) to `dataset_id`'s ledger and record the
+/// evaluation, in one `BEGIN IMMEDIATE` transaction (see `jobs::submit`).
+pub(crate) async fn admit(
+    pool: &SqlitePool,
+    model_id: &str,
+    dataset_id: &str,
+    requested_by: &str,
+    epsilon: f64,
+) -> Result<Admission, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let state: Option<String> = sqlx::query_scalar("SELECT state FROM datasets WHERE id = ?")
+        .bind(dataset_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if state.as_deref() != Some("ready") {
+        return Ok(Admission::DatasetGone);
+    }
+    let charge = Amount {
+        epsilon,
+        delta: 0.0,
+    };
+    let budget = ledger::budget_on(&mut tx, dataset_id).await?;
+    if !charge.fits_within(budget.remaining) {
+        return Ok(Admission::OverBudget {
+            requested: charge,
+            budget,
+        });
+    }
+    let id = new_id("eval");
+    sqlx::query(
+        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon, state, created_at) VALUES (?, ?, ?, ?, ?, 'admitted', ?)",
+    )
+    .bind(&id)
+    .bind(model_id)
+    .bind(dataset_id)
+    .bind(requested_by)
+    .bind(epsilon)
+    .bind(now())
+    .execute(&mut *tx)
+    .await?;
+    ledger::append(
+        &mut tx,
+        dataset_id,
+        "charge",
+        Some(&id),
+        charge,
+        Some(requested_by),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Admission::New(AdmittedEvaluation {
+        id,
+        dataset_id: dataset_id.to_owned(),
+    }))
+}
+
+/// The rows of an admitted evaluation's dataset, with its schema JSON
+/// (`None` when the rows were deleted since).
+pub(crate) async fn load_rows(
+    pool: &SqlitePool,
+    evaluation: &AdmittedEvaluation,
+) -> Result<Option<(String, Dataset)>, StoreError> {
+    super::datasets::rows_of(pool, &evaluation.dataset_id).await
+}
+
+/// Record the outcome: the released result, or why there is none (the
+/// charge stays: the rows may have been read).
+pub(crate) async fn finish(
+    pool: &SqlitePool,
+    id: &str,
+    outcome: Result<&serde_json::Value, &str>,
+) -> Result<(), StoreError> {
+    let (state, result, error) = match outcome {
+        Ok(v) => ("done", Some(v.to_string()), None),
+        Err(e) => ("failed", None, Some(e.to_owned())),
+    };
+    sqlx::query(
+        "UPDATE evaluations SET state = ?, result_json = ?, error = ?, finished_at = ? WHERE id = ? AND state = 'admitted'",
+    )
+    .bind(state)
+    .bind(result)
+    .bind(error)
+    .bind(now())
+    .bind(id)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// An evaluation, if the caller requested it or owns its dataset.
+pub(crate) async fn get_visible(
+    pool: &SqlitePool,
+    id: &str,
+    caller_id: &str,
+) -> Result<Option<EvaluationRecord>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT e.id, e.model_id, e.dataset_id, e.requested_by, e.epsilon, e.state, e.result_json, e.error, e.created_at, e.finished_at FROM evaluations e JOIN datasets d ON d.id = e.dataset_id WHERE e.id = ? AND (e.requested_by = ? OR d.owner_id = ?)",
+    )
+    .bind(id)
+    .bind(caller_id)
+    .bind(caller_id)
+    .fetch_optional(pool)
+    .await?)
+}
