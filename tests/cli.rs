@@ -251,9 +251,13 @@ fn train_mushroom_writes_versioned_model_with_privacy_statement() {
     assert_eq!(model["privacy"]["delta"].as_f64(), Some(0.0), "{ctx}");
     assert_eq!(model["privacy"]["n_rows"], MUSHROOM_ROWS, "{ctx}");
     assert_eq!(model["privacy"]["composition"], "basic", "{ctx}");
-    assert_eq!(model["params"]["tau"], 29, "{ctx}");
-    assert_eq!(model["params"]["lambda"].as_f64(), Some(0.3), "{ctx}");
-    assert_eq!(model["params"]["kappa"].as_f64(), Some(0.25), "{ctx}");
+    assert_eq!(model["params"]["rounds"], 29, "{ctx}");
+    assert_eq!(
+        model["params"]["learning_rate"].as_f64(),
+        Some(0.3),
+        "{ctx}"
+    );
+    assert_eq!(model["params"]["density"].as_f64(), Some(0.25), "{ctx}");
     assert_eq!(model["params"]["defaults_used"], false, "{ctx}");
     assert_eq!(
         model["ensemble"].as_array().map(Vec::len),
@@ -312,7 +316,7 @@ fn inspect_json_has_vote_table_params_and_privacy() {
         .map(|e| e["votes"].as_i64().unwrap().abs())
         .collect();
     assert!(magnitudes.windows(2).all(|w| w[0] >= w[1]), "{ctx}");
-    assert_eq!(value["params"]["tau"], 29, "{ctx}");
+    assert_eq!(value["params"]["rounds"], 29, "{ctx}");
     assert_eq!(value["privacy"]["n_rows"], MUSHROOM_ROWS, "{ctx}");
 }
 
@@ -433,9 +437,9 @@ fn train_without_rounds_rate_density_uses_default_rule() {
     let model = read_json(&out);
     let params = &model["params"];
     assert_eq!(params["defaults_used"], true, "{ctx}");
-    let tau = params["tau"].as_u64().unwrap();
-    assert!((5..=99).contains(&tau) && tau % 2 == 1, "tau {tau}{ctx}");
-    for key in ["lambda", "kappa"] {
+    let tau = params["rounds"].as_u64().unwrap();
+    assert!((5..=99).contains(&tau) && tau % 2 == 1, "rounds {tau}{ctx}");
+    for key in ["learning_rate", "density"] {
         let v = params[key].as_f64().unwrap();
         assert!(v > 0.0 && v < 1.0, "{key} {v}{ctx}");
     }

@@ -101,7 +101,8 @@ async fn open_inference_protocol_and_invocations() {
         .map(|o| o["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["class", "score", "probability"]);
-    assert_eq!(meta["versions"], json!([model]));
+    // The version as its model id and as its number in the deployment.
+    assert_eq!(meta["versions"], json!([model, "1"]));
     for path in [
         "/v2/models/m/ready".to_owned(),
         format!("/v2/models/m/versions/{model}"),

@@ -138,7 +138,7 @@ fn rows_of(body: &Map<String, Value>) -> Result<Vec<Map<String, Value>>, ApiErro
 
 async fn invocations(
     State(state): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(name): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -151,7 +151,7 @@ async fn invocations(
             ));
         }
     }
-    let (_, loaded) = deployed(&state, &name).await?;
+    let (_, _, loaded) = deployed(&state, &caller, &name).await?;
     let parsed: Value = serde_json::from_slice(&nan_to_null(&body))
         .map_err(|e| ApiError::BadRequest(format!("the request is not valid JSON: {e}")))?;
     let object = parsed

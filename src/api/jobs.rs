@@ -1,6 +1,7 @@
 //! Training jobs: submit (validate everything, then admit the charge and
 //! queue), estimate (the charge and noise a job would get; spends nothing),
-//! list, status with progress (rounds done of tau), cancel.
+//! list, status with progress (rounds done of tau), progress as
+//! server-sent events, cancel.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
@@ -28,6 +29,7 @@ pub(super) fn routes(r: Routes) -> Routes {
         .at(Method::GET, "/v1/jobs", list)
         .at(Method::POST, "/v1/jobs/estimate", estimate)
         .at(Method::GET, "/v1/jobs/{id}", get)
+        .at(Method::GET, "/v1/jobs/{id}/events", events)
         .at(Method::POST, "/v1/jobs/{id}/cancel", cancel)
 }
 
@@ -124,9 +126,18 @@ async fn prepare(
     let encoder = crate::data::Encoder::new(&schema)
         .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
     let facts = PublicFacts::new(&encoder, n);
-    let plan = spec
-        .plan(budget, facts)
-        .map_err(|e| ApiError::Validation(vec![FieldError::new(e.field(), e.to_string())]))?;
+    let plan = spec.plan(budget, facts).map_err(|e| {
+        // Name the field as the request spelled it (a deprecated alias too).
+        let field = e.field();
+        let field = req
+            .algorithm
+            .unwrap_or_default()
+            .deprecated_aliases()
+            .iter()
+            .find(|(alias, name)| *name == field && req.params.contains_key(*alias))
+            .map_or(field, |(alias, _)| alias);
+        ApiError::Validation(vec![FieldError::new(field, e.to_string())])
+    })?;
     let charged = plan.cost.charge();
     let params = JobParams {
         spec: plan.resolved,
@@ -323,4 +334,111 @@ async fn cancel(
             job.state
         ))),
     }
+}
+
+/// How often an event stream looks at its job: for the dataset's owner and
+/// admins, often enough to follow every round; for everyone else once a
+/// second, no finer than the whole-second times they see (docs/privacy.md,
+/// "Timing"), so the stream tells them nothing that polling would not.
+const EVENTS_TICK_PRECISE: std::time::Duration = std::time::Duration::from_millis(250);
+const EVENTS_TICK_COARSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The event name of a job's state: `progress` while it is queued or
+/// running, then `done`, `failed` or `cancelled`, after which the stream
+/// ends.
+fn event_name(state: &str) -> Option<&'static str> {
+    match state {
+        "succeeded" => Some("done"),
+        "failed" => Some("failed"),
+        "cancelled" => Some("cancelled"),
+        _ => None,
+    }
+}
+
+/// Where an event stream is.
+struct EventStream {
+    state: AppState,
+    caller: Caller,
+    id: String,
+    precise: bool,
+    tick: std::time::Duration,
+    /// The last job document sent (an event is sent when it changes).
+    last: Option<Value>,
+    ended: bool,
+}
+
+impl EventStream {
+    /// The next event, or `None` when the stream ends (the job ended, it is
+    /// no longer visible, or the server stops).
+    async fn next(&mut self) -> Option<axum::response::sse::Event> {
+        use axum::response::sse::Event;
+        if self.ended {
+            return None;
+        }
+        loop {
+            let job = match jobs::get_visible(&self.state.pool, &self.id, &self.caller.id).await {
+                Ok(Some(job)) => job,
+                Ok(None) => return None,
+                Err(e) => {
+                    tracing::warn!(error = %e, "job event stream");
+                    return None;
+                }
+            };
+            let doc = job_json(&self.state, &job, self.precise).ok()?;
+            let name = event_name(&job.state);
+            if name.is_some() || self.last.as_ref() != Some(&doc) {
+                self.ended = name.is_some();
+                let event = Event::default()
+                    .event(name.unwrap_or("progress"))
+                    .json_data(&doc)
+                    .ok()?;
+                self.last = Some(doc);
+                return Some(event);
+            }
+            let mut shutdown = self.state.shutdown.clone();
+            tokio::select! {
+                () = tokio::time::sleep(self.tick) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return None,
+            }
+        }
+    }
+}
+
+/// `GET /v1/jobs/{id}/events`: the job's progress as server-sent events,
+/// with the same document and the same access as `GET /v1/jobs/{id}`
+/// (coarse times and progress for non-owners). The first event is the
+/// current state; a stream opened after the job ended sends that final
+/// event and ends.
+async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let job = jobs::get_visible(&state.pool, &id, &caller.id)
+        .await?
+        .ok_or(ApiError::NotFound("job"))?;
+    let precise = super::sees_precise_times(&state, &caller, &job.dataset_id).await?;
+    let stream = EventStream {
+        state,
+        caller,
+        id,
+        precise,
+        tick: if precise {
+            EVENTS_TICK_PRECISE
+        } else {
+            EVENTS_TICK_COARSE
+        },
+        last: None,
+        ended: false,
+    };
+    let events = futures_util::stream::unfold(stream, |mut s| async move {
+        s.next()
+            .await
+            .map(|e| (Ok::<_, std::convert::Infallible>(e), s))
+    });
+    Ok((
+        [(header::CACHE_CONTROL, "no-store")],
+        axum::response::sse::Sse::new(events).keep_alive(axum::response::sse::KeepAlive::default()),
+    )
+        .into_response())
 }

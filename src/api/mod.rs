@@ -154,6 +154,9 @@ pub struct AppState {
     metrics: Arc<metrics::Metrics>,
     models: Arc<models::ModelCache>,
     limiter: Option<Arc<rate_limit::KeyLimiter>>,
+    /// Becomes `true` when the server stops (long-lived responses such as
+    /// job event streams end then, so draining does not wait for them).
+    shutdown: watch::Receiver<bool>,
 }
 
 /// Errors at start-up.
@@ -188,8 +191,12 @@ impl Server {
             );
         }
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let (jobs, workers) =
-            JobQueue::start(pool.clone(), config.workers, config.job_lease, shutdown_rx);
+        let (jobs, workers) = JobQueue::start(
+            pool.clone(),
+            config.workers,
+            config.job_lease,
+            shutdown_rx.clone(),
+        );
         jobs.wake();
         let limiter = config
             .rate_limit
@@ -201,6 +208,7 @@ impl Server {
             config: Arc::new(config),
             metrics: Arc::new(metrics::Metrics::default()),
             models: Arc::new(models::ModelCache::default()),
+            shutdown: shutdown_rx,
         };
         Ok(Server {
             state,

@@ -5,8 +5,11 @@
 //! no budget is spent and no row is read.
 //!
 //! Access: a model is visible to whoever can see its dataset; a deployment
-//! is a publication, so any valid key may read it and predict with it, and
-//! only its creator may re-point it (to a model the creator can see).
+//! is a publication, so any valid key may read it (with its model's input
+//! schema, task and privacy statement), its history, and predict with it;
+//! only its creator may move it or roll it back (to a model the creator can
+//! see). Names are per key: `name` is the caller's own deployment, else the
+//! first one created with that name; `key_id:name` is always exact.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,7 +25,7 @@ use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, PageQuery, Routes, page_json};
 use crate::data::Encoder;
 use crate::learn::{Model, ModelEdit, ModelPredictor, Output};
-use crate::store::deployments::{self, Put};
+use crate::store::deployments::{self, Deployment, Put, Rollback};
 use crate::store::keys::Role;
 use crate::store::models::{self, ModelRecord};
 
@@ -34,6 +37,16 @@ pub(super) fn routes(r: Routes) -> Routes {
         .at(Method::GET, "/v1/deployments", list_deployments)
         .at(Method::GET, "/v1/deployments/{name}", get_deployment)
         .at(Method::PUT, "/v1/deployments/{name}", put_deployment)
+        .at(
+            Method::POST,
+            "/v1/deployments/{name}/rollback",
+            rollback_deployment,
+        )
+        .at(
+            Method::GET,
+            "/v1/deployments/{name}/versions",
+            deployment_versions,
+        )
         .at(
             Method::POST,
             "/v1/deployments/{name}/predict",
@@ -61,7 +74,7 @@ pub(crate) struct ModelCache {
 const MODEL_CACHE_SIZE: usize = 256;
 
 impl ModelCache {
-    fn load(&self, record: &ModelRecord) -> Result<Arc<Loaded>, ApiError> {
+    pub(super) fn load(&self, record: &ModelRecord) -> Result<Arc<Loaded>, ApiError> {
         if let Some(l) = self
             .map
             .lock()
@@ -296,23 +309,41 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     } else {
         Err(ApiError::Validation(vec![FieldError::new(
             "name",
-            "1 to 100 characters from A-Z a-z 0-9 . _ -",
+            "1 to 100 characters from A-Z a-z 0-9 . _ - (or key_id:name for your own key)",
         )]))
     }
 }
 
+/// The deployment `name` means to the caller (`store::deployments::resolve`).
+pub(super) async fn deployment(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+) -> Result<Deployment, ApiError> {
+    deployments::resolve(&state.pool, name, &caller.id)
+        .await?
+        .ok_or(ApiError::NotFound("deployment"))
+}
+
+/// The deployment `name` means to the caller and the model it serves now.
 pub(super) async fn deployed(
     state: &AppState,
+    caller: &Caller,
     name: &str,
-) -> Result<(ModelRecord, Arc<Loaded>), ApiError> {
-    let d = deployments::get(&state.pool, name)
-        .await?
-        .ok_or(ApiError::NotFound("deployment"))?;
+) -> Result<(Deployment, ModelRecord, Arc<Loaded>), ApiError> {
+    let d = deployment(state, caller, name).await?;
     let record = models::get(&state.pool, &d.model_id)
         .await?
         .ok_or(ApiError::NotFound("deployment"))?;
     let loaded = state.models.load(&record)?;
-    Ok((record, loaded))
+    Ok((d, record, loaded))
+}
+
+/// A deployment as JSON, with its qualified name.
+fn deployment_json(d: &Deployment) -> Result<Value, ApiError> {
+    let mut v = super::to_json(d)?;
+    v["qualified_name"] = json!(d.qualified_name());
+    Ok(v)
 }
 
 async fn list_deployments(
@@ -321,20 +352,52 @@ async fn list_deployments(
     AppQuery(q): AppQuery<PageQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (after, size) = q.cursor()?;
-    Ok(axum::Json(page_json(
-        deployments::list(&state.pool, after, size).await?,
-    )))
+    let page = deployments::list(&state.pool, after, size).await?;
+    let items = page
+        .items
+        .iter()
+        .map(deployment_json)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(axum::Json(json!({
+        "items": items,
+        "next_page_token": page.next_after.map(|s| format!("after-{s}")),
+    })))
 }
 
+/// The deployment with the metadata of the model it serves: what a key
+/// that may predict with it needs (input schema, task, privacy statement),
+/// never the model's insides. Times are whole seconds unless the caller
+/// owns the model's dataset.
 async fn get_deployment(
     State(state): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let d = deployments::get(&state.pool, &name)
-        .await?
-        .ok_or(ApiError::NotFound("deployment"))?;
-    Ok(axum::Json(d))
+    let (d, record, loaded) = deployed(&state, &caller, &name).await?;
+    let precise = super::sees_precise_times(&state, &caller, &record.dataset_id).await?;
+    let mut body = deployment_json(&d)?;
+    body["model"] = model_metadata(&record, &loaded.model, precise)?;
+    Ok(axum::Json(body))
+}
+
+/// What anyone who may predict with a deployment may read about its model.
+pub(super) fn model_metadata(
+    record: &ModelRecord,
+    model: &Model,
+    precise: bool,
+) -> Result<Value, ApiError> {
+    let mut v = json!({
+        "id": record.id,
+        "created_at": record.created_at,
+        "algorithm": model.algorithm(),
+        "task": model.task(),
+        "schema": super::to_json(model.schema())?,
+        "privacy": model.privacy_json(),
+    });
+    if !precise {
+        super::coarsen_time(&mut v["created_at"]);
+    }
+    Ok(v)
 }
 
 #[derive(Debug, Deserialize)]
@@ -343,34 +406,127 @@ struct PutDeployment {
     model_id: String,
 }
 
+/// The caller's own deployment name from a path: `name`, or `key_id:name`
+/// where `key_id` must be the caller's (403 otherwise: only a deployment's
+/// creator moves it).
+fn own_name<'a>(caller: &Caller, name: &'a str) -> Result<&'a str, ApiError> {
+    let plain = match name.split_once(':') {
+        Some((owner, plain)) if owner == caller.id => plain,
+        Some(_) => {
+            return Err(ApiError::Forbidden(format!(
+                "only the key that created deployment '{name}' may move it"
+            )));
+        }
+        None => name,
+    };
+    check_name(plain)?;
+    Ok(plain)
+}
+
+/// `PUT /v1/deployments/{name}`: create the caller's deployment `name`
+/// (201) or move it to another model (200); either appends a version.
 async fn put_deployment(
     State(state): State<AppState>,
     caller: Caller,
     Path(name): Path<String>,
     AppJson(body): AppJson<PutDeployment>,
 ) -> Result<impl IntoResponse, ApiError> {
-    check_name(&name)?;
+    let plain = own_name(&caller, &name)?;
     // The caller must see the model (else 404, as for any foreign resource).
     visible_model(&state, &caller, &body.model_id).await?;
-    match deployments::put(&state.pool, &name, &body.model_id, &caller.id).await? {
-        Put::Created(d) => Ok((StatusCode::CREATED, axum::Json(d))),
-        Put::Updated(d) => Ok((StatusCode::OK, axum::Json(d))),
-        Put::Foreign => Err(ApiError::Conflict(
-            "this deployment name belongs to another key".into(),
+    match deployments::put(&state.pool, &caller.id, plain, &body.model_id).await? {
+        Put::Created(d) => Ok((StatusCode::CREATED, axum::Json(deployment_json(&d)?))),
+        Put::Updated(d) => Ok((StatusCode::OK, axum::Json(deployment_json(&d)?))),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RollbackRequest {
+    /// The version to go back to; default: the one before the current.
+    version: Option<i64>,
+}
+
+/// `POST /v1/deployments/{name}/rollback`: append a version that serves the
+/// model of an earlier version (the previous one by default).
+async fn rollback_deployment(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<impl IntoResponse, ApiError> {
+    let req: RollbackRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        RollbackRequest::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?
+    };
+    let d = deployment(&state, &caller, &name).await?;
+    if d.created_by != caller.id {
+        return Err(ApiError::Forbidden(format!(
+            "only the key that created deployment '{}' may roll it back",
+            d.qualified_name()
+        )));
+    }
+    let target = match req.version {
+        Some(v) if v < 1 => {
+            return Err(ApiError::Validation(vec![FieldError::new(
+                "version",
+                "a version number is 1 or more",
+            )]));
+        }
+        Some(v) => v,
+        None if d.version <= 1 => {
+            return Err(ApiError::Conflict(format!(
+                "deployment '{}' is at version 1: there is no previous version to roll back to",
+                d.qualified_name()
+            )));
+        }
+        None => d.version - 1,
+    };
+    let v = deployments::version(&state.pool, d.seq, target)
+        .await?
+        .ok_or(ApiError::NotFound("deployment version"))?;
+    // Only to a model the caller may still see.
+    visible_model(&state, &caller, &v.model_id).await?;
+    match deployments::rollback(&state.pool, d.seq, Some(target), &caller.id).await? {
+        Rollback::Done(d) => Ok(axum::Json(deployment_json(&d)?)),
+        Rollback::UnknownVersion | Rollback::Gone => Err(ApiError::NotFound("deployment version")),
+        Rollback::NoPrevious => Err(ApiError::Conflict(
+            "there is no previous version to roll back to".into(),
         )),
     }
 }
 
+/// `GET /v1/deployments/{name}/versions`: the history, oldest first; the
+/// page token is `after-{version}`.
+async fn deployment_versions(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    AppQuery(q): AppQuery<PageQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (after, size) = q.cursor()?;
+    let d = deployment(&state, &caller, &name).await?;
+    let page = deployments::history(&state.pool, d.seq, after, size).await?;
+    let mut body = page_json(page);
+    body["deployment"] = json!(d.qualified_name());
+    body["version"] = json!(d.version);
+    Ok(axum::Json(body))
+}
+
 async fn predict_deployment(
     State(state): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(name): Path<String>,
     AppJson(body): AppJson<PredictRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (record, loaded) = deployed(&state, &name).await?;
+    let (d, record, loaded) = deployed(&state, &caller, &name).await?;
     let predictions = predict_rows(&loaded, &body.rows, state.config.max_predict_rows)?;
     Ok(axum::Json(json!({
         "deployment": name,
+        "qualified_name": d.qualified_name(),
+        "version": d.version,
         "model_id": record.id,
         "predictions": predictions,
     })))

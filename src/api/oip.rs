@@ -12,9 +12,10 @@
 //! model). Model readiness, metadata and inference take any valid key, as
 //! `/v1/deployments/{name}/predict` does: a deployment is a publication.
 //! Model metadata exposes only the schema's public column names, their
-//! datatypes and the task's outputs. A version is the deployed model's id;
-//! another model id is served only to a caller who may see that model
-//! (else 404).
+//! datatypes and the task's outputs. A version is a version number of the
+//! deployment or a model id: any model the deployment ever served is
+//! public; another model id is served only to a caller who may see that
+//! model (else 404).
 
 use std::sync::Arc;
 
@@ -30,7 +31,8 @@ use super::error::{ApiError, FieldError};
 use super::models::{Loaded, PredictionOut, deployed, predict_rows, visible_model};
 use super::{AppState, Routes};
 use crate::data::{Column, Task};
-use crate::store::models::ModelRecord;
+use crate::store::deployments;
+use crate::store::models::{self, ModelRecord};
 
 /// The binary extension's header: length of the JSON part of the body.
 const HEADER_LENGTH: &str = "inference-header-content-length";
@@ -79,20 +81,41 @@ async fn ready(State(state): State<AppState>) -> Result<impl IntoResponse, ApiEr
     Ok(axum::Json(json!({"ready": true})))
 }
 
-/// The model behind `name`, or behind `name` at `version`.
+/// The model behind `name`, or behind `name` at `version`: a version
+/// number of the deployment (`1`, `2`...) or a model id. Any model the
+/// deployment ever served is public like the deployment; another model id
+/// only to a caller who may see that model. Anything else is 404. Also
+/// the version number this is (for a model id: the latest version that
+/// served it; `None` for a model the deployment never served).
 async fn resolve(
     state: &AppState,
     caller: &Caller,
     name: &str,
     version: Option<&str>,
-) -> Result<(ModelRecord, Arc<Loaded>), ApiError> {
-    let (record, loaded) = deployed(state, name).await?;
-    match version {
-        Some(v) if v != record.id => visible_model(state, caller, v)
+) -> Result<(Option<i64>, ModelRecord, Arc<Loaded>), ApiError> {
+    let (d, record, loaded) = deployed(state, caller, name).await?;
+    let Some(v) = version.filter(|v| *v != record.id) else {
+        return Ok((Some(d.version), record, loaded));
+    };
+    let not_found = || ApiError::NotFound("model version");
+    let (number, model_id) = if let Ok(n) = v.parse::<i64>() {
+        let version = deployments::version(&state.pool, d.seq, n)
+            .await?
+            .ok_or_else(not_found)?;
+        (n, version.model_id)
+    } else if let Some(n) = deployments::latest_serving(&state.pool, d.seq, v).await? {
+        (n, v.to_owned())
+    } else {
+        let (record, loaded) = visible_model(state, caller, v)
             .await
-            .map_err(|_| ApiError::NotFound("model version")),
-        _ => Ok((record, loaded)),
-    }
+            .map_err(|_| not_found())?;
+        return Ok((None, record, loaded));
+    };
+    let record = models::get(&state.pool, &model_id)
+        .await?
+        .ok_or_else(not_found)?;
+    let loaded = state.models.load(&record)?;
+    Ok((Some(number), record, loaded))
 }
 
 /// The protocol datatype of a column.
@@ -117,7 +140,10 @@ fn task_outputs(task: Task) -> &'static [(&'static str, &'static str)] {
     }
 }
 
-fn metadata(name: &str, record: &ModelRecord, loaded: &Loaded) -> Value {
+fn metadata(name: &str, number: Option<i64>, record: &ModelRecord, loaded: &Loaded) -> Value {
+    let versions: Vec<String> = std::iter::once(record.id.clone())
+        .chain(number.map(|n| n.to_string()))
+        .collect();
     let inputs: Vec<Value> = loaded
         .model
         .schema()
@@ -133,7 +159,10 @@ fn metadata(name: &str, record: &ModelRecord, loaded: &Loaded) -> Value {
         .collect();
     json!({
         "name": name,
-        "versions": [record.id],
+        // This version as its model id and as its number (the current one
+        // unless the route named another); any earlier number or model id
+        // of the deployment is served too.
+        "versions": versions,
         "platform": "privboost",
         "inputs": inputs,
         "outputs": outputs,
@@ -145,8 +174,8 @@ async fn model_metadata(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (record, loaded) = resolve(&state, &caller, &name, None).await?;
-    Ok(axum::Json(metadata(&name, &record, &loaded)))
+    let (number, record, loaded) = resolve(&state, &caller, &name, None).await?;
+    Ok(axum::Json(metadata(&name, number, &record, &loaded)))
 }
 
 async fn model_metadata_version(
@@ -154,8 +183,8 @@ async fn model_metadata_version(
     caller: Caller,
     Path((name, version)): Path<(String, String)>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (record, loaded) = resolve(&state, &caller, &name, Some(&version)).await?;
-    Ok(axum::Json(metadata(&name, &record, &loaded)))
+    let (number, record, loaded) = resolve(&state, &caller, &name, Some(&version)).await?;
+    Ok(axum::Json(metadata(&name, number, &record, &loaded)))
 }
 
 async fn model_ready(
@@ -489,7 +518,7 @@ async fn run_infer(
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Result<Response, ApiError> {
-    let (record, loaded) = resolve(state, caller, name, version).await?;
+    let (_, record, loaded) = resolve(state, caller, name, version).await?;
     let (request, binary) = parse_body(headers, body)?;
     let rows = rows_of(&request, &binary)?;
     let predictions = predict_rows(&loaded, &rows, state.config.max_predict_rows)?;

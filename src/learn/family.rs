@@ -68,7 +68,13 @@ impl AlgorithmName {
     /// The request fields of this learner's parameters (API job bodies).
     pub fn fields(&self) -> &'static [&'static str] {
         match self {
-            AlgorithmName::Lazybb => &["tau", "lambda", "kappa", "weak_learner", "internal_nodes"],
+            AlgorithmName::Lazybb => &[
+                "rounds",
+                "learning_rate",
+                "density",
+                "weak_learner",
+                "internal_nodes",
+            ],
             AlgorithmName::DpEbm => &[
                 "max_bins",
                 "learning_rate",
@@ -87,6 +93,17 @@ impl AlgorithmName {
         }
     }
 
+    /// Deprecated spellings of this learner's parameters, `(alias, name)`:
+    /// LazyBB's paper symbols, which job bodies, stored job parameters and
+    /// model files used before the names were unified (docs/service.md,
+    /// "Parameter names"). Still accepted; never written.
+    pub fn deprecated_aliases(&self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            AlgorithmName::Lazybb => LAZYBB_ALIASES,
+            _ => &[],
+        }
+    }
+
     /// Whether the learner can do `task`.
     pub fn supports(&self, task: Task) -> bool {
         match self {
@@ -96,6 +113,13 @@ impl AlgorithmName {
     }
 }
 
+/// LazyBB's deprecated parameter spellings (the paper's symbols).
+const LAZYBB_ALIASES: &[(&str, &str)] = &[
+    ("tau", "rounds"),
+    ("lambda", "learning_rate"),
+    ("kappa", "density"),
+];
+
 /// LazyBB's parameters as a request gives them (unset ones take the
 /// data-independent defaults of [`super::params`]).
 ///
@@ -103,14 +127,29 @@ impl AlgorithmName {
 /// the CLI's flags); this type is also flattened into stored job parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LazyBbSpec {
-    /// Rounds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Rounds (the paper's tau; `tau` is a deprecated alias).
+    #[serde(
+        default,
+        rename = "rounds",
+        alias = "tau",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tau: Option<u32>,
-    /// Learning rate of the re-weighting.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Learning rate of the re-weighting (lambda; `lambda` is a deprecated alias).
+    #[serde(
+        default,
+        rename = "learning_rate",
+        alias = "lambda",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub lambda: Option<f64>,
-    /// Density.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Density (kappa; `kappa` is a deprecated alias).
+    #[serde(
+        default,
+        rename = "density",
+        alias = "kappa",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub kappa: Option<f64>,
     /// The weak learner (`dp-1r` unless given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,21 +189,38 @@ pub struct FieldProblem {
 
 impl AlgorithmSpec {
     /// `name`'s parameters from the flat fields of a request (the job body's
-    /// fields other than the common ones). A parameter of another learner is
+    /// fields other than the common ones). A deprecated alias counts as its
+    /// parameter (giving both is refused). A parameter of another learner is
     /// refused by its name, an unknown field or a value of the wrong type as
     /// `body`.
     pub fn from_fields(
         name: AlgorithmName,
-        fields: serde_json::Map<String, Value>,
+        mut fields: serde_json::Map<String, Value>,
     ) -> Result<AlgorithmSpec, Vec<FieldProblem>> {
         let mut problems = Vec::new();
+        for (alias, canonical) in name.deprecated_aliases() {
+            let Some(value) = fields.remove(*alias) else {
+                continue;
+            };
+            if fields.contains_key(*canonical) {
+                problems.push(FieldProblem {
+                    field: (*alias).into(),
+                    message: format!(
+                        "`{alias}` is a deprecated alias of `{canonical}`; give only `{canonical}`"
+                    ),
+                });
+            } else {
+                fields.insert((*canonical).into(), value);
+            }
+        }
         for key in fields.keys() {
             if name.fields().contains(&key.as_str()) {
                 continue;
             }
-            let another = AlgorithmName::ALL
-                .iter()
-                .any(|other| other.fields().contains(&key.as_str()));
+            let another = AlgorithmName::ALL.iter().any(|other| {
+                other.fields().contains(&key.as_str())
+                    || other.deprecated_aliases().iter().any(|(a, _)| a == key)
+            });
             problems.push(if another {
                 FieldProblem {
                     field: key.clone(),
@@ -198,9 +254,9 @@ impl LearnError {
         let message = self.to_string();
         [
             ("(t)", "internal_nodes"),
-            ("(tau)", "tau"),
-            ("(lambda)", "lambda"),
-            ("(kappa)", "kappa"),
+            ("(tau)", "rounds"),
+            ("(lambda)", "learning_rate"),
+            ("(kappa)", "density"),
             ("algorithm ", "algorithm"),
             ("(max_bins)", "max_bins"),
             ("(learning_rate)", "learning_rate"),

@@ -67,6 +67,17 @@ struct JobRow {
     finished_at: Option<String>,
 }
 
+/// Stored job parameters as the API shows them: through
+/// [`crate::jobs::JobParams`] when they parse, so that jobs stored before the
+/// parameter names were unified (`tau`, `lambda`, `kappa`) show today's names;
+/// otherwise as stored.
+fn stored_params(text: &str) -> Option<serde_json::Value> {
+    crate::jobs::JobParams::from_stored(text)
+        .ok()
+        .and_then(|p| serde_json::to_value(p).ok())
+        .or_else(|| serde_json::from_str(text).ok())
+}
+
 impl JobRow {
     fn into_domain(self) -> Result<(i64, JobRecord), StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("job {what}"));
@@ -77,7 +88,7 @@ impl JobRow {
                 dataset_id: self.dataset_id,
                 submitted_by: self.submitted_by,
                 state: self.state,
-                params: serde_json::from_str(&self.params_json).map_err(|_| corrupt("params"))?,
+                params: stored_params(&self.params_json).ok_or_else(|| corrupt("params"))?,
                 tau: u32::try_from(self.tau).map_err(|_| corrupt("tau"))?,
                 rounds_done: u32::try_from(self.rounds_done).map_err(|_| corrupt("rounds"))?,
                 charge: Amount {
@@ -492,4 +503,24 @@ pub(crate) async fn count_by_state(pool: &SqlitePool) -> Result<Vec<(String, i64
             .fetch_all(pool)
             .await?,
     )
+}
+
+#[cfg(test)]
+mod stored_params_tests {
+    /// A LazyBB job stored before the names were unified reads with today's
+    /// names; the values are unchanged.
+    #[test]
+    fn old_parameter_names_read_as_todays() {
+        let old = r#"{"tau":15,"lambda":0.25,"kappa":0.5,"weak_learner":"dp-1r","epsilon":1.0,"delta":0.0,"defaults_used":true}"#;
+        let v = super::stored_params(old).unwrap();
+        assert_eq!(v["rounds"], 15, "{v}");
+        assert_eq!(v["learning_rate"], 0.25, "{v}");
+        assert_eq!(v["density"], 0.5, "{v}");
+        assert_eq!(v["algorithm"], "lazybb", "{v}");
+        assert!(v.get("tau").is_none(), "{v}");
+        let p = crate::jobs::JobParams::from_stored(old).unwrap();
+        let again =
+            crate::jobs::JobParams::from_stored(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(p, again);
+    }
 }

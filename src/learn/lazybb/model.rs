@@ -62,13 +62,17 @@ pub struct ModelParams {
     /// Internal nodes of each tree (TopDown only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub internal_nodes: Option<u32>,
-    /// Rounds.
+    /// Rounds (files before the names were unified say `tau`).
+    #[serde(rename = "rounds", alias = "tau")]
     pub tau: u32,
-    /// Learning rate.
+    /// Learning rate (`lambda` in older files).
+    #[serde(rename = "learning_rate", alias = "lambda")]
     pub lambda: f64,
-    /// Density.
+    /// Density (`kappa` in older files).
+    #[serde(rename = "density", alias = "kappa")]
     pub kappa: f64,
-    /// Whether `tau`, `lambda`, `kappa` came from the data-independent default rule.
+    /// Whether the rounds, learning rate and density came from the
+    /// data-independent default rule.
     pub defaults_used: bool,
 }
 
@@ -579,7 +583,7 @@ mod tests {
     #[test]
     fn round_counts_beyond_training_limits_are_refused() {
         let mut value = tree_model();
-        value["params"]["tau"] = json!(u32::MAX);
+        value["params"]["rounds"] = json!(u32::MAX);
         let e = load_error(&value);
         assert!(e.contains("more than 10000 rounds"), "{e}");
         let mut value = tree_model();
