@@ -185,6 +185,29 @@ def test_deploy_and_predict_return_a_dataframe(analyst, mushroom, mushroom_job):
     assert (predicted["class"] == truth).mean() > 0.6
 
 
+def test_deployment_versions_and_rollback(analyst, mushroom, mushroom_job):
+    name = f"versions-{uuid.uuid4().hex[:8]}"
+    first = mushroom_job["model_id"]
+    analyst.deploy(name, first)
+    second = analyst.train(mushroom["id"], epsilon=0.1, progress=False, rounds=5)["model_id"]
+    analyst.deploy(name, second)
+    assert analyst.get_deployment(name)["model_id"] == second
+    analyst.rollback(name)
+    assert analyst.get_deployment(name)["model_id"] == first
+    versions = analyst.deployment_versions(name)
+    assert list(versions["version"]) == [1, 2, 3]
+    assert list(versions["model_id"]) == [first, second, first]
+    assert versions["rollback_of"].iloc[-1] == 1
+
+
+def test_job_events_end_with_the_final_state(analyst, mushroom_job):
+    events = list(analyst.job_events(mushroom_job["id"]))
+    assert events, "no event"
+    assert events[-1]["event"] == "done"
+    assert events[-1]["job"]["id"] == mushroom_job["id"]
+    assert events[-1]["job"]["state"] == "succeeded"
+
+
 def test_prediction_errors_name_the_problem(analyst, mushroom_job):
     with pytest.raises(ValidationError) as caught:
         analyst.predict_model(mushroom_job["model_id"], [{"odor": "not-a-category"}])

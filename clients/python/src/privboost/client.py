@@ -150,6 +150,7 @@ class Client:
         headers: Mapping[str, str] | None = None,
         expect_json: bool = True,
         ok_statuses: tuple[int, ...] = (),
+        stream: bool = False,
     ) -> requests.Response:
         """Send one request to ``route`` (an openapi.yaml path template) and raise on errors."""
         url_path = route
@@ -169,7 +170,9 @@ class Client:
                 params=params,
                 files=files,
                 headers=dict(headers or {}),
-                timeout=self.timeout,
+                # A stream's reads wait for events (keep-alives every 15 s).
+                timeout=(self.timeout, max(self.timeout, 30.0)) if stream else self.timeout,
+                stream=stream,
             )
             retry_after = response.headers.get("Retry-After")
             if response.status_code == 429 and retry_after and attempt < self.max_retries:
@@ -423,6 +426,30 @@ class Client:
             raise JobFailed(state)
         return state
 
+    def job_events(self, job_id: str) -> Iterator[dict]:
+        """The job's server-sent events as ``{"event": "progress" | "done" | "failed" | "cancelled", "job": {...}}``,
+        ending after the final event (the server closes the stream)."""
+        response = self._request(
+            "GET", "/v1/jobs/{id}/events", {"id": job_id}, headers={"Accept": "text/event-stream"}, stream=True
+        )
+        with response:
+            event, data = "message", []
+            for line in response.iter_lines(decode_unicode=True):
+                if line is None:
+                    continue
+                if line == "":
+                    if data:
+                        yield {"event": event, "job": json.loads("\n".join(data))}
+                    event, data = "message", []
+                elif line.startswith(":"):
+                    continue  # keep-alive comment
+                elif line.startswith("event:"):
+                    event = line[len("event:"):].strip()
+                elif line.startswith("data:"):
+                    data.append(line[len("data:"):].lstrip())
+            if data:
+                yield {"event": event, "job": json.loads("\n".join(data))}
+
     def train(self, dataset_id: str, epsilon: float, delta: float | None = None, algorithm: str | None = None, *,
               timeout: float = 600.0, progress: bool = True, **params: Any) -> dict:
         """:meth:`submit_job` then :meth:`wait`; returns the finished job (its ``model_id``)."""
@@ -533,6 +560,16 @@ class Client:
     def deploy(self, name: str, model_id: str) -> dict:
         """Point a deployment name at a model (creates it, or re-points a name this key created)."""
         return self._json("PUT", "/v1/deployments/{name}", {"name": name}, json_body={"model_id": model_id})
+
+    def deployment_versions(self, name: str) -> pd.DataFrame:
+        """Every move of a deployment, oldest first: version, model_id, moved_by, created_at, rollback_of."""
+        items = list(self._pages("/v1/deployments/{name}/versions", {"name": name}))
+        return pd.DataFrame(items, columns=["version", "model_id", "moved_by", "created_at", "rollback_of"])
+
+    def rollback(self, name: str, version: int | None = None) -> dict:
+        """Serve an earlier version's model again (the previous one by default); appends a version."""
+        body = {} if version is None else {"version": int(version)}
+        return self._json("POST", "/v1/deployments/{name}/rollback", {"name": name}, json_body=body)
 
     def predict(self, deployment: str, rows: Rows, *, batch_rows: int = DEFAULT_BATCH_ROWS) -> pd.DataFrame:
         """Predict with a deployment; rows are a DataFrame or dicts keyed by column (NaN/None = missing).
