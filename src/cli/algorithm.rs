@@ -4,6 +4,7 @@
 
 use anyhow::bail;
 use clap::Args;
+use privboost::learn::dpboost::DpBoostSpec;
 use privboost::learn::ebm::EbmSpec;
 use privboost::learn::params::WeakLearnerName;
 use privboost::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec};
@@ -15,6 +16,8 @@ pub enum AlgorithmArg {
     Lazybb,
     /// DP-EBM: differentially private explainable boosting (needs --delta > 0).
     DpEbm,
+    /// DPBoost: DP gradient boosting with an ensemble of ensembles (pure DP).
+    Dpboost,
 }
 
 impl AlgorithmArg {
@@ -22,6 +25,7 @@ impl AlgorithmArg {
         match self {
             AlgorithmArg::Lazybb => AlgorithmName::Lazybb,
             AlgorithmArg::DpEbm => AlgorithmName::DpEbm,
+            AlgorithmArg::Dpboost => AlgorithmName::Dpboost,
         }
     }
 }
@@ -80,6 +84,22 @@ pub struct AlgorithmArgs {
     /// DP-EBM: share of the budget for the private binning [default: 0.1].
     #[arg(long)]
     pub binning_share: Option<f64>,
+    /// DPBoost: trees per ensemble T_e [default: 50].
+    #[arg(long)]
+    pub trees_per_ensemble: Option<u32>,
+    /// DPBoost: number of ensembles [default: 1].
+    #[arg(long)]
+    pub ensembles: Option<u32>,
+    /// DPBoost: depth of every tree [default: 6].
+    #[arg(long)]
+    pub max_depth: Option<u32>,
+    /// DPBoost: share of each ensemble's epsilon for the splits [default: 0.5].
+    #[arg(long)]
+    pub split_share: Option<f64>,
+    /// DPBoost: share of epsilon for the noisy initial score, 0 for a public
+    /// start at 0 [default: 0.05].
+    #[arg(long)]
+    pub init_share: Option<f64>,
 }
 
 impl AlgorithmArgs {
@@ -96,6 +116,11 @@ impl AlgorithmArgs {
             max_bins: None,
             max_leaves: None,
             binning_share: None,
+            trees_per_ensemble: None,
+            ensembles: None,
+            max_depth: None,
+            split_share: None,
+            init_share: None,
         }
     }
 
@@ -114,9 +139,17 @@ impl AlgorithmArgs {
             ("--max-leaves", self.max_leaves.is_some()),
             ("--binning-share", self.binning_share.is_some()),
         ];
-        let foreign: &[(&str, bool)] = match name {
-            AlgorithmName::Lazybb => &ebm,
-            AlgorithmName::DpEbm => &lazybb,
+        let dpboost = [
+            ("--trees-per-ensemble", self.trees_per_ensemble.is_some()),
+            ("--ensembles", self.ensembles.is_some()),
+            ("--max-depth", self.max_depth.is_some()),
+            ("--split-share", self.split_share.is_some()),
+            ("--init-share", self.init_share.is_some()),
+        ];
+        let foreign: Vec<&(&str, bool)> = match name {
+            AlgorithmName::Lazybb => ebm.iter().chain(&dpboost).collect(),
+            AlgorithmName::DpEbm => lazybb.iter().chain(&dpboost).collect(),
+            AlgorithmName::Dpboost => lazybb.iter().chain(&ebm).collect(),
         };
         if let Some((flag, _)) = foreign.iter().find(|(_, given)| *given) {
             bail!("{flag} is not a parameter of --algorithm {}", name.as_str());
@@ -142,6 +175,14 @@ impl AlgorithmArgs {
                 epochs: self.epochs,
                 max_leaves: self.max_leaves,
                 binning_share: self.binning_share,
+            })),
+            AlgorithmName::Dpboost => Ok(AlgorithmSpec::Dpboost(DpBoostSpec {
+                trees_per_ensemble: self.trees_per_ensemble,
+                ensembles: self.ensembles,
+                max_depth: self.max_depth,
+                learning_rate: self.learning_rate,
+                split_share: self.split_share,
+                init_share: self.init_share,
             })),
         }
     }

@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::dpboost::{self, DpBoostFile, DpBoostPlan, DpBoostSpec};
 use super::ebm::{self, EbmFile, EbmPlan, EbmSpec};
 use super::model::LazyBbModel;
 use super::params::{
@@ -38,17 +39,24 @@ pub enum AlgorithmName {
     Lazybb,
     /// DP-EBM: differentially private explainable boosting.
     DpEbm,
+    /// DPBoost: DP gradient boosting, ensemble of ensembles.
+    Dpboost,
 }
 
 impl AlgorithmName {
     /// Every learner, in the order the docs list them.
-    pub const ALL: [AlgorithmName; 2] = [AlgorithmName::Lazybb, AlgorithmName::DpEbm];
+    pub const ALL: [AlgorithmName; 3] = [
+        AlgorithmName::Lazybb,
+        AlgorithmName::DpEbm,
+        AlgorithmName::Dpboost,
+    ];
 
     /// The name as written in requests and files.
     pub fn as_str(&self) -> &'static str {
         match self {
             AlgorithmName::Lazybb => "lazybb",
             AlgorithmName::DpEbm => "dp-ebm",
+            AlgorithmName::Dpboost => "dpboost",
         }
     }
 
@@ -68,6 +76,14 @@ impl AlgorithmName {
                 "max_leaves",
                 "binning_share",
             ],
+            AlgorithmName::Dpboost => &[
+                "trees_per_ensemble",
+                "ensembles",
+                "max_depth",
+                "learning_rate",
+                "split_share",
+                "init_share",
+            ],
         }
     }
 
@@ -76,6 +92,7 @@ impl AlgorithmName {
         match self {
             AlgorithmName::Lazybb => matches!(task, Task::Binary),
             AlgorithmName::DpEbm => true,
+            AlgorithmName::Dpboost => true,
         }
     }
 }
@@ -112,6 +129,8 @@ pub enum AlgorithmSpec {
     Lazybb(LazyBbSpec),
     /// DP-EBM.
     DpEbm(EbmSpec),
+    /// DPBoost.
+    Dpboost(DpBoostSpec),
 }
 
 impl Default for AlgorithmSpec {
@@ -189,6 +208,11 @@ impl LearnError {
             ("(epochs)", "epochs"),
             ("(max_leaves)", "max_leaves"),
             ("(binning_share)", "binning_share"),
+            ("(trees_per_ensemble)", "trees_per_ensemble"),
+            ("(ensembles)", "ensembles"),
+            ("(max_depth)", "max_depth"),
+            ("(split_share)", "split_share"),
+            ("(init_share)", "init_share"),
             ("(delta)", "delta"),
             ("(epsilon)", "epsilon"),
         ]
@@ -242,6 +266,7 @@ enum PlannedLearner {
         calibration: Calibration,
     },
     Ebm(EbmPlan),
+    DpBoost(DpBoostPlan),
 }
 
 impl AlgorithmSpec {
@@ -250,6 +275,7 @@ impl AlgorithmSpec {
         match self {
             AlgorithmSpec::Lazybb(_) => AlgorithmName::Lazybb,
             AlgorithmSpec::DpEbm(_) => AlgorithmName::DpEbm,
+            AlgorithmSpec::Dpboost(_) => AlgorithmName::Dpboost,
         }
     }
 
@@ -268,6 +294,7 @@ impl AlgorithmSpec {
         match *self {
             AlgorithmSpec::Lazybb(spec) => plan_lazybb(spec, budget, facts),
             AlgorithmSpec::DpEbm(spec) => plan_ebm(spec, budget, facts),
+            AlgorithmSpec::Dpboost(spec) => plan_dpboost(spec, budget, facts),
         }
     }
 }
@@ -354,6 +381,17 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
     })
 }
 
+fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+    let plan = spec.check()?.plan(budget, facts.n_rows)?;
+    Ok(Plan {
+        cost: plan.cost(),
+        steps: plan.trees(),
+        resolved: AlgorithmSpec::Dpboost(plan.params.to_spec()),
+        defaults_used: !spec.any_given(),
+        learner: PlannedLearner::DpBoost(plan),
+    })
+}
+
 impl Plan {
     /// The algorithm planned.
     pub fn algorithm(&self) -> AlgorithmName {
@@ -402,6 +440,7 @@ impl Plan {
                 "sigma_training": p.sigma_training,
                 "grid": 1.0 / f64::from(p.scale),
             }),
+            PlannedLearner::DpBoost(p) => dpboost::params::noise_json(p),
         }
     }
 
@@ -435,6 +474,15 @@ impl Plan {
                     self.defaults_used,
                     model,
                 )?))
+            }
+            PlannedLearner::DpBoost(plan) => {
+                let model = dpboost::fit::fit(data, encoder, plan, rng, on_step)?;
+                Ok(Model::DpBoost(Box::new(DpBoostFile::new(
+                    encoder,
+                    plan,
+                    self.defaults_used,
+                    model,
+                )?)))
             }
         }
     }

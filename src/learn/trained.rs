@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::LearnError;
+use super::dpboost::{self, DpBoostFile, DpBoostInspection};
 use super::ebm::{self, EbmFile, EbmPredictor, sigmoid};
 use super::inspect::{Inspection, inspect};
 use super::model::{LazyBbModel, MODEL_FORMAT, Prediction, Predictor};
@@ -23,6 +24,8 @@ pub enum Model {
     LazyBb(LazyBbModel),
     /// DP-EBM (model file version 2).
     Ebm(EbmFile),
+    /// DPBoost (model file version 2).
+    DpBoost(Box<DpBoostFile>),
 }
 
 /// One prediction of any model.
@@ -64,6 +67,8 @@ pub enum ModelPredictor {
     LazyBb(Predictor),
     /// DP-EBM's folded shape functions.
     Ebm(EbmPredictor),
+    /// DPBoost's trees.
+    DpBoost(Box<DpBoostFile>),
 }
 
 /// A classifier's output from its logit: probability `sigmoid(logit)`,
@@ -85,6 +90,14 @@ fn ebm_output(p: &EbmPredictor, raw: f64) -> Output {
     }
 }
 
+fn dpboost_output(f: &DpBoostFile, active: &[u32]) -> Output {
+    let raw = f.raw(active);
+    match f.task {
+        Task::Binary => Output::Class(from_logit(raw)),
+        Task::Regression { .. } => Output::Value(raw),
+    }
+}
+
 impl ModelPredictor {
     /// The prediction for one row given its true literals (sorted ascending,
     /// as the encoder returns them).
@@ -92,6 +105,7 @@ impl ModelPredictor {
         match self {
             ModelPredictor::LazyBb(p) => Output::Class(p.prediction(p.vote_sum(active))),
             ModelPredictor::Ebm(p) => ebm_output(p, p.raw(active)),
+            ModelPredictor::DpBoost(f) => dpboost_output(f, active),
         }
     }
 
@@ -108,6 +122,14 @@ impl ModelPredictor {
                 .into_iter()
                 .map(|raw| ebm_output(p, raw))
                 .collect(),
+            ModelPredictor::DpBoost(f) => f
+                .raw_all(data)
+                .into_iter()
+                .map(|raw| match f.task {
+                    Task::Binary => Output::Class(from_logit(raw)),
+                    Task::Regression { .. } => Output::Value(raw),
+                })
+                .collect(),
         }
     }
 }
@@ -120,6 +142,8 @@ pub enum ModelInspection {
     LazyBb(Inspection),
     /// DP-EBM's shape functions and importances.
     Ebm(EbmInspection),
+    /// DPBoost's trees.
+    DpBoost(DpBoostInspection),
 }
 
 /// DP-EBM's inspection: per-feature shape functions with their bins and the
@@ -212,6 +236,7 @@ impl ModelInspection {
         match self {
             ModelInspection::LazyBb(i) => i.to_text(),
             ModelInspection::Ebm(i) => i.to_text(),
+            ModelInspection::DpBoost(i) => i.to_text(),
         }
     }
 }
@@ -230,6 +255,9 @@ impl Model {
             Some(1) => Ok(Model::LazyBb(LazyBbModel::from_json(text)?)),
             Some(2) => match value.get("algorithm").and_then(Value::as_str) {
                 Some(ebm::file::ALGORITHM) => Ok(Model::Ebm(EbmFile::from_value(value)?)),
+                Some(dpboost::model::ALGORITHM) => {
+                    Ok(Model::DpBoost(Box::new(DpBoostFile::from_value(value)?)))
+                }
                 other => Err(LearnError::ModelFormat(format!(
                     "unknown algorithm {other:?} in a version-2 model file"
                 ))),
@@ -249,6 +277,7 @@ impl Model {
             Model::LazyBb(m) => m.to_json(),
             // Invariant: plain values, strings, vectors and derived structs.
             Model::Ebm(f) => serde_json::to_string_pretty(f).expect("model serialises"),
+            Model::DpBoost(f) => serde_json::to_string_pretty(f).expect("model serialises"),
         }
     }
 
@@ -257,6 +286,7 @@ impl Model {
         match self {
             Model::LazyBb(_) => "lazybb",
             Model::Ebm(_) => ebm::file::ALGORITHM,
+            Model::DpBoost(_) => dpboost::model::ALGORITHM,
         }
     }
 
@@ -265,6 +295,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => &m.schema,
             Model::Ebm(f) => &f.schema,
+            Model::DpBoost(f) => &f.schema,
         }
     }
 
@@ -283,6 +314,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => m.job_id = Some(job_id),
             Model::Ebm(f) => f.job_id = Some(job_id),
+            Model::DpBoost(f) => f.job_id = Some(job_id),
         }
     }
 
@@ -296,6 +328,12 @@ impl Model {
                 v["defaults_used"] = f.defaults_used.into();
                 v
             }
+            Model::DpBoost(f) => {
+                let mut v = serde_json::to_value(f.params).unwrap_or(Value::Null);
+                v["algorithm"] = dpboost::model::ALGORITHM.into();
+                v["defaults_used"] = f.defaults_used.into();
+                v
+            }
         }
     }
 
@@ -304,6 +342,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => serde_json::to_value(&m.privacy).unwrap_or(Value::Null),
             Model::Ebm(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
+            Model::DpBoost(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
         }
     }
 
@@ -312,6 +351,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
             Model::Ebm(f) => ModelPredictor::Ebm(f.model.predictor(f.task, f.literals.len())),
+            Model::DpBoost(f) => ModelPredictor::DpBoost(f.clone()),
         }
     }
 
@@ -322,7 +362,7 @@ impl Model {
     pub fn edited(&self, edit: &ModelEdit) -> Result<Model, LearnError> {
         match self {
             Model::Ebm(f) => Ok(Model::Ebm(f.edited(edit)?)),
-            Model::LazyBb(_) => Err(LearnError::InvalidParameter(format!(
+            Model::LazyBb(_) | Model::DpBoost(_) => Err(LearnError::InvalidParameter(format!(
                 "a {} model has no per-feature shape functions to edit ({} edits are for dp-ebm models)",
                 self.algorithm(),
                 match edit {
@@ -338,6 +378,7 @@ impl Model {
         match self {
             Model::LazyBb(m) => ModelInspection::LazyBb(inspect(m, encoder)),
             Model::Ebm(f) => ModelInspection::Ebm(EbmInspection::new(f, encoder)),
+            Model::DpBoost(f) => ModelInspection::DpBoost(DpBoostInspection::new(f, encoder)),
         }
     }
 }
