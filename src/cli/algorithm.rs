@@ -4,6 +4,7 @@
 
 use anyhow::bail;
 use clap::Args;
+use privboost::learn::dpboost::DpBoostSpec;
 use privboost::learn::ebm::EbmSpec;
 use privboost::learn::linear::{LinearSpec, NumericFeatures};
 use privboost::learn::params::WeakLearnerName;
@@ -18,6 +19,8 @@ pub enum AlgorithmArg {
     DpEbm,
     /// dp-linear: DP logistic / linear regression (pure DP with --delta 0).
     DpLinear,
+    /// DPBoost: DP gradient boosting with an ensemble of ensembles (pure DP).
+    Dpboost,
 }
 
 impl AlgorithmArg {
@@ -26,6 +29,7 @@ impl AlgorithmArg {
             AlgorithmArg::Lazybb => AlgorithmName::Lazybb,
             AlgorithmArg::DpEbm => AlgorithmName::DpEbm,
             AlgorithmArg::DpLinear => AlgorithmName::DpLinear,
+            AlgorithmArg::Dpboost => AlgorithmName::Dpboost,
         }
     }
 }
@@ -118,6 +122,22 @@ pub struct AlgorithmArgs {
     /// [default: intervals for classification, linear for regression].
     #[arg(long, value_enum)]
     pub numeric_features: Option<NumericFeaturesArg>,
+    /// DPBoost: trees per ensemble T_e [default: 50].
+    #[arg(long)]
+    pub trees_per_ensemble: Option<u32>,
+    /// DPBoost: number of ensembles [default: 1].
+    #[arg(long)]
+    pub ensembles: Option<u32>,
+    /// DPBoost: depth of every tree [default: 6].
+    #[arg(long)]
+    pub max_depth: Option<u32>,
+    /// DPBoost: share of each ensemble's epsilon for the splits [default: 0.5].
+    #[arg(long)]
+    pub split_share: Option<f64>,
+    /// DPBoost: share of epsilon for the noisy initial score, 0 for a public
+    /// start at 0 [default: 0.05].
+    #[arg(long)]
+    pub init_share: Option<f64>,
 }
 
 impl AlgorithmArgs {
@@ -138,6 +158,11 @@ impl AlgorithmArgs {
             ridge: None,
             curvature_share: None,
             numeric_features: None,
+            trees_per_ensemble: None,
+            ensembles: None,
+            max_depth: None,
+            split_share: None,
+            init_share: None,
         }
     }
 
@@ -161,11 +186,29 @@ impl AlgorithmArgs {
             ("--curvature-share", self.curvature_share.is_some()),
             ("--numeric-features", self.numeric_features.is_some()),
         ];
+        let dpboost = [
+            ("--trees-per-ensemble", self.trees_per_ensemble.is_some()),
+            ("--ensembles", self.ensembles.is_some()),
+            ("--max-depth", self.max_depth.is_some()),
+            ("--split-share", self.split_share.is_some()),
+            ("--init-share", self.init_share.is_some()),
+        ];
         let epochs = [("--epochs", self.epochs.is_some())];
         let foreign: Vec<&(&str, bool)> = match name {
-            AlgorithmName::Lazybb => ebm.iter().chain(&linear).chain(&epochs).collect(),
-            AlgorithmName::DpEbm => lazybb.iter().chain(&linear).collect(),
-            AlgorithmName::DpLinear => lazybb.iter().chain(&ebm).collect(),
+            AlgorithmName::Lazybb => ebm
+                .iter()
+                .chain(&linear)
+                .chain(&dpboost)
+                .chain(&epochs)
+                .collect(),
+            AlgorithmName::DpEbm => lazybb.iter().chain(&linear).chain(&dpboost).collect(),
+            AlgorithmName::DpLinear => lazybb.iter().chain(&ebm).chain(&dpboost).collect(),
+            AlgorithmName::Dpboost => lazybb
+                .iter()
+                .chain(&ebm)
+                .chain(&linear)
+                .chain(&epochs)
+                .collect(),
         };
         if let Some((flag, _)) = foreign.iter().find(|(_, given)| *given) {
             bail!("{flag} is not a parameter of --algorithm {}", name.as_str());
@@ -199,6 +242,14 @@ impl AlgorithmArgs {
                 ridge: self.ridge,
                 curvature_share: self.curvature_share,
                 numeric_features: self.numeric_features.map(NumericFeaturesArg::value),
+            })),
+            AlgorithmName::Dpboost => Ok(AlgorithmSpec::Dpboost(DpBoostSpec {
+                trees_per_ensemble: self.trees_per_ensemble,
+                ensembles: self.ensembles,
+                max_depth: self.max_depth,
+                learning_rate: self.learning_rate,
+                split_share: self.split_share,
+                init_share: self.init_share,
             })),
         }
     }

@@ -107,6 +107,21 @@ pub struct EvalArgs {
     /// dp-linear: numeric interval columns as `intervals` or `linear`.
     #[arg(long, value_enum)]
     numeric_features: Option<super::algorithm::NumericFeaturesArg>,
+    /// DPBoost: trees per ensemble [default: 50].
+    #[arg(long)]
+    trees_per_ensemble: Option<u32>,
+    /// DPBoost: number of ensembles [default: 1].
+    #[arg(long)]
+    ensembles: Option<u32>,
+    /// DPBoost: tree depth [default: 6].
+    #[arg(long)]
+    max_depth: Option<u32>,
+    /// DPBoost: share of each ensemble's epsilon for the splits [default: 0.5].
+    #[arg(long)]
+    split_share: Option<f64>,
+    /// DPBoost: share of epsilon for the noisy initial score [default: 0.05].
+    #[arg(long)]
+    init_share: Option<f64>,
 }
 
 /// The schema's encoder and the data `eval` reads.
@@ -187,6 +202,11 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         ridge: args.ridge,
         curvature_share: args.curvature_share,
         numeric_features: args.numeric_features,
+        trees_per_ensemble: args.trees_per_ensemble,
+        ensembles: args.ensembles,
+        max_depth: args.max_depth,
+        split_share: args.split_share,
+        init_share: args.init_share,
         ..AlgorithmArgs::defaults(algorithm)
     }
     .spec()?;

@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::dpboost::{self, DpBoostFile, DpBoostPlan, DpBoostSpec};
 use super::ebm::{self, EbmFile, EbmPlan, EbmSpec};
 use super::linear::{self, LinearFile, LinearPlan, LinearShape, LinearSpec};
 use super::model::LazyBbModel;
@@ -41,14 +42,17 @@ pub enum AlgorithmName {
     DpEbm,
     /// dp-linear: DP logistic and linear regression on the literals.
     DpLinear,
+    /// DPBoost: DP gradient boosting, ensemble of ensembles.
+    Dpboost,
 }
 
 impl AlgorithmName {
     /// Every learner, in the order the docs list them.
-    pub const ALL: [AlgorithmName; 3] = [
+    pub const ALL: [AlgorithmName; 4] = [
         AlgorithmName::Lazybb,
         AlgorithmName::DpEbm,
         AlgorithmName::DpLinear,
+        AlgorithmName::Dpboost,
     ];
 
     /// The name as written in requests and files.
@@ -57,6 +61,7 @@ impl AlgorithmName {
             AlgorithmName::Lazybb => "lazybb",
             AlgorithmName::DpEbm => "dp-ebm",
             AlgorithmName::DpLinear => "dp-linear",
+            AlgorithmName::Dpboost => "dpboost",
         }
     }
 
@@ -90,6 +95,14 @@ impl AlgorithmName {
                 "curvature_share",
                 "numeric_features",
             ],
+            AlgorithmName::Dpboost => &[
+                "trees_per_ensemble",
+                "ensembles",
+                "max_depth",
+                "learning_rate",
+                "split_share",
+                "init_share",
+            ],
         }
     }
 
@@ -108,7 +121,7 @@ impl AlgorithmName {
     pub fn supports(&self, task: Task) -> bool {
         match self {
             AlgorithmName::Lazybb => matches!(task, Task::Binary),
-            AlgorithmName::DpEbm | AlgorithmName::DpLinear => true,
+            AlgorithmName::DpEbm | AlgorithmName::DpLinear | AlgorithmName::Dpboost => true,
         }
     }
 }
@@ -169,6 +182,8 @@ pub enum AlgorithmSpec {
     DpEbm(EbmSpec),
     /// dp-linear.
     DpLinear(LinearSpec),
+    /// DPBoost.
+    Dpboost(DpBoostSpec),
 }
 
 impl Default for AlgorithmSpec {
@@ -267,6 +282,11 @@ impl LearnError {
             ("(ridge)", "ridge"),
             ("(curvature_share)", "curvature_share"),
             ("(numeric_features)", "numeric_features"),
+            ("(trees_per_ensemble)", "trees_per_ensemble"),
+            ("(ensembles)", "ensembles"),
+            ("(max_depth)", "max_depth"),
+            ("(split_share)", "split_share"),
+            ("(init_share)", "init_share"),
             ("(delta)", "delta"),
             ("(epsilon)", "epsilon"),
         ]
@@ -324,6 +344,7 @@ enum PlannedLearner {
     },
     Ebm(EbmPlan),
     Linear(LinearPlan),
+    DpBoost(DpBoostPlan),
 }
 
 impl AlgorithmSpec {
@@ -333,6 +354,7 @@ impl AlgorithmSpec {
             AlgorithmSpec::Lazybb(_) => AlgorithmName::Lazybb,
             AlgorithmSpec::DpEbm(_) => AlgorithmName::DpEbm,
             AlgorithmSpec::DpLinear(_) => AlgorithmName::DpLinear,
+            AlgorithmSpec::Dpboost(_) => AlgorithmName::Dpboost,
         }
     }
 
@@ -352,6 +374,7 @@ impl AlgorithmSpec {
             AlgorithmSpec::Lazybb(spec) => plan_lazybb(spec, budget, facts),
             AlgorithmSpec::DpEbm(spec) => plan_ebm(spec, budget, facts),
             AlgorithmSpec::DpLinear(spec) => plan_linear(spec, budget, facts),
+            AlgorithmSpec::Dpboost(spec) => plan_dpboost(spec, budget, facts),
         }
     }
 }
@@ -463,6 +486,17 @@ fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<P
     })
 }
 
+fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+    let plan = spec.check()?.plan(budget, facts.n_rows)?;
+    Ok(Plan {
+        cost: plan.cost(),
+        steps: plan.trees(),
+        resolved: AlgorithmSpec::Dpboost(plan.params.to_spec()),
+        defaults_used: !spec.any_given(),
+        learner: PlannedLearner::DpBoost(plan),
+    })
+}
+
 impl Plan {
     /// The algorithm planned.
     pub fn algorithm(&self) -> AlgorithmName {
@@ -531,6 +565,7 @@ impl Plan {
                 }
                 noise
             }
+            PlannedLearner::DpBoost(p) => dpboost::params::noise_json(p),
         }
     }
 
@@ -573,6 +608,15 @@ impl Plan {
                     self.defaults_used,
                     model,
                 )?))
+            }
+            PlannedLearner::DpBoost(plan) => {
+                let model = dpboost::fit::fit(data, encoder, plan, rng, on_step)?;
+                Ok(Model::DpBoost(Box::new(DpBoostFile::new(
+                    encoder,
+                    plan,
+                    self.defaults_used,
+                    model,
+                )?)))
             }
         }
     }

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::LearnError;
+use super::dpboost::{self, DpBoostFile, DpBoostInspection};
 use super::ebm::{self, EbmFile, EbmPredictor, sigmoid};
 use super::inspect::{Inspection, inspect};
 use super::linear::{self, LinearFile, LinearInspection, LinearPredictor};
@@ -26,6 +27,8 @@ pub enum Model {
     Ebm(EbmFile),
     /// dp-linear (model file version 2).
     Linear(LinearFile),
+    /// DPBoost (model file version 2).
+    DpBoost(Box<DpBoostFile>),
 }
 
 /// One prediction of any model.
@@ -69,6 +72,8 @@ pub enum ModelPredictor {
     Ebm(EbmPredictor),
     /// dp-linear's folded coefficients.
     Linear(LinearPredictor),
+    /// DPBoost's trees.
+    DpBoost(Box<DpBoostFile>),
 }
 
 /// A classifier's output from its logit: probability `sigmoid(logit)`,
@@ -95,6 +100,14 @@ fn output_of(task: Task, raw: f64) -> Output {
     }
 }
 
+fn dpboost_output(f: &DpBoostFile, active: &[u32]) -> Output {
+    let raw = f.raw(active);
+    match f.task {
+        Task::Binary => Output::Class(from_logit(raw)),
+        Task::Regression { .. } => Output::Value(raw),
+    }
+}
+
 impl ModelPredictor {
     /// The prediction for one row given its true literals (sorted ascending,
     /// as the encoder returns them).
@@ -103,6 +116,7 @@ impl ModelPredictor {
             ModelPredictor::LazyBb(p) => Output::Class(p.prediction(p.vote_sum(active))),
             ModelPredictor::Ebm(p) => ebm_output(p, p.raw(active)),
             ModelPredictor::Linear(p) => output_of(p.task(), p.raw(active)),
+            ModelPredictor::DpBoost(f) => dpboost_output(f, active),
         }
     }
 
@@ -124,6 +138,14 @@ impl ModelPredictor {
                 .into_iter()
                 .map(|raw| output_of(p.task(), raw))
                 .collect(),
+            ModelPredictor::DpBoost(f) => f
+                .raw_all(data)
+                .into_iter()
+                .map(|raw| match f.task {
+                    Task::Binary => Output::Class(from_logit(raw)),
+                    Task::Regression { .. } => Output::Value(raw),
+                })
+                .collect(),
         }
     }
 }
@@ -138,6 +160,8 @@ pub enum ModelInspection {
     Ebm(EbmInspection),
     /// dp-linear's coefficients per literal (or numeric column).
     Linear(LinearInspection),
+    /// DPBoost's trees.
+    DpBoost(DpBoostInspection),
 }
 
 /// DP-EBM's inspection: per-feature shape functions with their bins and the
@@ -231,6 +255,7 @@ impl ModelInspection {
             ModelInspection::LazyBb(i) => i.to_text(),
             ModelInspection::Ebm(i) => i.to_text(),
             ModelInspection::Linear(i) => i.to_text(),
+            ModelInspection::DpBoost(i) => i.to_text(),
         }
     }
 }
@@ -250,6 +275,9 @@ impl Model {
             Some(2) => match value.get("algorithm").and_then(Value::as_str) {
                 Some(ebm::file::ALGORITHM) => Ok(Model::Ebm(EbmFile::from_value(value)?)),
                 Some(linear::file::ALGORITHM) => Ok(Model::Linear(LinearFile::from_value(value)?)),
+                Some(dpboost::model::ALGORITHM) => {
+                    Ok(Model::DpBoost(Box::new(DpBoostFile::from_value(value)?)))
+                }
                 other => Err(LearnError::ModelFormat(format!(
                     "unknown algorithm {other:?} in a version-2 model file"
                 ))),
@@ -271,6 +299,7 @@ impl Model {
             Model::Ebm(f) => serde_json::to_string_pretty(f).expect("model serialises"),
             // Invariant: as above.
             Model::Linear(f) => serde_json::to_string_pretty(f).expect("model serialises"),
+            Model::DpBoost(f) => serde_json::to_string_pretty(f).expect("model serialises"),
         }
     }
 
@@ -280,6 +309,7 @@ impl Model {
             Model::LazyBb(_) => "lazybb",
             Model::Ebm(_) => ebm::file::ALGORITHM,
             Model::Linear(_) => linear::file::ALGORITHM,
+            Model::DpBoost(_) => dpboost::model::ALGORITHM,
         }
     }
 
@@ -289,6 +319,7 @@ impl Model {
             Model::LazyBb(m) => &m.schema,
             Model::Ebm(f) => &f.schema,
             Model::Linear(f) => &f.schema,
+            Model::DpBoost(f) => &f.schema,
         }
     }
 
@@ -308,6 +339,7 @@ impl Model {
             Model::LazyBb(m) => m.job_id = Some(job_id),
             Model::Ebm(f) => f.job_id = Some(job_id),
             Model::Linear(f) => f.job_id = Some(job_id),
+            Model::DpBoost(f) => f.job_id = Some(job_id),
         }
     }
 
@@ -327,6 +359,12 @@ impl Model {
                 v["defaults_used"] = f.defaults_used.into();
                 v
             }
+            Model::DpBoost(f) => {
+                let mut v = serde_json::to_value(f.params).unwrap_or(Value::Null);
+                v["algorithm"] = dpboost::model::ALGORITHM.into();
+                v["defaults_used"] = f.defaults_used.into();
+                v
+            }
         }
     }
 
@@ -336,6 +374,7 @@ impl Model {
             Model::LazyBb(m) => serde_json::to_value(&m.privacy).unwrap_or(Value::Null),
             Model::Ebm(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
             Model::Linear(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
+            Model::DpBoost(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
         }
     }
 
@@ -345,6 +384,7 @@ impl Model {
             Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
             Model::Ebm(f) => ModelPredictor::Ebm(f.model.predictor(f.task, f.literals.len())),
             Model::Linear(f) => ModelPredictor::Linear(f.model.predictor(f.task, f.literals.len())),
+            Model::DpBoost(f) => ModelPredictor::DpBoost(f.clone()),
         }
     }
 
@@ -355,14 +395,16 @@ impl Model {
     pub fn edited(&self, edit: &ModelEdit) -> Result<Model, LearnError> {
         match self {
             Model::Ebm(f) => Ok(Model::Ebm(f.edited(edit)?)),
-            Model::LazyBb(_) | Model::Linear(_) => Err(LearnError::InvalidParameter(format!(
-                "a {} model has no per-feature shape functions to edit ({} edits are for dp-ebm models)",
-                self.algorithm(),
-                match edit {
-                    ModelEdit::Monotone { .. } => "monotone",
-                    ModelEdit::SetValues { .. } => "set_values",
-                }
-            ))),
+            Model::LazyBb(_) | Model::Linear(_) | Model::DpBoost(_) => {
+                Err(LearnError::InvalidParameter(format!(
+                    "a {} model has no per-feature shape functions to edit ({} edits are for dp-ebm models)",
+                    self.algorithm(),
+                    match edit {
+                        ModelEdit::Monotone { .. } => "monotone",
+                        ModelEdit::SetValues { .. } => "set_values",
+                    }
+                )))
+            }
         }
     }
 
@@ -372,6 +414,7 @@ impl Model {
             Model::LazyBb(m) => ModelInspection::LazyBb(inspect(m, encoder)),
             Model::Ebm(f) => ModelInspection::Ebm(EbmInspection::new(f, encoder)),
             Model::Linear(f) => ModelInspection::Linear(f.model.inspect()),
+            Model::DpBoost(f) => ModelInspection::DpBoost(DpBoostInspection::new(f, encoder)),
         }
     }
 }

@@ -1,0 +1,352 @@
+//! DPBoost's model (the released trees), its prediction and inspection, and
+//! the version-2 model file with the privacy statement (SPEC §6).
+
+use serde::{Deserialize, Serialize};
+
+use super::params::{DpBoostParams, DpBoostPlan, L2, clip_bound, leaf_sensitivity};
+use super::tree::Tree;
+use crate::data::{Encoder, Schema, Task};
+use crate::learn::LearnError;
+use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
+use crate::privacy::mechanisms;
+
+/// The `algorithm` field of a DPBoost file.
+pub const ALGORITHM: &str = "dpboost";
+/// The envelope version (shared with the other newer learners).
+pub const FILE_VERSION: u32 = 2;
+
+/// The released model: a score is `initial_score` plus one leaf per tree;
+/// a classifier's score is a logit, a regressor's is in scaled label units.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DpBoostModel {
+    /// The public or noisy initial score.
+    pub initial_score: f64,
+    /// Every tree, ensemble by ensemble.
+    pub trees: Vec<Tree>,
+}
+
+impl DpBoostModel {
+    /// The raw score of a row given its true literals (sorted ascending).
+    pub fn raw(&self, active: &[u32]) -> f64 {
+        self.initial_score
+            + self
+                .trees
+                .iter()
+                .map(|t| {
+                    t.leaves
+                        [t.leaf_of(|s| s.literals.iter().any(|l| active.binary_search(l).is_ok()))]
+                })
+                .sum::<f64>()
+    }
+
+    /// A regressor's raw score back in label units.
+    pub fn unscale(task: Task, raw: f64) -> f64 {
+        match task {
+            Task::Binary => raw,
+            Task::Regression { min, max } => min + (raw.clamp(-1.0, 1.0) + 1.0) * (max - min) / 2.0,
+        }
+    }
+
+    /// Structural check (a loaded file).
+    pub fn check(&self, n_literals: usize, depth: u32) -> Result<(), String> {
+        if !self.initial_score.is_finite() {
+            return Err("non-finite initial score".into());
+        }
+        for t in &self.trees {
+            if t.splits.len() != (1usize << depth) - 1 || t.leaves.len() != 1usize << depth {
+                return Err("a tree does not have the model's depth".into());
+            }
+            if t.leaves.iter().any(|v| !v.is_finite()) {
+                return Err("a non-finite leaf value".into());
+            }
+            if t.splits
+                .iter()
+                .any(|s| s.literals.iter().any(|&l| l as usize >= n_literals))
+            {
+                return Err("a split names an unknown literal".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The privacy statement of a DPBoost model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DpBoostStatement {
+    /// Total epsilon charged.
+    pub epsilon: f64,
+    /// Delta charged (always 0: pure DP).
+    pub delta: f64,
+    /// The neighbouring relation.
+    pub neighbouring: String,
+    /// Training rows (public).
+    pub n_rows: usize,
+    /// How the parts compose.
+    pub accounting: String,
+    /// The split of epsilon.
+    pub budget_split: String,
+    /// What is released, with which noise.
+    pub mechanism: String,
+    /// Laplace scale of report-noisy-max over the gains.
+    pub split_scale: f64,
+    /// Laplace scale of the first tree's leaf values (value units).
+    pub leaf_scale: f64,
+    /// The sensitivity argument in one line.
+    pub sensitivity: String,
+    /// Subset size of each tree position in an ensemble.
+    pub subset_sizes: Vec<usize>,
+    /// How the noise is sampled.
+    pub sampler: String,
+    /// Mechanism ids.
+    pub mechanisms: Vec<String>,
+    /// The software that trained it.
+    pub software_version: String,
+}
+
+impl DpBoostStatement {
+    fn new(plan: &DpBoostPlan) -> DpBoostStatement {
+        let p = plan.params;
+        let (_, leaf_units) = plan.leaf_noise(0);
+        DpBoostStatement {
+            epsilon: plan.budget.epsilon(),
+            delta: 0.0,
+            neighbouring: "substitution of one row; the row count n is public".into(),
+            n_rows: plan.n_rows,
+            accounting: format!(
+                "pure DP, basic composition: the initial score ({}) then {} ensembles of {} epsilon each; inside an ensemble the {} trees use disjoint random subsets (parallel composition); inside a tree {} levels of split selections and one release of the leaves compose sequentially",
+                plan.epsilon_init,
+                p.ensembles,
+                plan.epsilon_ensemble,
+                p.trees_per_ensemble,
+                p.max_depth
+            ),
+            budget_split: format!(
+                "{}% of epsilon to the initial score; of each ensemble's epsilon {}% to the splits ({} per level) and the rest to the leaves",
+                p.init_share * 100.0,
+                p.split_share * 100.0,
+                plan.epsilon_level
+            ),
+            mechanism: format!(
+                "DPBoost (Li et al. 2020, Alg. 1-2) on the schema's public split candidates: {} per node over the split gains, exact discrete Laplace noise on the clipped leaf values; initial score {}",
+                mechanisms::REPORT_NOISY_MAX_LAPLACE.cited(),
+                if plan.epsilon_init > 0.0 {
+                    "from a noisy label count/sum (exact discrete Laplace)"
+                } else {
+                    "0 (public)"
+                }
+            ),
+            split_scale: plan.split_scale,
+            leaf_scale: leaf_units / f64::from(1u32 << super::params::LEAF_BITS),
+            sensitivity: format!(
+                "gradients clipped to [-1, 1] (GDF); gain 6 under substitution (twice Lemma 1's 3), plus a float margin: {}; leaf vector L1 min(2/(1 + {L2}), 4 c) with c = (1 - eta)^p (GLC), {} for p = 0 (docs/privacy.md, \"DPBoost\")",
+                plan.split_sensitivity,
+                leaf_sensitivity(clip_bound(p.learning_rate, 0))
+            ),
+            subset_sizes: plan.sizes.clone(),
+            sampler: format!(
+                "{}; exact discrete Laplace draws on a 2^-20 grid of the leaf values; subsets from a uniform permutation drawn with exact integer sampling",
+                mechanisms::sampler_text(&[mechanisms::REPORT_NOISY_MAX_LAPLACE])
+            ),
+            mechanisms: vec![mechanisms::REPORT_NOISY_MAX_LAPLACE.id.to_owned()],
+            software_version: SOFTWARE_VERSION.into(),
+        }
+    }
+}
+
+/// A DPBoost model file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DpBoostFile {
+    /// Always [`MODEL_FORMAT`].
+    pub format: String,
+    /// Always [`FILE_VERSION`].
+    pub version: u32,
+    /// Always [`ALGORITHM`].
+    pub algorithm: String,
+    /// The task (from the schema).
+    pub task: Task,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+    /// The service job that trained it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// The parameters of the run.
+    pub params: DpBoostParams,
+    /// Whether every parameter took its default.
+    pub defaults_used: bool,
+    /// What was spent and how.
+    pub privacy: DpBoostStatement,
+    /// The owner's schema.
+    pub schema: Schema,
+    /// Literal names in index order (a check against the schema).
+    pub literals: Vec<String>,
+    /// The trees.
+    pub model: DpBoostModel,
+}
+
+impl DpBoostFile {
+    /// Wrap a trained model.
+    pub fn new(
+        encoder: &Encoder,
+        plan: &DpBoostPlan,
+        defaults_used: bool,
+        model: DpBoostModel,
+    ) -> Result<DpBoostFile, LearnError> {
+        Ok(DpBoostFile {
+            format: MODEL_FORMAT.into(),
+            version: FILE_VERSION,
+            algorithm: ALGORITHM.into(),
+            task: encoder.schema().task(),
+            created_at: time::OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .map_err(|e| LearnError::InvalidParameter(format!("clock: {e}")))?,
+            job_id: None,
+            params: plan.params,
+            defaults_used,
+            privacy: DpBoostStatement::new(plan),
+            schema: encoder.schema().clone(),
+            literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
+            model,
+        })
+    }
+
+    /// Parse and check (the caller checked format and version).
+    pub fn from_value(value: serde_json::Value) -> Result<DpBoostFile, LearnError> {
+        let file: DpBoostFile =
+            serde_json::from_value(value).map_err(|e| LearnError::ModelFormat(e.to_string()))?;
+        if file.algorithm != ALGORITHM {
+            return Err(LearnError::ModelFormat(format!(
+                "algorithm {:?} is not {ALGORITHM}",
+                file.algorithm
+            )));
+        }
+        if file.task != file.schema.task() {
+            return Err(LearnError::ModelFormat(
+                "the model's task does not match its schema".into(),
+            ));
+        }
+        let encoder = Encoder::new(&file.schema)?;
+        let names: Vec<&str> = encoder.literals().iter().map(|l| l.name.as_str()).collect();
+        if names != file.literals.iter().map(String::as_str).collect::<Vec<_>>() {
+            return Err(LearnError::ModelFormat(
+                "the model's literal list does not match its schema".into(),
+            ));
+        }
+        if !(1..=10).contains(&file.params.max_depth) {
+            return Err(LearnError::ModelFormat("max_depth out of range".into()));
+        }
+        file.model
+            .check(names.len(), file.params.max_depth)
+            .map_err(LearnError::ModelFormat)?;
+        Ok(file)
+    }
+
+    /// Every row's output of `data` (encoded with the model's schema).
+    pub fn raw_all(&self, data: &crate::data::Dataset) -> Vec<f64> {
+        (0..data.n_rows())
+            .map(|r| {
+                let raw = self.model.initial_score
+                    + self
+                        .model
+                        .trees
+                        .iter()
+                        .map(|t| {
+                            t.leaves[t.leaf_of(|s| {
+                                s.literals.iter().any(|&l| data.features.get(r, l as usize))
+                            })]
+                        })
+                        .sum::<f64>();
+                DpBoostModel::unscale(self.task, raw)
+            })
+            .collect()
+    }
+
+    /// A row's output: a classifier's logit or a regressor's value in label
+    /// units.
+    pub fn raw(&self, active: &[u32]) -> f64 {
+        DpBoostModel::unscale(self.task, self.model.raw(active))
+    }
+}
+
+/// What `inspect` shows of a DPBoost model: every tree with its splits (by
+/// literal names) and leaf values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DpBoostInspection {
+    /// The initial score (logit or scaled label).
+    pub initial_score: f64,
+    /// Trees per ensemble.
+    pub trees_per_ensemble: u32,
+    /// The trees in order.
+    pub trees: Vec<TreeOut>,
+}
+
+/// One tree as inspected.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TreeOut {
+    /// Splits in heap order: a row goes left when it matches the condition.
+    pub splits: Vec<String>,
+    /// Leaf values left to right (added to the score).
+    pub leaves: Vec<f64>,
+}
+
+impl DpBoostInspection {
+    /// Build from a file (post-processing: free).
+    pub fn new(file: &DpBoostFile, encoder: &Encoder) -> DpBoostInspection {
+        let literals = encoder.literals();
+        DpBoostInspection {
+            initial_score: file.model.initial_score,
+            trees_per_ensemble: file.params.trees_per_ensemble,
+            trees: file
+                .model
+                .trees
+                .iter()
+                .map(|t| TreeOut {
+                    splits: t
+                        .splits
+                        .iter()
+                        .map(|s| {
+                            s.literals
+                                .iter()
+                                .map(|&l| literals[l as usize].name.clone())
+                                .collect::<Vec<_>>()
+                                .join(" or ")
+                        })
+                        .collect(),
+                    leaves: t.leaves.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Human-readable text.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "Initial score: {:.6}\nTrees: {} ({} per ensemble)\n",
+            self.initial_score,
+            self.trees.len(),
+            self.trees_per_ensemble
+        );
+        for (i, t) in self.trees.iter().enumerate() {
+            out.push_str(&format!("\nTree {}:\n", i + 1));
+            write_node(&mut out, t, 0, 1);
+        }
+        out
+    }
+}
+
+fn write_node(out: &mut String, t: &TreeOut, node: usize, indent: usize) {
+    let pad = "  ".repeat(indent);
+    if node < t.splits.len() {
+        out.push_str(&format!("{pad}if {}:\n", t.splits[node]));
+        write_node(out, t, 2 * node + 1, indent + 1);
+        out.push_str(&format!("{pad}else:\n"));
+        write_node(out, t, 2 * node + 2, indent + 1);
+    } else {
+        out.push_str(&format!(
+            "{pad}leaf {:+.6}\n",
+            t.leaves[node - t.splits.len()]
+        ));
+    }
+}

@@ -1,0 +1,298 @@
+//! DPBoost's parameters, defaults and plan: everything public about a run,
+//! computed from the parameters, the budget and the public row count before
+//! any row is read.
+//!
+//! # Sensitivities under substitution (docs/privacy.md, "DPBoost")
+//!
+//! The paper's bounds ([DPB] Lemma 1, Lemma 2, Cor. 2) are for add-one
+//! neighbours; the service's neighbours differ by substituting one row. With
+//! gradients in [-g*, g*] (g* = 1 after filtering, §3.1) and a changed row:
+//! - split gain G = GL^2/(nL + lambda) + GR^2/(nR + lambda): a row that stays
+//!   in one node changes it by at most 2 x 3 g*^2 (it may leave one side and
+//!   join the other, each an add/remove change of Lemma 1); a row that moves
+//!   between two nodes of one level changes each by at most 3 g*^2. We
+//!   calibrate every node of a level for `SPLIT_SENSITIVITY` = 6 g*^2, so one
+//!   level costs its epsilon in both cases (2 x half, or 1 x whole).
+//! - leaf values V = -S/(n + lambda), clipped to [-c, c] (GLC): the vector of
+//!   a tree's leaves moves by at most min(2 g*/(1 + lambda), 4 c) in L1 (one
+//!   leaf by 2 g*/(n + lambda), or two leaves by min(g*/(1 + lambda), 2 c)
+//!   each).
+
+use serde::{Deserialize, Serialize};
+
+use crate::learn::LearnError;
+use crate::privacy::grid::GRID_EPSILON;
+use crate::privacy::{Budget, PrivacyCost};
+
+/// L2 regularisation of the leaf values, [DPB] §4 (lambda = 0.1); fixed, as in
+/// the paper's experiments.
+pub const L2: f64 = 0.1;
+
+/// g*: the filtering threshold and gradient bound ([DPB] §3.1: g_l* = 1 for
+/// square loss on labels in [-1, 1] and for the clipped log-loss).
+pub const G_STAR: f64 = 1.0;
+
+/// Gradients are rounded to this grid (2^-20) so node sums are exact integers.
+pub const GRAD_BITS: u32 = 20;
+
+/// Leaf values are released on this grid (2^-20).
+pub const LEAF_BITS: u32 = 20;
+
+/// Gain sensitivity under substitution (module docs), before the float margin.
+pub const SPLIT_SENSITIVITY: f64 = 6.0 * G_STAR * G_STAR;
+
+/// DPBoost's parameters as a request gives them (unset ones take the paper's
+/// defaults, [`DpBoostParams::DEFAULT`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct DpBoostSpec {
+    /// Trees per ensemble T_e.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trees_per_ensemble: Option<u32>,
+    /// Number of ensembles N_e.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ensembles: Option<u32>,
+    /// Depth of every tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_depth: Option<u32>,
+    /// Shrinkage eta.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learning_rate: Option<f64>,
+    /// Share of each ensemble's epsilon for the splits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_share: Option<f64>,
+    /// Share of the total epsilon for the noisy initial score (0: public 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_share: Option<f64>,
+}
+
+impl DpBoostSpec {
+    /// Whether any parameter was given.
+    pub fn any_given(&self) -> bool {
+        self.trees_per_ensemble.is_some()
+            || self.ensembles.is_some()
+            || self.max_depth.is_some()
+            || self.learning_rate.is_some()
+            || self.split_share.is_some()
+            || self.init_share.is_some()
+    }
+
+    /// Fill defaults and check ranges (errors name the field in parentheses).
+    pub fn check(&self) -> Result<DpBoostParams, LearnError> {
+        let d = DpBoostParams::DEFAULT;
+        let p = DpBoostParams {
+            trees_per_ensemble: self.trees_per_ensemble.unwrap_or(d.trees_per_ensemble),
+            ensembles: self.ensembles.unwrap_or(d.ensembles),
+            max_depth: self.max_depth.unwrap_or(d.max_depth),
+            learning_rate: self.learning_rate.unwrap_or(d.learning_rate),
+            split_share: self.split_share.unwrap_or(d.split_share),
+            init_share: self.init_share.unwrap_or(d.init_share),
+        };
+        let bad = |field: &str, msg: &str| {
+            Err(LearnError::InvalidParameter(format!(
+                "DPBoost ({field}): {msg}"
+            )))
+        };
+        if !(1..=1000).contains(&p.trees_per_ensemble) {
+            return bad("trees_per_ensemble", "must be in 1..=1000");
+        }
+        if !(1..=1000).contains(&p.ensembles) {
+            return bad("ensembles", "must be in 1..=1000");
+        }
+        if !(1..=10).contains(&p.max_depth) {
+            return bad("max_depth", "must be in 1..=10");
+        }
+        if !(p.learning_rate > 0.0 && p.learning_rate < 1.0) {
+            return bad("learning_rate", "must be in (0, 1)");
+        }
+        if !(p.split_share > 0.0 && p.split_share < 1.0) {
+            return bad("split_share", "must be in (0, 1)");
+        }
+        if !(p.init_share >= 0.0 && p.init_share < 1.0) {
+            return bad("init_share", "must be in [0, 1)");
+        }
+        Ok(p)
+    }
+}
+
+/// Checked parameters with every default filled in.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DpBoostParams {
+    /// Trees per ensemble T_e.
+    pub trees_per_ensemble: u32,
+    /// Number of ensembles N_e.
+    pub ensembles: u32,
+    /// Depth of every tree (full trees: 2^depth leaves).
+    pub max_depth: u32,
+    /// Shrinkage eta.
+    pub learning_rate: f64,
+    /// Share of each ensemble's epsilon for the split selections.
+    pub split_share: f64,
+    /// Share of the total epsilon for the noisy initial score.
+    pub init_share: f64,
+}
+
+impl DpBoostParams {
+    /// [DPB] §4: eta = 0.01, depth 6, T_e = 50, one ensemble (Fig. 2);
+    /// Alg. 1 gives half of each tree's budget to the leaves and half to the
+    /// splits (eps_nleaf = eps_t / (2 Depth)). The initial score takes 5% of
+    /// epsilon (our choice: [code] starts from the non-private label average,
+    /// PAPERS.md §4 item 18; a zero start with eta = 0.01 leaves a regressor
+    /// far from the mean after 50 trees).
+    pub const DEFAULT: DpBoostParams = DpBoostParams {
+        trees_per_ensemble: 50,
+        ensembles: 1,
+        max_depth: 6,
+        learning_rate: 0.01,
+        split_share: 0.5,
+        init_share: 0.05,
+    };
+
+    /// The request form with every field set.
+    pub fn to_spec(self) -> DpBoostSpec {
+        DpBoostSpec {
+            trees_per_ensemble: Some(self.trees_per_ensemble),
+            ensembles: Some(self.ensembles),
+            max_depth: Some(self.max_depth),
+            learning_rate: Some(self.learning_rate),
+            split_share: Some(self.split_share),
+            init_share: Some(self.init_share),
+        }
+    }
+
+    /// Calibrate for `budget` and `n_rows` public rows.
+    pub fn plan(self, budget: Budget, n_rows: usize) -> Result<DpBoostPlan, LearnError> {
+        let sizes = subset_sizes(n_rows, self.trees_per_ensemble, self.learning_rate);
+        if sizes.last().is_none_or(|&s| s == 0) {
+            return Err(LearnError::InvalidParameter(format!(
+                "DPBoost (trees_per_ensemble): {n_rows} rows are too few for {} trees per ensemble with learning rate {} (the last tree's subset would be empty)",
+                self.trees_per_ensemble, self.learning_rate
+            )));
+        }
+        let epsilon = budget.epsilon();
+        let epsilon_init = epsilon * self.init_share;
+        let epsilon_ensemble = (epsilon - epsilon_init) / f64::from(self.ensembles);
+        let epsilon_level = epsilon_ensemble * self.split_share / f64::from(self.max_depth);
+        let epsilon_leaves = epsilon_ensemble * (1.0 - self.split_share);
+        // The grid of report-noisy-max costs 2^-29 per call, and a level may
+        // touch two nodes (module docs): keep a level's epsilon well above it.
+        if epsilon_level <= 1e3 * GRID_EPSILON {
+            return Err(LearnError::InvalidParameter(format!(
+                "DPBoost (epsilon): {epsilon_level:e} per tree level is too small; raise epsilon or lower ensembles/max_depth"
+            )));
+        }
+        // Float margin: gains are computed from exact integer sums with a
+        // few roundings, each of relative error 2^-53 on a value below n
+        // (module docs of `tree`); n 2^-46 bounds the difference this makes
+        // between neighbours, the division by the scale included.
+        let split_sensitivity = SPLIT_SENSITIVITY + n_rows as f64 * 2f64.powi(-46);
+        let split_scale = 2.0 * split_sensitivity / (epsilon_level - 2.0 * GRID_EPSILON);
+        Ok(DpBoostPlan {
+            params: self,
+            budget,
+            n_rows,
+            sizes,
+            epsilon_init,
+            epsilon_ensemble,
+            epsilon_level,
+            epsilon_leaves,
+            split_sensitivity,
+            split_scale,
+        })
+    }
+}
+
+/// Subset size of each tree of an ensemble, by its 0-based position p:
+/// floor(n eta (1 - eta)^p / (1 - (1 - eta)^T_e)). PAPERS.md §1.7 "Indexing
+/// fix": the first tree gets the largest share ([DPB] Alg. 2 as written gives
+/// it to the last). Public: a function of n and the parameters only.
+pub fn subset_sizes(n_rows: usize, trees_per_ensemble: u32, eta: f64) -> Vec<usize> {
+    let total = 1.0 - (1.0 - eta).powi(trees_per_ensemble as i32);
+    (0..trees_per_ensemble)
+        .map(|p| (n_rows as f64 * eta * (1.0 - eta).powi(p as i32) / total).floor() as usize)
+        .collect()
+}
+
+/// GLC's clipping bound for the tree at 0-based position p in its ensemble:
+/// g* (1 - eta)^p ([DPB] Thm 6 with PAPERS.md's within-ensemble index).
+pub fn clip_bound(eta: f64, position: u32) -> f64 {
+    G_STAR * (1.0 - eta).powi(position as i32)
+}
+
+/// L1 sensitivity of a tree's leaf vector under substitution (module docs):
+/// min(2 g*/(1 + lambda), 4 c).
+pub fn leaf_sensitivity(clip: f64) -> f64 {
+    (2.0 * G_STAR / (1.0 + L2)).min(4.0 * clip)
+}
+
+/// A checked, calibrated DPBoost run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DpBoostPlan {
+    /// The parameters.
+    pub params: DpBoostParams,
+    /// The budget (pure: delta is not used).
+    pub budget: Budget,
+    /// Public row count.
+    pub n_rows: usize,
+    /// Subset size by position in an ensemble.
+    pub sizes: Vec<usize>,
+    /// Epsilon of the noisy initial score (0: public start at 0).
+    pub epsilon_init: f64,
+    /// Epsilon of each ensemble (every tree in it, by parallel composition).
+    pub epsilon_ensemble: f64,
+    /// Epsilon of one level of split selections in a tree.
+    pub epsilon_level: f64,
+    /// Epsilon of a tree's leaf values.
+    pub epsilon_leaves: f64,
+    /// Gain sensitivity with the float margin.
+    pub split_sensitivity: f64,
+    /// Laplace scale of report-noisy-max over the split gains.
+    pub split_scale: f64,
+}
+
+impl DpBoostPlan {
+    /// Total trees.
+    pub fn trees(&self) -> u32 {
+        self.params.trees_per_ensemble * self.params.ensembles
+    }
+
+    /// Pure epsilon-DP: sequential over ensembles and the initial score.
+    pub fn cost(&self) -> PrivacyCost {
+        PrivacyCost::Pure {
+            epsilon: self.budget.epsilon(),
+        }
+    }
+
+    /// The leaf grid sensitivity (in 2^-20 units) and Laplace scale of the
+    /// leaves of the tree at `position`: the bound of [`leaf_sensitivity`] on
+    /// the grid, plus one step per changed leaf for rounding and one for the
+    /// float error of V = -S/(n + lambda) (`tree` module docs).
+    pub fn leaf_noise(&self, position: u32) -> (u64, f64) {
+        let clip = clip_bound(self.params.learning_rate, position);
+        let units = (leaf_sensitivity(clip) * f64::from(1u32 << LEAF_BITS)).ceil() as u64 + 3;
+        (units, units as f64 / self.epsilon_leaves)
+    }
+}
+
+/// The public noise description of the estimate route.
+pub fn noise_json(p: &DpBoostPlan) -> serde_json::Value {
+    let (units, scale) = p.leaf_noise(0);
+    let unit = f64::from(1u32 << LEAF_BITS);
+    serde_json::json!({
+        "mechanism": format!(
+            "DPBoost: {} per tree node over the split gains of public candidates; exact discrete Laplace noise on each tree's clipped leaf values",
+            crate::privacy::mechanisms::REPORT_NOISY_MAX_LAPLACE.name
+        ),
+        "n_rows": p.n_rows,
+        "trees": p.trees(),
+        "subset_sizes": p.sizes,
+        "epsilon_init": p.epsilon_init,
+        "epsilon_ensemble": p.epsilon_ensemble,
+        "epsilon_level": p.epsilon_level,
+        "epsilon_leaves": p.epsilon_leaves,
+        "split_sensitivity": p.split_sensitivity,
+        "split_scale": p.split_scale,
+        "leaf_sensitivity": units as f64 / unit,
+        "leaf_scale": scale / unit,
+    })
+}
