@@ -52,10 +52,11 @@ def test_grants_list_the_analyst(owner, analyst, mushroom):
 
 def test_estimate_spends_nothing(analyst, mushroom):
     before = analyst.budget(mushroom["id"])
-    estimate = analyst.estimate(mushroom["id"], epsilon=1.0, tau=15)
+    estimate = analyst.estimate(mushroom["id"], epsilon=1.0, rounds=15)
     assert estimate["admissible"] is True
     assert estimate["charge"] == {"epsilon": 1.0, "delta": 0.0}
-    assert estimate["params"]["tau"] == 15
+    assert estimate["params"]["rounds"] == 15
+    assert "tau" not in estimate["params"]  # the deprecated alias is accepted, never written
     pd.testing.assert_frame_equal(analyst.budget(mushroom["id"]), before)
 
 

@@ -142,14 +142,12 @@ class _PrivboostBase(BaseEstimator):
         return flags
 
     def _api_params(self) -> dict[str, Any]:
-        api_names = {"rounds": "tau", "density": "kappa"}
-        if self.algorithm == "lazybb":
-            api_names["learning_rate"] = "lambda"
+        # The API and the CLI use the same parameter names (rounds, learning_rate, density).
         params = {}
         for name, value in self._learner_params().items():
             if name == "weak_learner":
                 value = _WEAK_LEARNERS[value][1]
-            params[api_names.get(name, name)] = value
+            params[name] = value
         return params
 
     # -------------------------------------------------------------- schema and data
