@@ -84,6 +84,7 @@ async fn evaluation_is_charged_released_and_refused_over_budget() {
     // charge.
     for body in [
         json!({"dataset_id": test, "epsilon": 0.0}),
+        json!({"dataset_id": test, "epsilon": 5e-324}),
         json!({"dataset_id": test, "epsilon": 0.1, "extra": 1}),
     ] {
         expect_status(

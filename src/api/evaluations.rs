@@ -18,7 +18,7 @@ use super::models::visible_model;
 use super::{AppState, Routes};
 use crate::data::Schema;
 use crate::learn::private_metrics;
-use crate::privacy::NoiseRng;
+use crate::privacy::{NoiseRng, metrics};
 use crate::store::evaluations::{self, Admission, EvaluationRecord};
 use crate::store::keys::Role;
 
@@ -66,6 +66,15 @@ async fn evaluate(
         return Err(ApiError::Validation(vec![FieldError::new(
             "epsilon",
             format!("epsilon must be in (0, {MAX_EPSILON}], got {}", req.epsilon),
+        )]));
+    }
+    // Every refusal comes before the charge: an epsilon whose noise the
+    // exact sampler cannot draw (e.g. 5e-324) is a 422, not a charged
+    // failure.
+    if let Err(e) = metrics::check_epsilon(req.epsilon) {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "epsilon",
+            e.to_string(),
         )]));
     }
     let (record, loaded) = visible_model(&state, &caller, &model_id).await?;

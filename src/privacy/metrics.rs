@@ -52,6 +52,14 @@ fn scale_for(sensitivity: f64, epsilon: f64) -> Result<(u128, u128), PrivacyErro
     Ok((num as u128, SCALE_DEN))
 }
 
+/// Whether `epsilon` gives noise scales the exact sampler can draw for both
+/// releases: checked before an evaluation is charged.
+pub fn check_epsilon(epsilon: f64) -> Result<(), PrivacyError> {
+    scale_for(2.0, epsilon)?;
+    scale_for(MSE_GRID as f64, epsilon)?;
+    Ok(())
+}
+
 /// The bin of a probability: `floor(p * SCORE_BINS)` clamped to the bins
 /// (NaN to bin 0).
 pub fn score_bin(probability: f64) -> usize {
@@ -213,6 +221,8 @@ mod tests {
         assert!(scale_for(2.0, 0.0).is_err());
         assert!(scale_for(2.0, f64::NAN).is_err());
         assert!(scale_for(2.0, 1e-300).is_err());
+        assert!(check_epsilon(5e-324).is_err());
+        assert!(check_epsilon(1e-3).is_ok());
     }
 
     #[test]
