@@ -150,6 +150,37 @@ impl ModelPredictor {
     }
 }
 
+/// The checks every version-2 model file (DP-EBM, dp-linear, DPBoost) makes
+/// on its envelope when it is loaded: the algorithm named is `expected`, the
+/// task is the schema's, and the literal list is the schema's encoding.
+/// Returns the number of literals, for the learner's own body checks.
+pub(crate) fn check_envelope(
+    algorithm: &str,
+    expected: &str,
+    task: Task,
+    schema: &Schema,
+    literals: &[String],
+) -> Result<usize, LearnError> {
+    if algorithm != expected {
+        return Err(LearnError::ModelFormat(format!(
+            "algorithm {algorithm:?} is not {expected}"
+        )));
+    }
+    let encoder = Encoder::new(schema)?;
+    if task != schema.task() {
+        return Err(LearnError::ModelFormat(
+            "the model's task does not match its schema".into(),
+        ));
+    }
+    let names = encoder.literals().iter().map(|l| l.name.as_str());
+    if !names.eq(literals.iter().map(String::as_str)) {
+        return Err(LearnError::ModelFormat(
+            "the model's literal list does not match its schema".into(),
+        ));
+    }
+    Ok(literals.len())
+}
+
 /// What `inspect` shows of a model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]

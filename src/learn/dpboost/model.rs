@@ -216,29 +216,18 @@ impl DpBoostFile {
     pub fn from_value(value: serde_json::Value) -> Result<DpBoostFile, LearnError> {
         let file: DpBoostFile =
             serde_json::from_value(value).map_err(|e| LearnError::ModelFormat(e.to_string()))?;
-        if file.algorithm != ALGORITHM {
-            return Err(LearnError::ModelFormat(format!(
-                "algorithm {:?} is not {ALGORITHM}",
-                file.algorithm
-            )));
-        }
-        if file.task != file.schema.task() {
-            return Err(LearnError::ModelFormat(
-                "the model's task does not match its schema".into(),
-            ));
-        }
-        let encoder = Encoder::new(&file.schema)?;
-        let names: Vec<&str> = encoder.literals().iter().map(|l| l.name.as_str()).collect();
-        if names != file.literals.iter().map(String::as_str).collect::<Vec<_>>() {
-            return Err(LearnError::ModelFormat(
-                "the model's literal list does not match its schema".into(),
-            ));
-        }
+        let n_literals = crate::learn::trained::check_envelope(
+            &file.algorithm,
+            ALGORITHM,
+            file.task,
+            &file.schema,
+            &file.literals,
+        )?;
         if !(1..=10).contains(&file.params.max_depth) {
             return Err(LearnError::ModelFormat("max_depth out of range".into()));
         }
         file.model
-            .check(names.len(), file.params.max_depth)
+            .check(n_literals, file.params.max_depth)
             .map_err(LearnError::ModelFormat)?;
         Ok(file)
     }

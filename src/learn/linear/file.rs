@@ -179,26 +179,15 @@ impl LinearFile {
     pub fn from_value(value: serde_json::Value) -> Result<LinearFile, LearnError> {
         let file: LinearFile =
             serde_json::from_value(value).map_err(|e| LearnError::ModelFormat(e.to_string()))?;
-        if file.algorithm != ALGORITHM {
-            return Err(LearnError::ModelFormat(format!(
-                "algorithm {:?} is not {ALGORITHM}",
-                file.algorithm
-            )));
-        }
-        let encoder = Encoder::new(&file.schema)?;
-        if file.task != file.schema.task() {
-            return Err(LearnError::ModelFormat(
-                "the model's task does not match its schema".into(),
-            ));
-        }
-        let names: Vec<&str> = encoder.literals().iter().map(|l| l.name.as_str()).collect();
-        if names != file.literals.iter().map(String::as_str).collect::<Vec<_>>() {
-            return Err(LearnError::ModelFormat(
-                "the model's literal list does not match its schema".into(),
-            ));
-        }
+        let n_literals = crate::learn::trained::check_envelope(
+            &file.algorithm,
+            ALGORITHM,
+            file.task,
+            &file.schema,
+            &file.literals,
+        )?;
         file.model
-            .check(names.len())
+            .check(n_literals)
             .map_err(LearnError::ModelFormat)?;
         Ok(file)
     }
