@@ -1189,7 +1189,7 @@ fn top_down_trains_inspects_and_predicts_on_mushroom() {
         "--epsilon",
         "3",
         "--weak-learner",
-        "top-down",
+        "dp-top-down",
         "--internal-nodes",
         "2",
         "--rounds",

@@ -34,12 +34,16 @@ impl AlgorithmArg {
     }
 }
 
-/// The weak learner, as named on the command line.
+/// The weak learner, as named on the command line: the API's and the model
+/// file's names (`dp-1r`, `dp-top-down`); the older CLI spellings
+/// `one-rule` and `top-down` stay accepted as aliases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WeakLearnerArg {
     /// DP decision stumps (LazyBB §4.1).
+    #[value(name = "dp-1r", alias = "one-rule")]
     OneRule,
     /// DP TopDown trees (LazyBB §4.2), calibrated with the proven bound.
+    #[value(name = "dp-top-down", alias = "top-down")]
     TopDown,
 }
 
@@ -88,10 +92,10 @@ pub struct AlgorithmArgs {
     /// LazyBB: density kappa in (0, 1) [default: 0.25].
     #[arg(long)]
     pub density: Option<f64>,
-    /// LazyBB: the weak learner [default: one-rule].
+    /// LazyBB: the weak learner [default: dp-1r].
     #[arg(long, value_enum)]
     pub weak_learner: Option<WeakLearnerArg>,
-    /// LazyBB: internal nodes per tree, for `--weak-learner top-down`
+    /// LazyBB: internal nodes per tree, for `--weak-learner dp-top-down`
     /// [default: from the TopDown default rule].
     #[arg(long)]
     pub internal_nodes: Option<u32>,
@@ -218,7 +222,7 @@ impl AlgorithmArgs {
                 if self.internal_nodes.is_some()
                     && self.weak_learner != Some(WeakLearnerArg::TopDown)
                 {
-                    bail!("--internal-nodes is only for --weak-learner top-down");
+                    bail!("--internal-nodes is only for --weak-learner dp-top-down");
                 }
                 Ok(AlgorithmSpec::Lazybb(LazyBbSpec {
                     tau: self.rounds,

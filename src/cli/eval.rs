@@ -55,7 +55,7 @@ pub struct EvalArgs {
     /// Density kappa (comma-separated list allowed).
     #[arg(long, value_delimiter = ',')]
     density: Vec<f64>,
-    /// The weak learner: `one-rule` (DP 1-Rules) or `top-down` (DP TopDown trees).
+    /// The weak learner: `dp-1r` (DP 1-Rules) or `dp-top-down` (DP TopDown trees).
     #[arg(long, value_enum, default_value_t = super::algorithm::WeakLearnerArg::OneRule)]
     weak_learner: super::algorithm::WeakLearnerArg,
     /// Internal nodes per TopDown tree (comma-separated list allowed).
@@ -285,7 +285,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let methods = methods(&args)?;
     if args.calibration == CalibrationArg::Paper {
         if args.weak_learner != super::algorithm::WeakLearnerArg::TopDown {
-            bail!("--calibration paper applies to --weak-learner top-down only");
+            bail!("--calibration paper applies to --weak-learner dp-top-down only");
         }
         eprintln!(
             "WARNING: --calibration paper uses the paper's TopDown sensitivity (4 zeta), which is too small: these runs do NOT meet the stated epsilon (see docs/privacy.md). Use them only to compare with the paper's figures."
