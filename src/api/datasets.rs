@@ -503,7 +503,7 @@ async fn patch(
         )]));
     }
     match datasets::mark_public_test_data(&state.pool, &id, &caller.id).await? {
-        MarkPublic::Marked(d) => Ok(axum::Json(d)),
+        MarkPublic::Marked(d) => Ok(axum::Json(*d)),
         MarkPublic::NotOwned => Err(ApiError::NotFound("dataset")),
         MarkPublic::Deleted => Err(ApiError::Conflict("the dataset was deleted".into())),
     }

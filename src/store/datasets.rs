@@ -189,7 +189,7 @@ pub(crate) async fn get_visible(
 /// What [`mark_public_test_data`] did.
 pub(crate) enum MarkPublic {
     /// Marked now, or already marked (idempotent): the dataset as it is.
-    Marked(DatasetInfo),
+    Marked(Box<DatasetInfo>),
     /// No such dataset owned by the caller.
     NotOwned,
     /// The dataset was deleted.
@@ -228,7 +228,7 @@ pub(crate) async fn mark_public_test_data(
         .fetch_one(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(MarkPublic::Marked(row.into_domain()?.1))
+    Ok(MarkPublic::Marked(Box::new(row.into_domain()?.1)))
 }
 
 /// A page of the datasets the caller owns or was granted.
