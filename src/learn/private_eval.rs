@@ -164,3 +164,68 @@ pub fn exact_metrics(model: &Model, data: &Dataset) -> Result<ExactMetrics, Lear
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{Encoder, LabelMode, Schema, read_csv};
+    use crate::learn::{AlgorithmSpec, PublicFacts, metrics as exact};
+    use crate::privacy::Budget;
+
+    fn abalone() -> (Encoder, Dataset) {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/abalone");
+        let schema =
+            Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let file = std::fs::File::open(root.join("abalone.csv")).unwrap();
+        let data = read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap();
+        (encoder, data)
+    }
+
+    /// A regressor's exact metrics are the RMSE and MAE of its predictions
+    /// in label units, with no noise (the same twice), and the DP release of
+    /// the same model and rows is a different, noisy number near it.
+    #[test]
+    fn exact_regression_metrics_are_the_predictions_rmse_and_mae() {
+        let (encoder, data) = abalone();
+        let plan = AlgorithmSpec::Dpboost(crate::learn::dpboost::DpBoostSpec::default())
+            .plan(
+                Budget::new(1.0, 0.0).unwrap(),
+                PublicFacts::new(&encoder, data.n_rows()),
+            )
+            .unwrap();
+        let model = plan
+            .fit(&data, &encoder, &mut NoiseRng::seeded(5), &mut |_| true)
+            .unwrap();
+        let predicted: Vec<f64> = model
+            .predictor()
+            .predict_all(&data)
+            .into_iter()
+            .map(|o| match o {
+                Output::Value(v) => v,
+                Output::Class(_) => panic!("a regressor"),
+            })
+            .collect();
+        let actual = data.targets.clone().unwrap();
+        let ExactMetrics::Regression { rmse, mae, n_rows } = exact_metrics(&model, &data).unwrap()
+        else {
+            panic!("regression metrics")
+        };
+        assert_eq!(n_rows, 4177);
+        assert_eq!(rmse, exact::rmse(&predicted, &actual));
+        assert_eq!(mae, exact::mae(&predicted, &actual));
+        assert_eq!(
+            exact_metrics(&model, &data).unwrap(),
+            exact_metrics(&model, &data).unwrap()
+        );
+        let PrivateMetrics::Regression { rmse: noisy, .. } =
+            private_metrics(&model, &data, 1.0, &mut NoiseRng::seeded(9)).unwrap()
+        else {
+            panic!("regression release")
+        };
+        assert!(
+            noisy != rmse && (noisy - rmse).abs() < 0.5,
+            "{noisy} vs {rmse}"
+        );
+    }
+}
