@@ -34,7 +34,7 @@ use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, Config, MAX_EPSILON, PageQuery, Routes, idempotency_key, page_json, replay};
 use crate::data::{Encoder, LabelMode, OnBadRow, ReadOptions, Schema, read_csv_with};
 use crate::privacy::Budget;
-use crate::store::datasets::{self, Created, DatasetInfo, NewDataset};
+use crate::store::datasets::{self, Created, DatasetInfo, MarkPublic, NewDataset};
 use crate::store::idempotency::{IdemRequest, StoredResponse};
 use crate::store::keys::Role;
 use crate::store::ledger::{self, Amount, SetTotal};
@@ -48,6 +48,7 @@ pub(super) fn routes(r: Routes, config: &Config) -> Routes {
     .at(Method::GET, "/v1/datasets", list)
     .at(Method::GET, "/v1/datasets/{id}", get)
     .at(Method::DELETE, "/v1/datasets/{id}", delete)
+    .at(Method::PATCH, "/v1/datasets/{id}", patch)
     .at(Method::GET, "/v1/datasets/{id}/budget", budget)
     .at(Method::PATCH, "/v1/datasets/{id}/budget", set_budget)
     .at(Method::GET, "/v1/datasets/{id}/ledger", ledger_entries)
@@ -473,6 +474,39 @@ async fn delete(
         state.jobs.cancel(&job);
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `PATCH /v1/datasets/{id}`: `{"public_test_data": true}` declares the
+/// rows public test data (owner only, one-way): evaluations on them are then
+/// exact and uncharged, and the rows have no privacy guarantee any more
+/// (docs/privacy.md, "Public test data").
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DatasetPatch {
+    public_test_data: bool,
+}
+
+async fn patch(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<serde_json::Value>,
+) -> Result<impl IntoResponse, ApiError> {
+    caller.require(&[Role::Owner], "declaring public test data")?;
+    let body: DatasetPatch = serde_json::from_value(body)
+        .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?;
+    owned(&state, &caller, &id, "declaring public test data").await?;
+    if !body.public_test_data {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "public_test_data",
+            "only true is accepted: the declaration is one-way (exact metrics may already have been released)",
+        )]));
+    }
+    match datasets::mark_public_test_data(&state.pool, &id, &caller.id).await? {
+        MarkPublic::Marked(d) => Ok(axum::Json(*d)),
+        MarkPublic::NotOwned => Err(ApiError::NotFound("dataset")),
+        MarkPublic::Deleted => Err(ApiError::Conflict("the dataset was deleted".into())),
+    }
 }
 
 async fn budget(

@@ -4,6 +4,12 @@
 //! before any row is read (`learn::private_metrics`; docs/privacy.md,
 //! "Releasing a model's quality on private rows"). `GET /v1/evaluations/{id}`
 //! reads a result again.
+//!
+//! On a dataset its owner declared public test data (`PATCH
+//! /v1/datasets/{id}`), the evaluation returns the exact metrics instead:
+//! no noise, no charge, epsilon 0 and `"public": true` in the resource and
+//! its result, so that nobody mistakes it for a DP release
+//! (`learn::exact_metrics`; docs/privacy.md, "Public test data").
 
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode, header};
@@ -17,7 +23,7 @@ use super::error::{ApiError, AppJson, FieldError};
 use super::models::visible_model;
 use super::{AppState, Routes};
 use crate::data::Schema;
-use crate::learn::private_metrics;
+use crate::learn::{exact_metrics, private_metrics};
 use crate::privacy::{NoiseRng, metrics};
 use crate::store::evaluations::{self, Admission, EvaluationRecord};
 use crate::store::keys::Role;
@@ -30,13 +36,18 @@ pub(super) fn routes(r: Routes) -> Routes {
     )
 }
 
-/// `{"dataset_id": "...", "epsilon": 0.1}`.
+/// `{"dataset_id": "...", "epsilon": 0.1}`; epsilon may be left out for a
+/// dataset declared public test data (it is not spent there).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EvaluateRequest {
     dataset_id: String,
-    epsilon: f64,
+    #[serde(default)]
+    epsilon: Option<f64>,
 }
+
+/// The `mechanism` of an exact evaluation's result.
+const PUBLIC_MECHANISM: &str = "none: exact metrics on rows their owner declared public test data (no noise, no ledger charge, no privacy guarantee)";
 
 /// Largest epsilon one evaluation may spend (a larger one is almost surely
 /// a mistake; the dataset's total bounds it anyway).
@@ -62,20 +73,22 @@ async fn evaluate(
     caller.require(&[Role::Owner, Role::Analyst], "evaluating")?;
     let req: EvaluateRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?;
-    if !(req.epsilon > 0.0 && req.epsilon <= MAX_EPSILON) {
-        return Err(ApiError::Validation(vec![FieldError::new(
-            "epsilon",
-            format!("epsilon must be in (0, {MAX_EPSILON}], got {}", req.epsilon),
-        )]));
-    }
-    // Every refusal comes before the charge: an epsilon whose noise the
-    // exact sampler cannot draw (e.g. 5e-324) is a 422, not a charged
-    // failure.
-    if let Err(e) = metrics::check_epsilon(req.epsilon) {
-        return Err(ApiError::Validation(vec![FieldError::new(
-            "epsilon",
-            e.to_string(),
-        )]));
+    if let Some(epsilon) = req.epsilon {
+        if !(epsilon > 0.0 && epsilon <= MAX_EPSILON) {
+            return Err(ApiError::Validation(vec![FieldError::new(
+                "epsilon",
+                format!("epsilon must be in (0, {MAX_EPSILON}], got {epsilon}"),
+            )]));
+        }
+        // Every refusal comes before the charge: an epsilon whose noise the
+        // exact sampler cannot draw (e.g. 5e-324) is a 422, not a charged
+        // failure.
+        if let Err(e) = metrics::check_epsilon(epsilon) {
+            return Err(ApiError::Validation(vec![FieldError::new(
+                "epsilon",
+                e.to_string(),
+            )]));
+        }
     }
     let (record, loaded) = visible_model(&state, &caller, &model_id).await?;
     let dataset = visible(&state, &caller, &req.dataset_id).await?;
@@ -90,15 +103,23 @@ async fn evaluate(
             "the dataset's schema differs from the model's: evaluate on rows with the schema the model was trained with",
         )]));
     }
-    let admitted = match evaluations::admit(
-        &state.pool,
-        &record.id,
-        &dataset.id,
-        &caller.id,
-        req.epsilon,
-    )
-    .await?
-    {
+    // Public test data: exact metrics, no charge. The flag is one-way, so
+    // the admission (which checks it again in its transaction) agrees.
+    let public = dataset.public_test_data;
+    let admission = if public {
+        evaluations::admit_public(&state.pool, &record.id, &dataset.id, &caller.id)
+            .await?
+            .ok_or_else(|| ApiError::Internal("public test data without the flag".into()))?
+    } else {
+        let Some(epsilon) = req.epsilon else {
+            return Err(ApiError::Validation(vec![FieldError::new(
+                "epsilon",
+                "required: the epsilon to spend from the dataset's budget (only public test data is evaluated without it)",
+            )]));
+        };
+        evaluations::admit(&state.pool, &record.id, &dataset.id, &caller.id, epsilon).await?
+    };
+    let admitted = match admission {
         Admission::New(a) => a,
         Admission::OverBudget { requested, budget } => {
             return Err(ApiError::BudgetExceeded {
@@ -117,11 +138,22 @@ async fn evaluate(
         Some((_, data)) => {
             let epsilon = req.epsilon;
             let model = loaded.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut rng = NoiseRng::from_os().map_err(|e| e.to_string())?;
-                private_metrics(&model.model, &data, epsilon, &mut rng)
+            tokio::task::spawn_blocking(move || match epsilon.filter(|_| !public) {
+                None => exact_metrics(&model.model, &data)
                     .map_err(|e| e.to_string())
                     .and_then(|m| serde_json::to_value(m).map_err(|e| e.to_string()))
+                    .map(|mut v| {
+                        v["epsilon"] = json!(0.0);
+                        v["public"] = json!(true);
+                        v["mechanism"] = json!(PUBLIC_MECHANISM);
+                        v
+                    }),
+                Some(epsilon) => {
+                    let mut rng = NoiseRng::from_os().map_err(|e| e.to_string())?;
+                    private_metrics(&model.model, &data, epsilon, &mut rng)
+                        .map_err(|e| e.to_string())
+                        .and_then(|m| serde_json::to_value(m).map_err(|e| e.to_string()))
+                }
             })
             .await
             .map_err(|e| ApiError::Internal(e.to_string()))?

@@ -5,6 +5,7 @@
 use anyhow::bail;
 use clap::Args;
 use privboost::learn::dpboost::DpBoostSpec;
+use privboost::learn::dpboost::params::LeafRelease;
 use privboost::learn::ebm::EbmSpec;
 use privboost::learn::linear::{LinearSpec, NumericFeatures};
 use privboost::learn::params::WeakLearnerName;
@@ -76,6 +77,15 @@ impl NumericFeaturesArg {
     }
 }
 
+/// How DPBoost releases its leaf values, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LeavesArg {
+    /// Newton steps from noisy gradient and hessian sums.
+    Newton,
+    /// The paper's clipped mean with noise for a one-row leaf.
+    ClippedMean,
+}
+
 /// Learner flags of `train`.
 #[derive(Debug, Args)]
 pub struct AlgorithmArgs {
@@ -86,7 +96,8 @@ pub struct AlgorithmArgs {
     #[arg(long)]
     pub rounds: Option<u32>,
     /// Learning rate: LazyBB's lambda in (0, 1) [default: 0.25]; DP-EBM's
-    /// in (0, 1] [default: 0.01]; dp-linear's step in (0, 2] [default: 1].
+    /// in (0, 1] [default: 0.01]; dp-linear's step in (0, 2] [default: 1];
+    /// DPBoost's eta in (0, 1) [default: 0.3 classification, 0.1 regression].
     #[arg(long)]
     pub learning_rate: Option<f64>,
     /// LazyBB: density kappa in (0, 1) [default: 0.25].
@@ -126,13 +137,13 @@ pub struct AlgorithmArgs {
     /// [default: intervals for classification, linear for regression].
     #[arg(long, value_enum)]
     pub numeric_features: Option<NumericFeaturesArg>,
-    /// DPBoost: trees per ensemble T_e [default: 50].
+    /// DPBoost: trees per ensemble T_e [default: 10].
     #[arg(long)]
     pub trees_per_ensemble: Option<u32>,
     /// DPBoost: number of ensembles [default: 1].
     #[arg(long)]
     pub ensembles: Option<u32>,
-    /// DPBoost: depth of every tree [default: 6].
+    /// DPBoost: depth of every tree [default: 3].
     #[arg(long)]
     pub max_depth: Option<u32>,
     /// DPBoost: share of each ensemble's epsilon for the splits [default: 0.5].
@@ -142,6 +153,10 @@ pub struct AlgorithmArgs {
     /// start at 0 [default: 0.05].
     #[arg(long)]
     pub init_share: Option<f64>,
+    /// DPBoost: leaf values as `newton` steps from noisy sums or the
+    /// paper's `clipped-mean` [default: newton].
+    #[arg(long, value_enum)]
+    pub leaves: Option<LeavesArg>,
 }
 
 impl AlgorithmArgs {
@@ -167,6 +182,7 @@ impl AlgorithmArgs {
             max_depth: None,
             split_share: None,
             init_share: None,
+            leaves: None,
         }
     }
 
@@ -196,6 +212,7 @@ impl AlgorithmArgs {
             ("--max-depth", self.max_depth.is_some()),
             ("--split-share", self.split_share.is_some()),
             ("--init-share", self.init_share.is_some()),
+            ("--leaves", self.leaves.is_some()),
         ];
         let epochs = [("--epochs", self.epochs.is_some())];
         let foreign: Vec<&(&str, bool)> = match name {
@@ -254,6 +271,10 @@ impl AlgorithmArgs {
                 learning_rate: self.learning_rate,
                 split_share: self.split_share,
                 init_share: self.init_share,
+                leaves: self.leaves.map(|l| match l {
+                    LeavesArg::Newton => LeafRelease::Newton,
+                    LeavesArg::ClippedMean => LeafRelease::ClippedMean,
+                }),
             })),
         }
     }

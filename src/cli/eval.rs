@@ -107,13 +107,13 @@ pub struct EvalArgs {
     /// dp-linear: numeric interval columns as `intervals` or `linear`.
     #[arg(long, value_enum)]
     numeric_features: Option<super::algorithm::NumericFeaturesArg>,
-    /// DPBoost: trees per ensemble [default: 50].
+    /// DPBoost: trees per ensemble [default: 10].
     #[arg(long)]
     trees_per_ensemble: Option<u32>,
     /// DPBoost: number of ensembles [default: 1].
     #[arg(long)]
     ensembles: Option<u32>,
-    /// DPBoost: tree depth [default: 6].
+    /// DPBoost: tree depth [default: 3].
     #[arg(long)]
     max_depth: Option<u32>,
     /// DPBoost: share of each ensemble's epsilon for the splits [default: 0.5].
@@ -122,6 +122,10 @@ pub struct EvalArgs {
     /// DPBoost: share of epsilon for the noisy initial score [default: 0.05].
     #[arg(long)]
     init_share: Option<f64>,
+    /// DPBoost: leaf values as `newton` steps from noisy sums or the
+    /// paper's `clipped-mean` [default: newton].
+    #[arg(long, value_enum)]
+    leaves: Option<super::algorithm::LeavesArg>,
 }
 
 /// The schema's encoder and the data `eval` reads.
@@ -207,6 +211,7 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         max_depth: args.max_depth,
         split_share: args.split_share,
         init_share: args.init_share,
+        leaves: args.leaves,
         ..AlgorithmArgs::defaults(algorithm)
     }
     .spec()?;

@@ -10,6 +10,7 @@ mod algorithm;
 mod bench;
 mod edit;
 mod eval;
+mod evaluate;
 mod experiment;
 mod files;
 mod inspect;
@@ -38,6 +39,8 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Measure accuracy and AUC (owner-side: train/test or k-fold CV, grids, baselines).
     Eval(eval::EvalArgs),
+    /// Release a model's accuracy and ROC AUC, or RMSE, on labelled rows with epsilon-DP.
+    Evaluate(evaluate::EvaluateArgs),
     /// Reproduce the paper's experiment on the shipped data (tables and plots).
     Experiment(experiment::ExperimentArgs),
     /// Schema tools (owner-side).
@@ -56,6 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Predict(args) => predict::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Evaluate(args) => evaluate::run(args),
         Command::Experiment(args) => experiment::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Bench(args) => bench::run(args),

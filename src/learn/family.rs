@@ -102,6 +102,7 @@ impl AlgorithmName {
                 "learning_rate",
                 "split_share",
                 "init_share",
+                "leaves",
             ],
         }
     }
@@ -487,7 +488,7 @@ fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<P
 }
 
 fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
-    let plan = spec.check()?.plan(budget, facts.n_rows)?;
+    let plan = spec.check(facts.task)?.plan(budget, facts.n_rows)?;
     Ok(Plan {
         cost: plan.cost(),
         steps: plan.trees(),

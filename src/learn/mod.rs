@@ -37,7 +37,7 @@ pub use params::{
     LazyBbParams, PrivacyMode, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
     WeakLearnerName,
 };
-pub use private_eval::{PrivateMetrics, private_metrics};
+pub use private_eval::{ExactMetrics, PrivateMetrics, exact_metrics, private_metrics};
 pub use trained::{Model, ModelEdit, ModelInspection, ModelPredictor, Output};
 
 use crate::data::DataError;

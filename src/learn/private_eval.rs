@@ -94,3 +94,138 @@ pub fn private_metrics(
         }
     }
 }
+
+/// What an evaluation on public test data returns: the exact metrics, no
+/// noise, no charge (the owner declared the rows public: docs/privacy.md,
+/// "Public test data"). Computed as `privboost eval` computes its test
+/// figures: accuracy from the predicted class, ROC AUC from the score.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "task", rename_all = "snake_case")]
+pub enum ExactMetrics {
+    /// Binary classification.
+    Classification {
+        /// Share of rows whose predicted class is right.
+        accuracy: f64,
+        /// ROC AUC of the scores (`None` when a class has no rows).
+        roc_auc: Option<f64>,
+        /// Rows evaluated.
+        n_rows: usize,
+    },
+    /// Regression.
+    Regression {
+        /// Root mean squared error, in label units.
+        rmse: f64,
+        /// Mean absolute error, in label units.
+        mae: f64,
+        /// Rows evaluated.
+        n_rows: usize,
+    },
+}
+
+/// `model`'s exact quality on `data` (encoded with the model's schema). Not
+/// a DP release: only for rows their owner declared public.
+pub fn exact_metrics(model: &Model, data: &Dataset) -> Result<ExactMetrics, LearnError> {
+    let outputs = model.predictor().predict_all(data);
+    let n_rows = data.n_rows();
+    match model.task() {
+        Task::Binary => {
+            let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
+            let y: Vec<bool> = (0..n_rows).map(|i| labels.get(i)).collect();
+            let mut scores = Vec::with_capacity(n_rows);
+            let mut correct = 0usize;
+            for (o, &label) in outputs.iter().zip(&y) {
+                let (score, positive) = match o {
+                    Output::Class(p) => (p.score, p.positive),
+                    Output::Value(v) => (*v, *v >= 0.5),
+                };
+                scores.push(score);
+                correct += usize::from(positive == label);
+            }
+            Ok(ExactMetrics::Classification {
+                accuracy: correct as f64 / n_rows.max(1) as f64,
+                roc_auc: Some(crate::learn::metrics::roc_auc(&scores, &y)).filter(|a| !a.is_nan()),
+                n_rows,
+            })
+        }
+        Task::Regression { .. } => {
+            let actual = data.targets.as_ref().ok_or(LearnError::NoLabels)?;
+            let predicted: Vec<f64> = outputs
+                .iter()
+                .map(|o| match o {
+                    Output::Value(v) => *v,
+                    Output::Class(p) => p.probability,
+                })
+                .collect();
+            Ok(ExactMetrics::Regression {
+                rmse: crate::learn::metrics::rmse(&predicted, actual),
+                mae: crate::learn::metrics::mae(&predicted, actual),
+                n_rows,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{Encoder, LabelMode, Schema, read_csv};
+    use crate::learn::{AlgorithmSpec, PublicFacts, metrics as exact};
+    use crate::privacy::Budget;
+
+    fn abalone() -> (Encoder, Dataset) {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/abalone");
+        let schema =
+            Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let file = std::fs::File::open(root.join("abalone.csv")).unwrap();
+        let data = read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap();
+        (encoder, data)
+    }
+
+    /// A regressor's exact metrics are the RMSE and MAE of its predictions
+    /// in label units, with no noise (the same twice), and the DP release of
+    /// the same model and rows is a different, noisy number near it.
+    #[test]
+    fn exact_regression_metrics_are_the_predictions_rmse_and_mae() {
+        let (encoder, data) = abalone();
+        let plan = AlgorithmSpec::Dpboost(crate::learn::dpboost::DpBoostSpec::default())
+            .plan(
+                Budget::new(1.0, 0.0).unwrap(),
+                PublicFacts::new(&encoder, data.n_rows()),
+            )
+            .unwrap();
+        let model = plan
+            .fit(&data, &encoder, &mut NoiseRng::seeded(5), &mut |_| true)
+            .unwrap();
+        let predicted: Vec<f64> = model
+            .predictor()
+            .predict_all(&data)
+            .into_iter()
+            .map(|o| match o {
+                Output::Value(v) => v,
+                Output::Class(_) => panic!("a regressor"),
+            })
+            .collect();
+        let actual = data.targets.clone().unwrap();
+        let ExactMetrics::Regression { rmse, mae, n_rows } = exact_metrics(&model, &data).unwrap()
+        else {
+            panic!("regression metrics")
+        };
+        assert_eq!(n_rows, 4177);
+        assert_eq!(rmse, exact::rmse(&predicted, &actual));
+        assert_eq!(mae, exact::mae(&predicted, &actual));
+        assert_eq!(
+            exact_metrics(&model, &data).unwrap(),
+            exact_metrics(&model, &data).unwrap()
+        );
+        let PrivateMetrics::Regression { rmse: noisy, .. } =
+            private_metrics(&model, &data, 1.0, &mut NoiseRng::seeded(9)).unwrap()
+        else {
+            panic!("regression release")
+        };
+        assert!(
+            noisy != rmse && (noisy - rmse).abs() < 0.5,
+            "{noisy} vs {rmse}"
+        );
+    }
+}

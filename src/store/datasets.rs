@@ -32,6 +32,12 @@ pub struct DatasetInfo {
     pub created_at: String,
     /// RFC 3339, when deleted.
     pub deleted_at: Option<String>,
+    /// Whether the owner declared the rows public test data: evaluations
+    /// on it are exact and uncharged, and the rows have no privacy
+    /// guarantee (docs/privacy.md, "Public test data").
+    pub public_test_data: bool,
+    /// RFC 3339, when the owner declared it public test data.
+    pub public_test_data_at: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -46,6 +52,7 @@ struct DatasetRow {
     state: String,
     created_at: String,
     deleted_at: Option<String>,
+    public_test_data_at: Option<String>,
 }
 
 impl DatasetRow {
@@ -64,6 +71,8 @@ impl DatasetRow {
                 state: self.state,
                 created_at: self.created_at,
                 deleted_at: self.deleted_at,
+                public_test_data: self.public_test_data_at.is_some(),
+                public_test_data_at: self.public_test_data_at,
             },
         ))
     }
@@ -73,7 +82,7 @@ impl DatasetRow {
 macro_rules! select_datasets {
     ($rest:literal) => {
         concat!(
-            "SELECT d.seq, d.id, d.owner_id, d.name, d.schema_json, d.n_rows, d.n_literals, d.state, d.created_at, d.deleted_at FROM datasets d ",
+            "SELECT d.seq, d.id, d.owner_id, d.name, d.schema_json, d.n_rows, d.n_literals, d.state, d.created_at, d.deleted_at, d.public_test_data_at FROM datasets d ",
             $rest
         )
     };
@@ -175,6 +184,51 @@ pub(crate) async fn get_visible(
     .fetch_optional(pool)
     .await?;
     row.map(|r| r.into_domain().map(|(_, d)| d)).transpose()
+}
+
+/// What [`mark_public_test_data`] did.
+pub(crate) enum MarkPublic {
+    /// Marked now, or already marked (idempotent): the dataset as it is.
+    Marked(Box<DatasetInfo>),
+    /// No such dataset owned by the caller.
+    NotOwned,
+    /// The dataset was deleted.
+    Deleted,
+}
+
+/// Declare `id` public test data, if `owner_id` owns it and it is not
+/// deleted. One-way: the time of the first declaration stays.
+pub(crate) async fn mark_public_test_data(
+    pool: &SqlitePool,
+    id: &str,
+    owner_id: &str,
+) -> Result<MarkPublic, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let row: Option<DatasetRow> =
+        sqlx::query_as(select_datasets!("WHERE d.id = ? AND d.owner_id = ?"))
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(row) = row else {
+        return Ok(MarkPublic::NotOwned);
+    };
+    if row.state != "ready" {
+        return Ok(MarkPublic::Deleted);
+    }
+    sqlx::query(
+        "UPDATE datasets SET public_test_data_at = ? WHERE id = ? AND public_test_data_at IS NULL",
+    )
+    .bind(now())
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    let row: DatasetRow = sqlx::query_as(select_datasets!("WHERE d.id = ?"))
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(MarkPublic::Marked(Box::new(row.into_domain()?.1)))
 }
 
 /// A page of the datasets the caller owns or was granted.

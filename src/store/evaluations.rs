@@ -18,6 +18,9 @@ pub(crate) struct EvaluationRecord {
     pub dataset_id: String,
     pub requested_by: String,
     pub epsilon: f64,
+    /// Exact metrics on public test data (epsilon 0, no ledger entry), not
+    /// a DP release.
+    pub public: bool,
     /// `admitted` (charged; the result is being computed), `done` or
     /// `failed`.
     pub state: String,
@@ -28,8 +31,9 @@ pub(crate) struct EvaluationRecord {
     pub finished_at: Option<String>,
 }
 
-/// Proof that an evaluation's charge is in the ledger: only [`admit`] makes
-/// one, and only it opens the rows ([`load_rows`]).
+/// Proof that an evaluation's charge is in the ledger, or that its dataset
+/// is public test data: only [`admit`] and [`admit_public`] make one, and
+/// only it opens the rows ([`load_rows`]).
 #[derive(Debug)]
 pub(crate) struct AdmittedEvaluation {
     pub id: String,
@@ -106,6 +110,45 @@ pub(crate) async fn admit(
     }))
 }
 
+/// Record an evaluation on public test data: no charge, no ledger entry,
+/// `public` set and epsilon 0. `DatasetGone` if the dataset is deleted;
+/// `None` if it is not (or no longer visible as) public test data.
+pub(crate) async fn admit_public(
+    pool: &SqlitePool,
+    model_id: &str,
+    dataset_id: &str,
+    requested_by: &str,
+) -> Result<Option<Admission>, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let row: Option<(String, Option<String>)> =
+        sqlx::query_as("SELECT state, public_test_data_at FROM datasets WHERE id = ?")
+            .bind(dataset_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    match row {
+        Some((state, _)) if state != "ready" => return Ok(Some(Admission::DatasetGone)),
+        None => return Ok(Some(Admission::DatasetGone)),
+        Some((_, None)) => return Ok(None),
+        Some((_, Some(_))) => {}
+    }
+    let id = new_id("eval");
+    sqlx::query(
+        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon, public, state, created_at) VALUES (?, ?, ?, ?, 0, 1, 'admitted', ?)",
+    )
+    .bind(&id)
+    .bind(model_id)
+    .bind(dataset_id)
+    .bind(requested_by)
+    .bind(now())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Some(Admission::New(AdmittedEvaluation {
+        id,
+        dataset_id: dataset_id.to_owned(),
+    })))
+}
+
 /// The rows of an admitted evaluation's dataset, with its schema JSON
 /// (`None` when the rows were deleted since).
 pub(crate) async fn load_rows(
@@ -146,7 +189,7 @@ pub(crate) async fn get_visible(
     caller_id: &str,
 ) -> Result<Option<EvaluationRecord>, StoreError> {
     Ok(sqlx::query_as(
-        "SELECT e.id, e.model_id, e.dataset_id, e.requested_by, e.epsilon, e.state, e.result_json, e.error, e.created_at, e.finished_at FROM evaluations e JOIN datasets d ON d.id = e.dataset_id WHERE e.id = ? AND (e.requested_by = ? OR d.owner_id = ?)",
+        "SELECT e.id, e.model_id, e.dataset_id, e.requested_by, e.epsilon, e.public, e.state, e.result_json, e.error, e.created_at, e.finished_at FROM evaluations e JOIN datasets d ON d.id = e.dataset_id WHERE e.id = ? AND (e.requested_by = ? OR d.owner_id = ?)",
     )
     .bind(id)
     .bind(caller_id)

@@ -81,6 +81,26 @@ def test_evaluate_spends_the_evaluation_datasets_budget(owner, mushroom, mushroo
         owner.evaluate(mushroom_job["model_id"], dataset_id, epsilon=0.3)
 
 
+def test_public_test_data_is_evaluated_exactly_without_a_charge(owner, analyst, mushroom, mushroom_job):
+    public = owner.upload_dataset("mushroom-public", mushroom["frame"], MUSHROOM_SCHEMA, epsilon=0.5)
+    dataset_id = public["dataset"]["id"]
+    assert public["dataset"]["public_test_data"] is False
+    owner.grant(dataset_id, analyst.key_id)
+    with pytest.raises(Forbidden):
+        analyst.mark_public_test_data(dataset_id)
+    marked = owner.mark_public_test_data(dataset_id)
+    assert marked["public_test_data"] is True and marked["public_test_data_at"]
+    assert owner.get_dataset(dataset_id)["public_test_data"] is True
+    before = owner.ledger(dataset_id)
+    evaluation = analyst.evaluate(mushroom_job["model_id"], dataset_id)
+    assert evaluation["public"] is True and evaluation["epsilon"] == 0
+    result = evaluation["result"]
+    assert result["public"] is True and result["n_rows"] == 8124
+    # Exact: the same rows twice give the same metrics (noise would not).
+    assert analyst.evaluate(mushroom_job["model_id"], dataset_id)["result"] == result
+    pd.testing.assert_frame_equal(owner.ledger(dataset_id), before)
+
+
 def test_wait_draws_the_bar_to_the_end(analyst, mushroom_job, capsys):
     again = analyst.wait(mushroom_job["id"], progress=True)
     assert again["state"] == "succeeded"

@@ -13,7 +13,7 @@
 //! one per candidate per node and one per leaf.
 
 use super::model::DpBoostModel;
-use super::params::{DpBoostPlan, G_STAR, GRAD_BITS};
+use super::params::{DpBoostPlan, G_STAR, GRAD_BITS, HESSIAN_BOUND_UNITS};
 use super::tree::{self, Features, grid_gradient, laplace_units};
 use crate::data::{Dataset, Encoder, Task};
 use crate::learn::LearnError;
@@ -83,6 +83,20 @@ pub fn initial_score(
     }
 }
 
+/// A row's hessian on the 2^-20 grid from its grid gradient q (exact
+/// integers, at most `HESSIAN_BOUND_UNITS`): the log-loss's |g|(1 - |g|)
+/// (for g = -y/(1 + e^{yf}), d/df g = |g|(1 - |g|)), the square loss's 1.
+pub fn grid_hessian(task: Task, q: i64) -> i64 {
+    let unit = 1i64 << GRAD_BITS;
+    match task {
+        Task::Binary => {
+            let a = q.abs().min(unit);
+            a * (unit - a) / unit
+        }
+        Task::Regression { .. } => HESSIAN_BOUND_UNITS,
+    }
+}
+
 /// A uniform permutation of 0..n (Fisher-Yates with the exact sampler).
 fn permutation(n: usize, rng: &mut NoiseRng) -> Result<Vec<usize>, LearnError> {
     let mut perm: Vec<usize> = (0..n).collect();
@@ -131,6 +145,7 @@ pub fn fit(
     let init = initial_score(&y, task, plan.epsilon_init, rng)?;
     let mut score = vec![init; n];
     let mut grad = vec![0i64; n];
+    let mut hess = vec![0i64; n];
     let mut trees = Vec::with_capacity(plan.trees() as usize);
     let mut done = 0;
     for _ in 0..plan.params.ensembles {
@@ -146,10 +161,11 @@ pub fn fit(
                 let g = gradient(task, y[r], score[r]);
                 if g.abs() <= G_STAR {
                     grad[r] = grid_gradient(g);
+                    hess[r] = grid_hessian(task, grad[r]);
                     rows.push(r);
                 }
             }
-            let t = tree::grow(plan, &features, &grad, &rows, position as u32, rng)?;
+            let t = tree::grow(plan, &features, &grad, &hess, &rows, position as u32, rng)?;
             for (r, s) in score.iter_mut().enumerate() {
                 *s += t.leaves[t.leaf_of(|split| {
                     split

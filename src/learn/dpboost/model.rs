@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::params::{DpBoostParams, DpBoostPlan, L2, clip_bound, leaf_sensitivity};
+use super::params::{DpBoostParams, DpBoostPlan, L2, LeafRelease, clip_bound, leaf_sensitivity};
+use super::tree::NEWTON_BOUND;
 use super::tree::Tree;
 use crate::data::{Encoder, Schema, Task};
 use crate::learn::LearnError;
@@ -91,7 +92,8 @@ pub struct DpBoostStatement {
     pub mechanism: String,
     /// Laplace scale of report-noisy-max over the gains.
     pub split_scale: f64,
-    /// Laplace scale of the first tree's leaf values (value units).
+    /// Laplace scale of the first tree's leaf values (value units); for
+    /// Newton leaves, of the gradient sums.
     pub leaf_scale: f64,
     /// The sensitivity argument in one line.
     pub sensitivity: String,
@@ -108,7 +110,33 @@ pub struct DpBoostStatement {
 impl DpBoostStatement {
     fn new(plan: &DpBoostPlan) -> DpBoostStatement {
         let p = plan.params;
-        let (_, leaf_units) = plan.leaf_noise(0);
+        let unit = f64::from(1u32 << super::params::LEAF_BITS);
+        let (leaf_text, leaf_scale, leaf_sensitivity_text) = match p.leaves {
+            LeafRelease::ClippedMean => {
+                let (_, leaf_units) = plan.leaf_noise(0);
+                (
+                    "exact discrete Laplace noise on the clipped leaf values".to_owned(),
+                    leaf_units / unit,
+                    format!(
+                        "leaf vector L1 min(2/(1 + {L2}), 4 c) with c = (1 - eta)^p (GLC), {} for p = 0",
+                        leaf_sensitivity(clip_bound(p.learning_rate, 0))
+                    ),
+                )
+            }
+            LeafRelease::Newton => {
+                let (g, h) = plan.newton_noise();
+                (
+                    format!(
+                        "Newton leaves (Maddock et al. 2022): exact discrete Laplace noise on every leaf's gradient sum (scale {}) and hessian sum (scale {}), value -S/(max(H, {}) + {L2}) clamped to [-{NEWTON_BOUND}, {NEWTON_BOUND}] as post-processing",
+                        g / unit,
+                        h / unit,
+                        2.0 * h / unit
+                    ),
+                    g / unit,
+                    "gradient-sum vector L1 2, hessian-sum vector L1 2 (one row leaves one leaf and joins one), half of the leaves' epsilon each".to_owned(),
+                )
+            }
+        };
         DpBoostStatement {
             epsilon: plan.budget.epsilon(),
             delta: 0.0,
@@ -129,7 +157,7 @@ impl DpBoostStatement {
                 plan.epsilon_level
             ),
             mechanism: format!(
-                "DPBoost (Li et al. 2020, Alg. 1-2) on the schema's public split candidates: {} per node over the split gains, exact discrete Laplace noise on the clipped leaf values; initial score {}",
+                "DPBoost (Li et al. 2020, Alg. 1-2) on the schema's public split candidates: {} per node over the split gains, {leaf_text}; initial score {}",
                 mechanisms::REPORT_NOISY_MAX_LAPLACE.cited(),
                 if plan.epsilon_init > 0.0 {
                     "from a noisy label count/sum (exact discrete Laplace)"
@@ -138,15 +166,14 @@ impl DpBoostStatement {
                 }
             ),
             split_scale: plan.split_scale,
-            leaf_scale: leaf_units / f64::from(1u32 << super::params::LEAF_BITS),
+            leaf_scale,
             sensitivity: format!(
-                "gradients clipped to [-1, 1] (GDF); gain 6 under substitution (twice Lemma 1's 3), plus a float margin: {}; leaf vector L1 min(2/(1 + {L2}), 4 c) with c = (1 - eta)^p (GLC), {} for p = 0 (docs/privacy.md, \"DPBoost\")",
+                "gradients clipped to [-1, 1] (GDF); gain 6 under substitution (twice Lemma 1's 3), plus a float margin: {}; {leaf_sensitivity_text} (docs/privacy.md, \"DPBoost\")",
                 plan.split_sensitivity,
-                leaf_sensitivity(clip_bound(p.learning_rate, 0))
             ),
             subset_sizes: plan.sizes.clone(),
             sampler: format!(
-                "{}; exact discrete Laplace draws on a 2^-20 grid of the leaf values; subsets from a uniform permutation drawn with exact integer sampling",
+                "{}; exact discrete Laplace draws on a 2^-20 grid of the leaf values (or sums); subsets from a uniform permutation drawn with exact integer sampling",
                 mechanisms::sampler_text(&[mechanisms::REPORT_NOISY_MAX_LAPLACE])
             ),
             mechanisms: vec![mechanisms::REPORT_NOISY_MAX_LAPLACE.id.to_owned()],

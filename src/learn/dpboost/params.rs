@@ -20,6 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::Task;
 use crate::learn::LearnError;
 use crate::privacy::grid::GRID_EPSILON;
 use crate::privacy::{Budget, PrivacyCost};
@@ -42,7 +43,7 @@ pub const LEAF_BITS: u32 = 20;
 pub const SPLIT_SENSITIVITY: f64 = 6.0 * G_STAR * G_STAR;
 
 /// DPBoost's parameters as a request gives them (unset ones take the paper's
-/// defaults, [`DpBoostParams::DEFAULT`]).
+/// defaults, [`DpBoostParams::defaults`]).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct DpBoostSpec {
     /// Trees per ensemble T_e.
@@ -63,6 +64,28 @@ pub struct DpBoostSpec {
     /// Share of the total epsilon for the noisy initial score (0: public 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_share: Option<f64>,
+    /// How leaf values are released (`newton` or the paper's `clipped_mean`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaves: Option<LeafRelease>,
+}
+
+/// How a tree's leaf values are released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeafRelease {
+    /// [DPB] Alg. 1: the value V = -S/(n + lambda) clipped to [-c, c] (GLC)
+    /// with Laplace noise for its worst case, a leaf of one row: the noise
+    /// does not shrink as leaves grow. The default of a model file that does
+    /// not name it (files written before the choice existed).
+    #[default]
+    ClippedMean,
+    /// Noisy gradient and hessian sums per leaf, then the Newton step
+    /// -S~/(H~ + lambda) as post-processing (Maddock, Cormode, Wang, Maple
+    /// and Jha, "Federated Boosted Decision Trees with Differential
+    /// Privacy", CCS 2022, §3-4: the noisy-sum leaf release of DP-GBDT):
+    /// the noise on a sum is independent of the leaf's size, so the value's
+    /// error falls as 1/(rows in the leaf).
+    Newton,
 }
 
 impl DpBoostSpec {
@@ -74,11 +97,13 @@ impl DpBoostSpec {
             || self.learning_rate.is_some()
             || self.split_share.is_some()
             || self.init_share.is_some()
+            || self.leaves.is_some()
     }
 
-    /// Fill defaults and check ranges (errors name the field in parentheses).
-    pub fn check(&self) -> Result<DpBoostParams, LearnError> {
-        let d = DpBoostParams::DEFAULT;
+    /// Fill the defaults for `task` and check ranges (errors name the field
+    /// in parentheses).
+    pub fn check(&self, task: Task) -> Result<DpBoostParams, LearnError> {
+        let d = DpBoostParams::defaults(task);
         let p = DpBoostParams {
             trees_per_ensemble: self.trees_per_ensemble.unwrap_or(d.trees_per_ensemble),
             ensembles: self.ensembles.unwrap_or(d.ensembles),
@@ -86,6 +111,7 @@ impl DpBoostSpec {
             learning_rate: self.learning_rate.unwrap_or(d.learning_rate),
             split_share: self.split_share.unwrap_or(d.split_share),
             init_share: self.init_share.unwrap_or(d.init_share),
+            leaves: self.leaves.unwrap_or(d.leaves),
         };
         let bad = |field: &str, msg: &str| {
             Err(LearnError::InvalidParameter(format!(
@@ -130,6 +156,9 @@ pub struct DpBoostParams {
     pub split_share: f64,
     /// Share of the total epsilon for the noisy initial score.
     pub init_share: f64,
+    /// How leaf values are released (files without it: the paper's).
+    #[serde(default)]
+    pub leaves: LeafRelease,
 }
 
 impl DpBoostParams {
@@ -139,14 +168,49 @@ impl DpBoostParams {
     /// epsilon (our choice: [code] starts from the non-private label average,
     /// PAPERS.md §4 item 18; a zero start with eta = 0.01 leaves a regressor
     /// far from the mean after 50 trees).
-    pub const DEFAULT: DpBoostParams = DpBoostParams {
+    pub const PAPER: DpBoostParams = DpBoostParams {
         trees_per_ensemble: 50,
         ensembles: 1,
         max_depth: 6,
         learning_rate: 0.01,
         split_share: 0.5,
         init_share: 0.05,
+        leaves: LeafRelease::ClippedMean,
     };
+
+    /// The defaults of a classifier (docs/accuracy.md, "DPBoost"): the
+    /// paper's release of the leaves is the bottleneck (its noise is
+    /// calibrated to a leaf of one row: scale 0.48 at epsilon = 8 against
+    /// leaf values of about 0.2), so the defaults release Newton leaves from
+    /// noisy sums, and with precise leaves fewer, shallower trees on larger
+    /// subsets make the noisy split selection informative (a gain grows
+    /// with the rows of the node, its noise does not). With eta = 0.3 the
+    /// ten Newton steps move a logit far enough to change the predicted
+    /// class (at 0.1 accuracy stays at the majority class on Adult).
+    pub const DEFAULT: DpBoostParams = DpBoostParams {
+        trees_per_ensemble: 10,
+        ensembles: 1,
+        max_depth: 3,
+        learning_rate: 0.3,
+        split_share: 0.5,
+        init_share: 0.05,
+        leaves: LeafRelease::Newton,
+    };
+
+    /// The defaults for `task` (public: from the schema): [`Self::DEFAULT`]
+    /// for a classifier; a regressor takes eta = 0.1, because its steps are
+    /// in scaled label units (half the label range per unit), where the
+    /// noise of a step costs much more RMSE than a logit's noise costs AUC
+    /// (measured on Abalone, docs/accuracy.md). Data-independent.
+    pub fn defaults(task: Task) -> DpBoostParams {
+        match task {
+            Task::Binary => DpBoostParams::DEFAULT,
+            Task::Regression { .. } => DpBoostParams {
+                learning_rate: 0.1,
+                ..DpBoostParams::DEFAULT
+            },
+        }
+    }
 
     /// The request form with every field set.
     pub fn to_spec(self) -> DpBoostSpec {
@@ -157,6 +221,7 @@ impl DpBoostParams {
             learning_rate: Some(self.learning_rate),
             split_share: Some(self.split_share),
             init_share: Some(self.init_share),
+            leaves: Some(self.leaves),
         }
     }
 
@@ -274,6 +339,30 @@ impl DpBoostPlan {
     }
 }
 
+/// Newton leaves: a row's hessian on the 2^-20 grid is at most this (1: the
+/// square loss's; the log-loss's |g|(1 - |g|) is at most 1/4, so the bound
+/// is loose for a classifier, which costs little: the hessian sums are
+/// large).
+pub const HESSIAN_BOUND_UNITS: i64 = 1 << GRAD_BITS;
+
+impl DpBoostPlan {
+    /// Newton leaves ([`LeafRelease::Newton`]): the Laplace scales, in 2^-20
+    /// grid units, of the noise on every leaf's gradient sum and hessian
+    /// sum. Sensitivity under substitution (module docs): the changed row is
+    /// in at most one leaf of the tree before and one after, so the vector
+    /// of a tree's gradient sums moves by at most 2 x 2^20 in L1 (|q| <=
+    /// 2^20 on the grid, GDF) and that of its hessian sums by at most 2 x
+    /// [`HESSIAN_BOUND_UNITS`]. Each vector gets half of the leaves'
+    /// epsilon (sequential composition): scale = 2 x bound / (eps_leaves /
+    /// 2). Integer sums, integer noise: no float margin is needed.
+    pub fn newton_noise(&self) -> (f64, f64) {
+        let half = self.epsilon_leaves / 2.0;
+        let g = 2.0 * f64::from(1u32 << GRAD_BITS) / half;
+        let h = 2.0 * HESSIAN_BOUND_UNITS as f64 / half;
+        (g, h)
+    }
+}
+
 /// The public noise description of the estimate route.
 pub fn noise_json(p: &DpBoostPlan) -> serde_json::Value {
     let (units, scale) = p.leaf_noise(0);
@@ -292,7 +381,10 @@ pub fn noise_json(p: &DpBoostPlan) -> serde_json::Value {
         "epsilon_leaves": p.epsilon_leaves,
         "split_sensitivity": p.split_sensitivity,
         "split_scale": p.split_scale,
+        "leaves": p.params.leaves,
         "leaf_sensitivity": units as f64 / unit,
         "leaf_scale": scale / unit,
+        "newton_gradient_sum_scale": p.newton_noise().0 / unit,
+        "newton_hessian_sum_scale": p.newton_noise().1 / unit,
     })
 }

@@ -2,8 +2,10 @@
 //! seeded statistical test of the leaf noise, refusals, and seeded accuracy
 //! checks on shipped data.
 
+use super::fit::grid_hessian;
+use super::params::LeafRelease;
 use super::params::{DpBoostParams, DpBoostSpec, clip_bound, leaf_sensitivity, subset_sizes};
-use super::tree::{self, release_leaf};
+use super::tree::{self, newton_value, release_leaf, release_sums};
 use crate::data::{Encoder, LabelMode, Schema, read_csv};
 use crate::learn::{AlgorithmSpec, Model, Output, PublicFacts, metrics};
 use crate::privacy::testutil::chi_square_p_value;
@@ -40,7 +42,7 @@ fn leaf_sensitivity_follows_glc() {
 /// units = 0.47846 in value units.
 #[test]
 fn noise_scales_match_hand_computed_values() {
-    let plan = DpBoostParams::DEFAULT
+    let plan = DpBoostParams::PAPER
         .plan(Budget::new(8.0, 0.0).unwrap(), 26_049)
         .unwrap();
     assert!((plan.epsilon_init - 0.4).abs() < 1e-12);
@@ -84,7 +86,7 @@ fn clamped_laplace_bins(b: f64) -> Vec<f64> {
 /// half) of it.
 #[test]
 fn leaf_noise_has_the_planned_scale() {
-    let plan = DpBoostParams::DEFAULT
+    let plan = DpBoostParams::PAPER
         .plan(Budget::new(8.0, 0.0).unwrap(), 26_049)
         .unwrap();
     let (_, scale) = plan.leaf_noise(0);
@@ -109,7 +111,7 @@ fn leaf_noise_has_the_planned_scale() {
 /// two candidates with gain gap d win with 1 - (2 + d/b) e^{-d/b} / 4.
 #[test]
 fn split_noise_has_the_planned_scale() {
-    let plan = DpBoostParams::DEFAULT
+    let plan = DpBoostParams::PAPER
         .plan(Budget::new(8.0, 0.0).unwrap(), 26_049)
         .unwrap();
     let b = plan.split_scale;
@@ -129,6 +131,95 @@ fn split_noise_has_the_planned_scale() {
     assert!(p > 1e-4, "p = {p}");
     let p2 = chi_square_p_value(&counts, &[p_first(2.0 * b), 1.0 - p_first(2.0 * b)]);
     assert!(p2 < 1e-6, "2x scale not rejected: p = {p2}");
+}
+
+/// Hand-computed calibration of the defaults (Newton leaves) at epsilon =
+/// 8, n = 26,049: init 5% = 0.4; the ensemble 7.6; splits 3.8 over 3 levels
+/// = 1.26667 each, Laplace scale 2 x 6 / 1.26667 = 9.47368; leaves 3.8, half
+/// (1.9) to the gradient sums and half to the hessian sums, each of L1
+/// sensitivity 2 (x 2^20 grid units): scale 2 / 1.9 = 1.05263 in value
+/// units.
+#[test]
+fn newton_noise_scales_match_hand_computed_values() {
+    let plan = DpBoostParams::DEFAULT
+        .plan(Budget::new(8.0, 0.0).unwrap(), 26_049)
+        .unwrap();
+    assert_eq!(plan.params.leaves, LeafRelease::Newton);
+    assert!((plan.epsilon_init - 0.4).abs() < 1e-12);
+    assert!((plan.epsilon_ensemble - 7.6).abs() < 1e-12);
+    assert!((plan.epsilon_level - 1.266_666_667).abs() < 1e-8);
+    assert!((plan.epsilon_leaves - 3.8).abs() < 1e-12);
+    assert!(
+        (plan.split_scale - 9.473_684).abs() < 1e-5,
+        "{}",
+        plan.split_scale
+    );
+    let unit = f64::from(1u32 << 20);
+    let (g, h) = plan.newton_noise();
+    assert!((g / unit - 1.052_632).abs() < 1e-5, "{}", g / unit);
+    assert!((h / unit - 1.052_632).abs() < 1e-5, "{}", h / unit);
+    assert_eq!(plan.cost(), PrivacyCost::Pure { epsilon: 8.0 });
+    assert_eq!(plan.trees(), 10);
+    // Old model files (no `leaves`) read as the paper's release.
+    let old: DpBoostParams = serde_json::from_value(serde_json::json!({
+        "trees_per_ensemble": 50, "ensembles": 1, "max_depth": 6,
+        "learning_rate": 0.01, "split_share": 0.5, "init_share": 0.05
+    }))
+    .unwrap();
+    assert_eq!(old, DpBoostParams::PAPER);
+}
+
+/// The noise on a leaf's gradient sum and hessian sum (released for sums of
+/// 0) fits Laplace of the planned scales, and not twice or half of them.
+#[test]
+fn newton_sum_noise_has_the_planned_scale() {
+    let plan = DpBoostParams::DEFAULT
+        .plan(Budget::new(8.0, 0.0).unwrap(), 26_049)
+        .unwrap();
+    let (g_scale, h_scale) = plan.newton_noise();
+    let unit = f64::from(1u32 << 20);
+    let mut rng = NoiseRng::seeded(43);
+    // Values in units of 2 b (so the 8 bins over [-1, 1] span +-2 b).
+    let (mut gs, mut hs) = ([0u64; 8], [0u64; 8]);
+    let bin = |x: f64| (((x.clamp(-1.0, 1.0) + 1.0) / 0.25).floor() as usize).min(7);
+    for _ in 0..20_000 {
+        let (g, h) = release_sums(&mut rng, 0, 0, g_scale, h_scale).unwrap();
+        gs[bin(g as f64 / unit / (2.0 * g_scale / unit))] += 1;
+        hs[bin(h as f64 / unit / (2.0 * h_scale / unit))] += 1;
+    }
+    for counts in [gs, hs] {
+        // b = 0.5 in these units.
+        let p = chi_square_p_value(&counts, &clamped_laplace_bins(0.5));
+        assert!(p > 1e-4, "p = {p}, counts {counts:?}");
+        for wrong in [1.0, 0.25] {
+            let p = chi_square_p_value(&counts, &clamped_laplace_bins(wrong));
+            assert!(p < 1e-6, "scale x{} not rejected: p = {p}", wrong / 0.5);
+        }
+    }
+}
+
+/// The Newton step by hand: S = -10, H = 5 gives 10/5.1; a hessian sum
+/// below twice its noise scale is floored there; the step is clamped to
+/// [-2, 2]. Hessians: the log-loss's |g|(1 - |g|) on the grid, 1 for the
+/// square loss.
+#[test]
+fn newton_value_and_hessians_by_hand() {
+    let unit = i128::from(1i32 << 20);
+    let v = newton_value(-10 * unit, 5 * unit, 1.0, 2.0);
+    assert!((v - 10.0 / 5.1).abs() < 1e-12, "{v}");
+    // Floor: H~ = -3 with noise scale 2 (value units) is read as 4.
+    let v = newton_value(unit, -3 * unit, 2.0 * unit as f64, 2.0);
+    assert!((v + 1.0 / 4.1).abs() < 1e-12, "{v}");
+    assert_eq!(newton_value(-100 * unit, unit, 1.0, 2.0), 2.0);
+    assert_eq!(newton_value(100 * unit, unit, 1.0, 2.0), -2.0);
+    let half = 1i64 << 19;
+    assert_eq!(grid_hessian(crate::data::Task::Binary, half), 1 << 18);
+    assert_eq!(grid_hessian(crate::data::Task::Binary, -half), 1 << 18);
+    assert_eq!(grid_hessian(crate::data::Task::Binary, 1 << 20), 0);
+    assert_eq!(
+        grid_hessian(crate::data::Task::Regression { min: 0.0, max: 1.0 }, 5),
+        1 << 20
+    );
 }
 
 /// Bad parameters are refused by the plan, which runs before any charge,
@@ -214,11 +305,14 @@ fn load(dir: &str, files: &[&str]) -> (Encoder, Vec<crate::data::Dataset>) {
     (encoder, data)
 }
 
-/// Adult, canonical split, epsilon = 8, delta = 0, the paper's defaults, one
-/// seeded run: the AUC margin is below the 10-run figures of
-/// docs/accuracy.md, so a broken learner fails and noise does not. Also: the
-/// statement names exactly the mechanisms that ran, the file round-trips,
-/// and inspection shows every tree.
+/// Adult, canonical split, epsilon = 8, delta = 0, the defaults (Newton
+/// leaves), one seeded run: AUC above 0.84, below the 10-run 0.868 +- 0.006
+/// of docs/accuracy.md by more than 4 standard deviations, so noise does not
+/// fail it, and above what the paper's leaf release reaches with the same
+/// trees (0.817 +- 0.045) or with the paper's defaults (0.794 +- 0.053), so a
+/// broken or mis-scaled leaf release does. Also: the statement names exactly
+/// the mechanisms that ran, the file round-trips, and inspection shows every
+/// tree.
 #[test]
 fn adult_at_epsilon_8() {
     let (encoder, data) = load("data/adult", &["adult-train.csv", "adult-test.csv"]);
@@ -244,7 +338,7 @@ fn adult_at_epsilon_8() {
     assert_eq!(back, model);
     let inspection = model.inspect(&encoder);
     let text = inspection.to_text();
-    assert_eq!(text.matches("\nTree ").count(), 50);
+    assert_eq!(text.matches("\nTree ").count(), 10);
     assert!(text.contains("leaf "));
     let outputs = model.predictor().predict_all(test);
     let labels = test.labels.as_ref().unwrap();
@@ -258,7 +352,7 @@ fn adult_at_epsilon_8() {
         .collect();
     let auc = metrics::roc_auc(&scores, &y);
     eprintln!("DPBoost Adult epsilon 8 (seeded): AUC {auc:.4}");
-    assert!(auc > 0.78, "AUC {auc}");
+    assert!(auc > 0.84, "AUC {auc}");
     // Row-by-row prediction agrees with the batch path.
     let predictor = model.predictor();
     for r in [0, 1, 2, 100] {
@@ -270,9 +364,10 @@ fn adult_at_epsilon_8() {
     assert!(!tree::candidates(&encoder).1.is_empty());
 }
 
-/// Abalone (5-fold split by hand: the first 80% trains), epsilon = 1: a
-/// seeded run beats the label midpoint by a wide margin (RMSE 15-ish: the
-/// public start without the noisy mean) and lands near the mean predictor.
+/// Abalone (the first 80% trains), epsilon = 1, the defaults: a seeded run
+/// beats the mean predictor (the training mean, exact: a stronger baseline
+/// than anything DP) on the held-out 20%; 5-fold CV over 50 runs gives 2.96
+/// +- 0.13 against 3.22 (docs/accuracy.md).
 #[test]
 fn abalone_at_epsilon_1() {
     let (encoder, data) = load("data/abalone", &["abalone.csv"]);
@@ -301,7 +396,9 @@ fn abalone_at_epsilon_1() {
         .collect();
     let actual = test.targets.clone().unwrap();
     let rmse = metrics::rmse(&predicted, &actual);
-    let midpoint = metrics::rmse(&vec![15.0; actual.len()], &actual);
-    eprintln!("DPBoost Abalone epsilon 1 (seeded): RMSE {rmse:.4}, midpoint {midpoint:.4}");
-    assert!(rmse < 0.75 * midpoint, "RMSE {rmse} vs midpoint {midpoint}");
+    let train_y = train.targets.clone().unwrap();
+    let mean = train_y.iter().sum::<f64>() / train_y.len() as f64;
+    let baseline = metrics::rmse(&vec![mean; actual.len()], &actual);
+    eprintln!("DPBoost Abalone epsilon 1 (seeded): RMSE {rmse:.4}, mean predictor {baseline:.4}");
+    assert!(rmse < baseline, "RMSE {rmse} vs mean predictor {baseline}");
 }

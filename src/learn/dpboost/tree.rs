@@ -22,7 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::params::{DpBoostPlan, GRAD_BITS, L2, LEAF_BITS, clip_bound};
+use super::params::{DpBoostPlan, GRAD_BITS, L2, LEAF_BITS, LeafRelease, clip_bound};
 use crate::data::Encoder;
 use crate::learn::LearnError;
 use crate::learn::ebm::bins::{self, FeatureLayout};
@@ -142,6 +142,7 @@ pub fn grow(
     plan: &DpBoostPlan,
     features: &Features,
     grad: &[i64],
+    hess: &[i64],
     rows: &[usize],
     position: u32,
     rng: &mut NoiseRng,
@@ -196,17 +197,33 @@ pub fn grow(
         }
         nodes = next;
     }
-    // Leaves: V = -S/(n + lambda) (Eq. 4), GLC clip to [-c, c] (Thm 6), onto
-    // the grid, exact discrete Laplace, clamp to [-c, c] again (post-
-    // processing), shrinkage eta.
     let eta = plan.params.learning_rate;
     let clip = clip_bound(eta, position);
-    let (_, scale) = plan.leaf_noise(position);
     let mut leaves = Vec::with_capacity(nodes.len());
-    for node in &nodes {
-        let s: i64 = node.iter().map(|&r| grad[r]).sum();
-        let v = -(s as f64 / f64::from(1u32 << GRAD_BITS)) / (node.len() as f64 + L2);
-        leaves.push(eta * release_leaf(rng, v, clip, scale)?);
+    match plan.params.leaves {
+        // Leaves: V = -S/(n + lambda) (Eq. 4), GLC clip to [-c, c] (Thm 6),
+        // onto the grid, exact discrete Laplace, clamp to [-c, c] again
+        // (post-processing), shrinkage eta.
+        LeafRelease::ClippedMean => {
+            let (_, scale) = plan.leaf_noise(position);
+            for node in &nodes {
+                let s: i64 = node.iter().map(|&r| grad[r]).sum();
+                let v = -(s as f64 / f64::from(1u32 << GRAD_BITS)) / (node.len() as f64 + L2);
+                leaves.push(eta * release_leaf(rng, v, clip, scale)?);
+            }
+        }
+        // Newton leaves (Maddock et al. 2022): noisy integer sums of the
+        // gradients and hessians (`DpBoostPlan::newton_noise` has the
+        // sensitivity), then the step -S~/(H~ + lambda) as post-processing.
+        LeafRelease::Newton => {
+            let (g_scale, h_scale) = plan.newton_noise();
+            for node in &nodes {
+                let s: i64 = node.iter().map(|&r| grad[r]).sum();
+                let h: i64 = node.iter().map(|&r| hess[r]).sum();
+                let (ns, nh) = release_sums(rng, s, h, g_scale, h_scale)?;
+                leaves.push(eta * newton_value(ns, nh, h_scale, NEWTON_BOUND));
+            }
+        }
     }
     Ok(Tree { splits, leaves })
 }
@@ -220,4 +237,34 @@ pub fn release_leaf(rng: &mut NoiseRng, v: f64, clip: f64, scale: f64) -> Result
     let q = (v.clamp(-clip, clip) * unit).round() as i128;
     let noisy = (q + laplace_units(rng, scale)?).clamp(-bound, bound);
     Ok(noisy as f64 / unit)
+}
+
+/// A public bound on a Newton leaf step before shrinkage: two logits (a
+/// classifier), the whole scaled label range (a regressor).
+pub const NEWTON_BOUND: f64 = 2.0;
+
+/// One leaf's noisy gradient and hessian sums (2^-20 grid units): exact
+/// discrete Laplace noise of `g_scale` and `h_scale` units on the exact
+/// integer sums.
+pub fn release_sums(
+    rng: &mut NoiseRng,
+    grad_sum: i64,
+    hess_sum: i64,
+    g_scale: f64,
+    h_scale: f64,
+) -> Result<(i128, i128), LearnError> {
+    let g = i128::from(grad_sum) + laplace_units(rng, g_scale)?;
+    let h = i128::from(hess_sum) + laplace_units(rng, h_scale)?;
+    Ok((g, h))
+}
+
+/// The Newton step of a leaf from its noisy sums (post-processing only):
+/// -S~/(max(H~, 2 b_H) + lambda), clamped to [-c, c] (`NEWTON_BOUND`: the
+/// clamp is not part of the privacy argument, GLC's decaying bound is not
+/// needed because the noise is calibrated to the sums). The floor 2 b_H (twice the hessian noise's public scale) keeps a
+/// leaf whose hessian sum is lost in the noise from taking a huge step.
+pub fn newton_value(noisy_grad: i128, noisy_hess: i128, h_scale: f64, clip: f64) -> f64 {
+    let unit = f64::from(1u32 << GRAD_BITS);
+    let h = (noisy_hess as f64).max(2.0 * h_scale) / unit;
+    (-(noisy_grad as f64 / unit) / (h + L2)).clamp(-clip, clip)
 }

@@ -300,6 +300,14 @@ class Client:
         """A dataset's metadata and schema (never rows)."""
         return self._json("GET", "/v1/datasets/{id}", {"id": dataset_id})
 
+    def mark_public_test_data(self, dataset_id: str) -> dict:
+        """Declare the dataset's rows public test data (owner; one-way).
+
+        Evaluations on it then return exact metrics, without noise and without a ledger charge
+        (``"public": true``); the rows lose every privacy guarantee. Returns the dataset."""
+        body = {"public_test_data": True}
+        return self._json("PATCH", "/v1/datasets/{id}", {"id": dataset_id}, json_body=body)
+
     def delete_dataset(self, dataset_id: str) -> None:
         """Purge the rows (owner); the record and its ledger stay."""
         self._request("DELETE", "/v1/datasets/{id}", {"id": dataset_id})
@@ -512,13 +520,16 @@ class Client:
             body["values"] = [float(v) for v in values]
         return self._json("POST", "/v1/models/{id}/edits", {"id": model_id}, json_body=body)
 
-    def evaluate(self, model_id: str, dataset_id: str, epsilon: float) -> dict:
+    def evaluate(self, model_id: str, dataset_id: str, epsilon: float | None = None) -> dict:
         """Release the model's accuracy and ROC AUC (or RMSE) on ``dataset_id`` with epsilon-DP.
 
         **Spends** ``epsilon`` of that dataset's budget (409 ``BudgetExceeded`` when it does not fit);
         the dataset must have the model's schema. Returns the evaluation; its ``result`` holds the
-        noisy metrics."""
-        body = {"dataset_id": dataset_id, "epsilon": float(epsilon)}
+        noisy metrics. On public test data (:meth:`mark_public_test_data`) ``epsilon`` may be
+        ``None``: the result is exact, ``"public": true``, and nothing is charged."""
+        body: dict[str, Any] = {"dataset_id": dataset_id}
+        if epsilon is not None:
+            body["epsilon"] = float(epsilon)
         return self._json("POST", "/v1/models/{id}/evaluate", {"id": model_id}, json_body=body)
 
     def get_evaluation(self, evaluation_id: str) -> dict:
