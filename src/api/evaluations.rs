@@ -104,6 +104,7 @@ async fn evaluate(
             return Err(ApiError::BudgetExceeded {
                 requested,
                 remaining: budget.remaining,
+                filter: budget.filter,
             });
         }
         Admission::DatasetGone => {
