@@ -182,3 +182,73 @@ async fn what_the_filter_cannot_account_for_is_refused_before_any_charge() {
     }
     s.stop().await;
 }
+
+/// Concurrent admissions on a filter dataset admit exactly as many jobs as
+/// the filter's rule allows (computed by the library from public numbers),
+/// and the ledger's own rows, summed again here, stay within the total.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_submissions_on_a_filter_dataset_admit_exactly_what_fits() {
+    use privboost::privacy::filter::{Accounting, Charged, Loss};
+    let s = TestServer::start_with(|c| c.max_active_jobs_per_key = 1000).await;
+    let (_, owner) = s.key("owner", "o").await;
+    // Total (0.02, 1e-6): rho budget 7.24e-6; pure jobs of 0.0005 (rho
+    // 1.25e-7): the filter fits 57, basic composition 40.
+    let job = Loss::Pure { epsilon: 0.0005 };
+    let total = (0.02, 1e-6);
+    let k = Charged::new().how_many_more(&job, total, Accounting::ZcdpFilter, 1000) as usize;
+    let basic = Charged::new().how_many_more(&job, total, Accounting::Basic, 1000) as usize;
+    assert!(k > basic, "{k} vs {basic}");
+    let r = s
+        .upload_form(
+            &owner,
+            "small",
+            "0.02",
+            SMALL_SCHEMA,
+            small_csv(100).into_bytes(),
+            &[("delta", "1e-6"), ("accounting", "zcdp-filter")],
+        )
+        .await;
+    let body = expect_status(r, StatusCode::CREATED).await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    let mut tasks = Vec::new();
+    for _ in 0..k + 20 {
+        let client = s.client.clone();
+        let url = s.at("/v1/jobs");
+        let owner = owner.clone();
+        let body = json!({"dataset_id": dataset, "epsilon": 0.0005, "rounds": 5});
+        tasks.push(tokio::spawn(async move {
+            client
+                .post(url)
+                .bearer_auth(owner)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }));
+    }
+    let mut accepted = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            StatusCode::ACCEPTED => accepted += 1,
+            StatusCode::CONFLICT => {}
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert_eq!(accepted, k);
+    let ledger = s.ledger(&owner, &dataset).await;
+    let charged = ledger
+        .iter()
+        .filter(|e| e["kind"] != "total")
+        .fold(Charged::new(), |c, e| {
+            let loss: Loss = serde_json::from_value(e["loss"].clone()).unwrap();
+            if e["kind"] == "charge" {
+                c.plus(&loss)
+            } else {
+                c.minus(&loss)
+            }
+        });
+    assert!(charged.within(total, Accounting::ZcdpFilter));
+    assert_eq!(ledger.iter().filter(|e| e["kind"] == "charge").count(), k);
+    s.stop().await;
+}
