@@ -146,9 +146,14 @@ impl Run {
             .uploads
             .insert(name.clone(), expected);
         let total = [0.25, 0.375, 0.5][rng.random_range(0..3)];
+        // Half the datasets use the zCDP filter (issue 15): its admission
+        // runs in the same transaction and must keep every invariant too.
+        let accounting = ["basic", "zcdp-filter"][rng.random_range(0..2)];
         let form = reqwest::multipart::Form::new()
             .text("name", name)
             .text("epsilon", total.to_string())
+            .text("delta", "1e-6")
+            .text("accounting", accounting)
             .text("schema", schema)
             .part(
                 "data",

@@ -6,8 +6,10 @@
 //!
 //! `POST /v1/datasets` takes `multipart/form-data` with the text fields
 //! `name`, `epsilon`, `delta` (optional, default 0), `skip_bad_rows`
-//! (optional, `true` to store the valid rows and report the others) and
-//! `schema` (the schema JSON), then the file field `data` (the CSV) last.
+//! (optional, `true` to store the valid rows and report the others),
+//! `accounting` (optional: `basic`, the default, or `zcdp-filter`; fixed for
+//! the dataset's life) and `schema` (the schema JSON), then the file field
+//! `data` (the CSV) last.
 //! The CSV is streamed through a bounded channel into the encoder on a
 //! blocking thread, so memory holds the bit matrix and a few chunks, never
 //! the file. Nothing is stored unless the whole upload is valid; the
@@ -34,6 +36,7 @@ use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, Config, MAX_EPSILON, PageQuery, Routes, idempotency_key, page_json, replay};
 use crate::data::{Encoder, LabelMode, OnBadRow, ReadOptions, Schema, read_csv_with};
 use crate::privacy::Budget;
+use crate::privacy::filter::{Accounting, Loss};
 use crate::store::datasets::{self, Created, DatasetInfo, MarkPublic, NewDataset};
 use crate::store::idempotency::{IdemRequest, StoredResponse};
 use crate::store::keys::Role;
@@ -75,6 +78,7 @@ struct UploadMeta {
     epsilon: Option<String>,
     delta: Option<String>,
     skip_bad_rows: Option<String>,
+    accounting: Option<String>,
     schema: Option<String>,
 }
 
@@ -82,6 +86,7 @@ struct UploadMeta {
 struct CheckedMeta {
     name: String,
     total: Amount,
+    accounting: Accounting,
     skip: bool,
     schema: Schema,
     schema_json: String,
@@ -136,6 +141,16 @@ impl UploadMeta {
             },
             _ => None,
         };
+        let accounting = match self.accounting.as_deref().map(str::trim) {
+            None => Accounting::Basic,
+            Some(name) => Accounting::parse(name).unwrap_or_else(|| {
+                errors.push(FieldError::new(
+                    "accounting",
+                    "must be basic or zcdp-filter",
+                ));
+                Accounting::Basic
+            }),
+        };
         let skip = match self.skip_bad_rows.as_deref().map(str::trim) {
             None | Some("false") => false,
             Some("true") => true,
@@ -164,6 +179,7 @@ impl UploadMeta {
                 Ok(CheckedMeta {
                     name,
                     total,
+                    accounting,
                     skip,
                     schema,
                     schema_json,
@@ -340,11 +356,12 @@ async fn upload(
             "epsilon" => &mut meta.epsilon,
             "delta" => &mut meta.delta,
             "skip_bad_rows" => &mut meta.skip_bad_rows,
+            "accounting" => &mut meta.accounting,
             "schema" => &mut meta.schema,
             other => {
                 return Err(ApiError::Validation(vec![FieldError::new(
                     other,
-                    "unknown field (expected name, epsilon, delta, skip_bad_rows, schema, data)",
+                    "unknown field (expected name, epsilon, delta, skip_bad_rows, accounting, schema, data)",
                 )]));
             }
         };
@@ -397,6 +414,7 @@ async fn upload(
             data: &parsed.data,
             rejected_rows: parsed.skipped,
             total: checked.total,
+            accounting: checked.accounting,
         },
         idem.as_ref(),
         |info| StoredResponse {
@@ -509,13 +527,79 @@ async fn patch(
     }
 }
 
+/// `GET /v1/datasets/{id}/budget?job_epsilon=` (a pure job) or `?job_rho=`
+/// (a zCDP job): how many more such jobs the dataset's accounting admits.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FitsQuery {
+    job_epsilon: Option<f64>,
+    job_rho: Option<f64>,
+}
+
+/// The most jobs `fits` counts (a tiny job size would count for ever).
+const MAX_FITS: u64 = 1_000_000;
+
+impl FitsQuery {
+    /// The job size asked about, if any. A zCDP job's ledger charge is its
+    /// conversion at the dataset's delta, so only its rho is needed.
+    fn loss(&self, total: Amount) -> Result<Option<Loss>, ApiError> {
+        let positive = |field: &str, v: f64| {
+            if v.is_finite() && v > 0.0 && v <= MAX_EPSILON {
+                Ok(v)
+            } else {
+                Err(ApiError::Validation(vec![FieldError::new(
+                    field,
+                    format!("must be a number in (0, {MAX_EPSILON}]"),
+                )]))
+            }
+        };
+        match (self.job_epsilon, self.job_rho) {
+            (Some(_), Some(_)) => Err(ApiError::Validation(vec![FieldError::new(
+                "job_rho",
+                "give job_epsilon (a pure job) or job_rho (a zCDP job), not both",
+            )])),
+            (Some(e), None) => Ok(Some(Loss::Pure {
+                epsilon: positive("job_epsilon", e)?,
+            })),
+            (None, Some(r)) => {
+                let rho = positive("job_rho", r)?;
+                if total.delta <= 0.0 {
+                    return Err(ApiError::Validation(vec![FieldError::new(
+                        "job_rho",
+                        "a zCDP job needs a dataset whose total delta is > 0",
+                    )]));
+                }
+                let epsilon = crate::privacy::zcdp::epsilon_of(rho, total.delta).map_err(|e| {
+                    ApiError::Validation(vec![FieldError::new("job_rho", e.to_string())])
+                })?;
+                Ok(Some(Loss::Zcdp {
+                    rho,
+                    epsilon,
+                    delta: total.delta,
+                }))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+}
+
 async fn budget(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    AppQuery(q): AppQuery<FitsQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
     visible(&state, &caller, &id).await?;
-    Ok(axum::Json(ledger::budget(&state.pool, &id).await?))
+    let budget = ledger::budget(&state.pool, &id).await?;
+    let mut body = serde_json::to_value(budget).map_err(|e| ApiError::Internal(e.to_string()))?;
+    if let Some(loss) = q.loss(budget.total)? {
+        body["fits"] = json!({
+            "job": loss,
+            "jobs": budget.how_many_more(&loss, MAX_FITS),
+            "at_most": MAX_FITS,
+        });
+    }
+    Ok(axum::Json(body))
 }
 
 #[derive(Debug, Deserialize)]

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tracing::error;
 
 use crate::store::StoreError;
-use crate::store::ledger::Amount;
+use crate::store::ledger::{Amount, FilterBudget};
 
 /// Media type of problem documents.
 pub const PROBLEM_JSON: &str = "application/problem+json";
@@ -71,8 +71,10 @@ pub enum ApiError {
     BudgetExceeded {
         /// The charge asked for.
         requested: Amount,
-        /// What is left.
+        /// What is left under basic composition.
         remaining: Amount,
+        /// A zCDP-filter dataset's budget in rho terms (its admission rule).
+        filter: Option<FilterBudget>,
     },
     /// The Idempotency-Key was used for a different request (422).
     #[error("this Idempotency-Key was already used with a different request")]
@@ -170,9 +172,16 @@ impl IntoResponse for ApiError {
             ApiError::BudgetExceeded {
                 requested,
                 remaining,
-            } => {
-                json!({ "requested": requested, "remaining": remaining })
-            }
+                filter,
+            } => match filter {
+                None => json!({ "requested": requested, "remaining": remaining }),
+                Some(f) => json!({
+                    "requested": requested,
+                    "remaining": remaining,
+                    "accounting": "zcdp-filter",
+                    "filter": f,
+                }),
+            },
             ApiError::RateLimited { retry_after } => json!({ "retry_after": retry_after }),
             ApiError::Internal(cause) => {
                 error!(cause = %cause, "internal error");

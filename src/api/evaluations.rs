@@ -125,6 +125,7 @@ async fn evaluate(
             return Err(ApiError::BudgetExceeded {
                 requested,
                 remaining: budget.remaining,
+                filter: budget.filter,
             });
         }
         Admission::DatasetGone => {

@@ -18,6 +18,7 @@ use crate::data::Schema;
 use crate::jobs::JobParams;
 use crate::learn::{AlgorithmName, AlgorithmSpec, Plan, PublicFacts};
 use crate::privacy::Budget;
+use crate::privacy::filter::{Accounting, Loss};
 use crate::store::datasets::DatasetInfo;
 use crate::store::idempotency::{IdemRequest, StoredResponse};
 use crate::store::jobs::{self, Cancelled, JobRecord, NewJob, Submitted};
@@ -138,6 +139,17 @@ async fn prepare(
             .map_or(field, |(alias, _)| alias);
         ApiError::Validation(vec![FieldError::new(field, e.to_string())])
     })?;
+    // A zCDP-filter dataset composes every charge by its rho (or, all pure,
+    // by basic composition): an (epsilon, delta) from a composition theorem
+    // over pure steps has neither, so say so before anything is charged.
+    if dataset.accounting == Accounting::ZcdpFilter.as_str()
+        && matches!(Loss::of(&plan.cost), Loss::Approx { .. })
+    {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "delta",
+            "this dataset uses zcdp-filter accounting, which admits pure-DP (delta = 0) and zCDP runs only; this run's (epsilon, delta) comes from advanced composition: use delta = 0, or a zCDP learner (dp-ebm, or dp-linear with delta > 0)",
+        )]));
+    }
     let charged = plan.cost.charge();
     let params = JobParams {
         spec: plan.resolved,
@@ -186,10 +198,6 @@ async fn submit(
         .map(|k| IdemRequest::new(&caller.id, &k, "POST", "/v1/jobs", canonical.as_bytes()));
     let params_json =
         serde_json::to_string(&params).map_err(|e| ApiError::Internal(e.to_string()))?;
-    let charge = Amount {
-        epsilon: params.epsilon,
-        delta: params.delta,
-    };
     let outcome = jobs::submit(
         &state.pool,
         NewJob {
@@ -197,7 +205,7 @@ async fn submit(
             submitted_by: &caller.id,
             params_json: &params_json,
             tau: plan.steps,
-            charge,
+            loss: Loss::of(&plan.cost),
             max_active_per_key: state.config.max_active_jobs_per_key,
         },
         idem.as_ref(),
@@ -228,6 +236,7 @@ async fn submit(
         Submitted::OverBudget { requested, budget } => Err(ApiError::BudgetExceeded {
             requested,
             remaining: budget.remaining,
+            filter: budget.filter,
         }),
         Submitted::TooManyActive => Err(ApiError::TooManyRequests(format!(
             "this key already has {} queued or running jobs",
@@ -254,8 +263,8 @@ async fn estimate(
         "params": params,
         "cost": plan.cost,
         "noise": plan.noise(),
+        "admissible": budget.admits(&Loss::of(&plan.cost)),
         "budget": budget,
-        "admissible": charge.fits_within(budget.remaining),
     })))
 }
 

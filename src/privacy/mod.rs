@@ -24,6 +24,7 @@
 pub mod calibration;
 pub mod cost;
 pub mod exact;
+pub mod filter;
 #[cfg(test)]
 pub(crate) mod float_reference;
 pub mod gdp;

@@ -10,6 +10,7 @@ use super::jobs::ClaimedJob;
 use super::ledger::{self, Amount};
 use super::{Page, StoreError, new_id, now};
 use crate::data::Dataset;
+use crate::privacy::filter::Accounting;
 
 /// A dataset's public record. Never contains rows.
 #[derive(Debug, Clone, Serialize)]
@@ -38,6 +39,8 @@ pub struct DatasetInfo {
     pub public_test_data: bool,
     /// RFC 3339, when the owner declared it public test data.
     pub public_test_data_at: Option<String>,
+    /// How the ledger composes the jobs' charges (`basic` or `zcdp-filter`).
+    pub accounting: String,
 }
 
 #[derive(sqlx::FromRow)]
@@ -53,6 +56,7 @@ struct DatasetRow {
     created_at: String,
     deleted_at: Option<String>,
     public_test_data_at: Option<String>,
+    accounting: String,
 }
 
 impl DatasetRow {
@@ -73,6 +77,7 @@ impl DatasetRow {
                 deleted_at: self.deleted_at,
                 public_test_data: self.public_test_data_at.is_some(),
                 public_test_data_at: self.public_test_data_at,
+                accounting: self.accounting,
             },
         ))
     }
@@ -82,7 +87,7 @@ impl DatasetRow {
 macro_rules! select_datasets {
     ($rest:literal) => {
         concat!(
-            "SELECT d.seq, d.id, d.owner_id, d.name, d.schema_json, d.n_rows, d.n_literals, d.state, d.created_at, d.deleted_at, d.public_test_data_at FROM datasets d ",
+            "SELECT d.seq, d.id, d.owner_id, d.name, d.schema_json, d.n_rows, d.n_literals, d.state, d.created_at, d.deleted_at, d.public_test_data_at, d.accounting FROM datasets d ",
             $rest
         )
     };
@@ -103,6 +108,7 @@ pub(crate) struct NewDataset<'a> {
     pub data: &'a Dataset,
     pub rejected_rows: usize,
     pub total: Amount,
+    pub accounting: Accounting,
 }
 
 /// What [`create`] did.
@@ -134,7 +140,7 @@ pub(crate) async fn create(
     }
     let id = new_id("ds");
     sqlx::query(
-        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'ready', ?)",
+        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting) VALUES (?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?)",
     )
     .bind(&id)
     .bind(new.owner_id)
@@ -144,6 +150,7 @@ pub(crate) async fn create(
     .bind(rows.n_cols as i64)
     .bind(new.rejected_rows as i64)
     .bind(now())
+    .bind(new.accounting.as_str())
     .execute(&mut *tx)
     .await?;
     sqlx::query("INSERT INTO dataset_rows (dataset_id, n_rows, n_cols, features, labels) VALUES (?, ?, ?, ?, ?)")
@@ -154,7 +161,7 @@ pub(crate) async fn create(
         .bind(&rows.labels)
         .execute(&mut *tx)
         .await?;
-    ledger::append(&mut tx, &id, "total", None, new.total, Some(new.owner_id)).await?;
+    ledger::append_total(&mut tx, &id, new.total, new.owner_id).await?;
     let row: DatasetRow = sqlx::query_as(select_datasets!("WHERE d.id = ?"))
         .bind(&id)
         .fetch_one(&mut *tx)
@@ -276,27 +283,19 @@ pub(crate) async fn delete(
     .bind(id)
     .execute(&mut *tx)
     .await?;
-    let refundable: Vec<(String, f64, f64)> = sqlx::query_as(
-        "SELECT id, epsilon, delta FROM jobs WHERE dataset_id = ? AND state = 'queued' AND started_at IS NULL ORDER BY seq",
+    let refundable: Vec<(String,)> = sqlx::query_as(
+        "SELECT id FROM jobs WHERE dataset_id = ? AND state = 'queued' AND started_at IS NULL ORDER BY seq",
     )
     .bind(id)
     .fetch_all(&mut *tx)
     .await?;
-    for (job_id, epsilon, delta) in refundable {
+    for (job_id,) in refundable {
         sqlx::query("UPDATE jobs SET state = 'cancelled', finished_at = ?, error = 'the dataset was deleted' WHERE id = ?")
             .bind(now())
             .bind(&job_id)
             .execute(&mut *tx)
             .await?;
-        ledger::append(
-            &mut tx,
-            id,
-            "refund",
-            Some(&job_id),
-            Amount { epsilon, delta },
-            Some(by),
-        )
-        .await?;
+        ledger::append_refund(&mut tx, id, &job_id, Some(by)).await?;
     }
     let stopping: Vec<(String,)> = sqlx::query_as(
         "UPDATE jobs SET cancel_requested = 1 WHERE dataset_id = ? AND state IN ('queued', 'running') RETURNING id",

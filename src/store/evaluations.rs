@@ -9,6 +9,7 @@ use sqlx::SqlitePool;
 use super::ledger::{self, Amount, BudgetState};
 use super::{StoreError, new_id, now};
 use crate::data::Dataset;
+use crate::privacy::filter::Loss;
 
 /// A stored evaluation.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -76,7 +77,9 @@ pub(crate) async fn admit(
         delta: 0.0,
     };
     let budget = ledger::budget_on(&mut tx, dataset_id).await?;
-    if !charge.fits_within(budget.remaining) {
+    // The metric releases are pure epsilon-DP (privacy::metrics).
+    let loss = Loss::Pure { epsilon };
+    if !budget.admits(&loss) {
         return Ok(Admission::OverBudget {
             requested: charge,
             budget,
@@ -94,15 +97,7 @@ pub(crate) async fn admit(
     .bind(now())
     .execute(&mut *tx)
     .await?;
-    ledger::append(
-        &mut tx,
-        dataset_id,
-        "charge",
-        Some(&id),
-        charge,
-        Some(requested_by),
-    )
-    .await?;
+    ledger::append_charge(&mut tx, dataset_id, &id, &loss, requested_by).await?;
     tx.commit().await?;
     Ok(Admission::New(AdmittedEvaluation {
         id,

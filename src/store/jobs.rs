@@ -13,6 +13,7 @@ use sqlx::SqlitePool;
 use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
 use super::ledger::{self, Amount, BudgetState};
 use super::{Page, StoreError, new_id, now};
+use crate::privacy::filter::Loss;
 
 /// A job as the API shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -128,7 +129,9 @@ pub(crate) struct NewJob<'a> {
     pub submitted_by: &'a str,
     pub params_json: &'a str,
     pub tau: u32,
-    pub charge: Amount,
+    /// The run's privacy loss, as its plan stated it; the ledger charges its
+    /// basic (epsilon, delta) and records the description.
+    pub loss: Loss,
     /// Refuse when the key already has this many queued or running jobs.
     pub max_active_per_key: u32,
 }
@@ -188,10 +191,12 @@ pub(crate) async fn submit(
         return Ok(Submitted::TooManyActive);
     }
     let budget = ledger::budget_on(&mut tx, new.dataset_id).await?;
-    if !new.charge.fits_within(budget.remaining) {
+    let (epsilon, delta) = new.loss.basic();
+    let charge = Amount { epsilon, delta };
+    if !budget.admits(&new.loss) {
         // Dropping the transaction rolls it back: nothing changes.
         return Ok(Submitted::OverBudget {
-            requested: new.charge,
+            requested: charge,
             budget,
         });
     }
@@ -204,20 +209,12 @@ pub(crate) async fn submit(
     .bind(new.submitted_by)
     .bind(new.params_json)
     .bind(i64::from(new.tau))
-    .bind(new.charge.epsilon)
-    .bind(new.charge.delta)
+    .bind(charge.epsilon)
+    .bind(charge.delta)
     .bind(now())
     .execute(&mut *tx)
     .await?;
-    ledger::append(
-        &mut tx,
-        new.dataset_id,
-        "charge",
-        Some(&id),
-        new.charge,
-        Some(new.submitted_by),
-    )
-    .await?;
+    ledger::append_charge(&mut tx, new.dataset_id, &id, &new.loss, new.submitted_by).await?;
     let row: JobRow = sqlx::query_as(select_jobs!("WHERE j.id = ?"))
         .bind(&id)
         .fetch_one(&mut *tx)
@@ -459,15 +456,7 @@ pub(crate) async fn cancel(
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            ledger::append(
-                &mut tx,
-                &job.dataset_id,
-                "refund",
-                Some(id),
-                job.charge,
-                Some(by),
-            )
-            .await?;
+            ledger::append_refund(&mut tx, &job.dataset_id, id, Some(by)).await?;
             Cancelled::Refunded
         }
         ("queued", true) => {

@@ -7,12 +7,16 @@
 //! - `refund` entries return a charge whose job was cancelled before it
 //!   started.
 //!
-//! Composition across jobs is basic: epsilons add, deltas add.
+//! Composition across jobs is the dataset's [`Accounting`]: basic (epsilons
+//! add, deltas add) or the zCDP privacy filter of [`crate::privacy::filter`].
+//! Each charge records its privacy-loss description ([`Loss`]) beside its
+//! (epsilon, delta), so the filter can compose the tighter quantity.
 
 use serde::Serialize;
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::{Page, StoreError, now};
+use crate::privacy::filter::{Accounting, Charged, Loss, rho_budget};
 
 /// An (epsilon, delta) pair.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
@@ -60,14 +64,76 @@ pub struct BudgetState {
     pub spent: Amount,
     /// Charges of queued jobs that have not started (refundable on cancel).
     pub reserved: Amount,
-    /// `total - spent - reserved`.
+    /// `total - spent - reserved`, under basic composition.
     pub remaining: Amount,
+    /// How the dataset composes its charges.
+    pub accounting: Accounting,
+    /// Under the zCDP filter: the charges in rho terms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<FilterBudget>,
+    /// Everything charged and not refunded, in the terms of both conditions
+    /// of the filter (internal: admission reads it).
+    #[serde(skip)]
+    pub(crate) sums: Charged,
+}
+
+/// A zCDP-filter dataset's budget in rho terms (docs/privacy.md,
+/// "Accounting across jobs").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FilterBudget {
+    /// The largest total rho the filter admits at the dataset's (epsilon,
+    /// delta): `rho + 2 sqrt(rho ln(1/delta)) <= epsilon`; `null` when delta
+    /// is 0 (then only pure charges by basic composition fit).
+    pub rho_total: Option<f64>,
+    /// The rho of every charge not refunded (pure epsilon counts as
+    /// epsilon^2/2); `null` if a charge has no zCDP description.
+    pub rho_charged: Option<f64>,
+    /// `rho_total - rho_charged`, when both are known.
+    pub rho_remaining: Option<f64>,
+    /// Whether every charge is pure, so that basic composition of the
+    /// epsilons also applies (the filter takes the better of the two).
+    pub pure_only: bool,
 }
 
 impl BudgetState {
     /// Everything charged and not refunded.
     pub fn charged(&self) -> Amount {
         self.spent.plus(self.reserved)
+    }
+
+    /// Whether a new charge of `loss` fits (exact float comparisons: a
+    /// rounding error can only refuse, never overspend).
+    pub fn admits(&self, loss: &Loss) -> bool {
+        self.sums
+            .plus(loss)
+            .within((self.total.epsilon, self.total.delta), self.accounting)
+    }
+
+    /// Whether what is charged fits a (new) total.
+    pub fn charged_fits(&self, total: Amount) -> bool {
+        self.sums
+            .within((total.epsilon, total.delta), self.accounting)
+    }
+
+    /// How many more charges of `loss` would fit now (at most `cap`).
+    pub fn how_many_more(&self, loss: &Loss, cap: u64) -> u64 {
+        self.sums.how_many_more(
+            loss,
+            (self.total.epsilon, self.total.delta),
+            self.accounting,
+            cap,
+        )
+    }
+}
+
+/// The privacy loss an entry records; entries older than the column count
+/// as they did, by their (epsilon, delta).
+fn entry_loss(loss_json: Option<&str>, epsilon: f64, delta: f64) -> Result<Loss, StoreError> {
+    match loss_json {
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| StoreError::Corrupt(format!("ledger loss description: {e}"))),
+        None if delta == 0.0 => Ok(Loss::Pure { epsilon }),
+        None => Ok(Loss::Approx { epsilon, delta }),
     }
 }
 
@@ -86,22 +152,36 @@ pub(crate) async fn budget_on(
     let (epsilon, delta) =
         total.ok_or_else(|| StoreError::Corrupt("dataset without a total".into()))?;
     let total = Amount { epsilon, delta };
+    let accounting: Option<String> =
+        sqlx::query_scalar("SELECT accounting FROM datasets WHERE id = ?")
+            .bind(dataset_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let accounting = match accounting.as_deref() {
+        Some(name) => Accounting::parse(name)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown accounting {name}")))?,
+        None => Accounting::Basic,
+    };
     // Summed in Rust in ledger order, so the result does not depend on
     // SQLite's summation.
-    let entries: Vec<(String, f64, f64)> = sqlx::query_as(
-        "SELECT kind, epsilon, delta FROM ledger WHERE dataset_id = ? AND kind IN ('charge', 'refund') ORDER BY seq",
+    let entries: Vec<(String, f64, f64, Option<String>)> = sqlx::query_as(
+        "SELECT kind, epsilon, delta, loss_json FROM ledger WHERE dataset_id = ? AND kind IN ('charge', 'refund') ORDER BY seq",
     )
     .bind(dataset_id)
     .fetch_all(&mut *conn)
     .await?;
     let mut charged = Amount::ZERO;
-    for (kind, epsilon, delta) in entries {
+    let mut sums = Charged::new();
+    for (kind, epsilon, delta, loss_json) in entries {
         let a = Amount { epsilon, delta };
-        charged = if kind == "charge" {
-            charged.plus(a)
+        let loss = entry_loss(loss_json.as_deref(), epsilon, delta)?;
+        if kind == "charge" {
+            charged = charged.plus(a);
+            sums = sums.plus(&loss);
         } else {
-            charged.minus(a)
-        };
+            charged = charged.minus(a);
+            sums = sums.minus(&loss);
+        }
     }
     let reserved: Vec<(f64, f64)> = sqlx::query_as(
         "SELECT epsilon, delta FROM jobs WHERE dataset_id = ? AND state = 'queued' AND started_at IS NULL ORDER BY seq",
@@ -115,11 +195,23 @@ pub(crate) async fn budget_on(
             acc.plus(Amount { epsilon, delta })
         });
     let spent = charged.minus(reserved);
+    let filter = (accounting == Accounting::ZcdpFilter).then(|| {
+        let rho_total = rho_budget(total.epsilon, total.delta);
+        FilterBudget {
+            rho_total,
+            rho_charged: sums.rho,
+            rho_remaining: rho_total.zip(sums.rho).map(|(t, c)| t - c),
+            pure_only: sums.all_pure,
+        }
+    });
     Ok(BudgetState {
         total,
         spent,
         reserved,
         remaining: total.minus(charged),
+        accounting,
+        filter,
+        sums,
     })
 }
 
@@ -133,27 +225,75 @@ pub(crate) async fn budget(pool: &SqlitePool, dataset_id: &str) -> Result<Budget
     Ok(budget)
 }
 
-/// Append an entry.
-pub(crate) async fn append(
+/// Append a `total` entry.
+pub(crate) async fn append_total(
     conn: &mut SqliteConnection,
     dataset_id: &str,
-    kind: &str,
-    job_id: Option<&str>,
-    amount: Amount,
-    created_by: Option<&str>,
+    total: Amount,
+    created_by: &str,
 ) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by) VALUES (?, 'total', NULL, ?, ?, ?, ?)",
     )
     .bind(dataset_id)
-    .bind(kind)
-    .bind(job_id)
-    .bind(amount.epsilon)
-    .bind(amount.delta)
+    .bind(total.epsilon)
+    .bind(total.delta)
     .bind(now())
     .bind(created_by)
     .execute(&mut *conn)
     .await?;
+    Ok(())
+}
+
+/// Append a job's (or an evaluation's) `charge`, with its privacy-loss
+/// description; the ledger's (epsilon, delta) is its basic-composition pair.
+pub(crate) async fn append_charge(
+    conn: &mut SqliteConnection,
+    dataset_id: &str,
+    job_id: &str,
+    loss: &Loss,
+    created_by: &str,
+) -> Result<(), StoreError> {
+    let (epsilon, delta) = loss.basic();
+    let loss_json =
+        serde_json::to_string(loss).map_err(|e| StoreError::Corrupt(format!("loss: {e}")))?;
+    sqlx::query(
+        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by, loss_json) VALUES (?, 'charge', ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(dataset_id)
+    .bind(job_id)
+    .bind(epsilon)
+    .bind(delta)
+    .bind(now())
+    .bind(created_by)
+    .bind(loss_json)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Append the `refund` of a job's charge: the same amounts and loss as the
+/// charge entry, copied from it so they cannot differ.
+pub(crate) async fn append_refund(
+    conn: &mut SqliteConnection,
+    dataset_id: &str,
+    job_id: &str,
+    created_by: Option<&str>,
+) -> Result<(), StoreError> {
+    let done = sqlx::query(
+        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by, loss_json) SELECT dataset_id, 'refund', job_id, epsilon, delta, ?, ?, loss_json FROM ledger WHERE dataset_id = ? AND job_id = ? AND kind = 'charge'",
+    )
+    .bind(now())
+    .bind(created_by)
+    .bind(dataset_id)
+    .bind(job_id)
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(StoreError::Corrupt(format!(
+            "refund of {job_id}: no charge entry to return"
+        )));
+    }
     Ok(())
 }
 
@@ -176,10 +316,10 @@ pub(crate) async fn set_total(
 ) -> Result<SetTotal, StoreError> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let before = budget_on(&mut tx, dataset_id).await?;
-    if !before.charged().fits_within(total) {
+    if !before.charged_fits(total) {
         return Ok(SetTotal::BelowCharged(before));
     }
-    append(&mut tx, dataset_id, "total", None, total, Some(by)).await?;
+    append_total(&mut tx, dataset_id, total, by).await?;
     let after = budget_on(&mut tx, dataset_id).await?;
     tx.commit().await?;
     Ok(SetTotal::Done(after))
@@ -200,6 +340,19 @@ pub struct Entry {
     pub delta: f64,
     /// RFC 3339.
     pub created_at: String,
+    /// A charge's or refund's privacy-loss description (JSON text in the
+    /// database; `null` for totals and for entries older than the column).
+    #[serde(rename = "loss", serialize_with = "loss_as_json")]
+    pub loss_json: Option<String>,
+}
+
+fn loss_as_json<S: serde::Serializer>(loss: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    let value: Option<serde_json::Value> = loss
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(serde::ser::Error::custom)?;
+    serde::Serialize::serialize(&value, s)
 }
 
 /// A page of a dataset's entries.
@@ -210,7 +363,7 @@ pub(crate) async fn entries(
     page_size: u32,
 ) -> Result<Page<Entry>, StoreError> {
     let rows: Vec<Entry> = sqlx::query_as(
-        "SELECT seq, kind, job_id, epsilon, delta, created_at FROM ledger WHERE dataset_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        "SELECT seq, kind, job_id, epsilon, delta, created_at, loss_json FROM ledger WHERE dataset_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     )
     .bind(dataset_id)
     .bind(after)
@@ -245,14 +398,25 @@ mod tests {
 
     #[derive(Debug, Clone)]
     enum Op {
-        Submit(f64),
+        Submit(Loss),
         Cancel(usize),
         SetTotal(f64),
     }
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            (1u32..=8).prop_map(|k| Op::Submit(f64::from(k) * 0.1)),
+            (1u32..=8).prop_map(|k| Op::Submit(Loss::Pure {
+                epsilon: f64::from(k) * 0.1
+            })),
+            (1u32..=8).prop_map(|k| Op::Submit(Loss::Zcdp {
+                rho: f64::from(k) * 0.002,
+                epsilon: f64::from(k) * 0.05,
+                delta: 1e-7,
+            })),
+            (1u32..=8).prop_map(|k| Op::Submit(Loss::Approx {
+                epsilon: f64::from(k) * 0.1,
+                delta: 1e-7,
+            })),
             (0usize..8).prop_map(Op::Cancel),
             (1u32..=30).prop_map(|k| Op::SetTotal(f64::from(k) * 0.1)),
         ]
@@ -273,6 +437,17 @@ mod tests {
         n: usize,
         epsilon: f64,
     ) -> (SqlitePool, keys::KeyInfo, datasets::DatasetInfo) {
+        pool_with_accounting(dir, n, (epsilon, 0.0), Accounting::Basic).await
+    }
+
+    /// As [`pool_with_dataset`], with a total (epsilon, delta) and an
+    /// accounting.
+    async fn pool_with_accounting(
+        dir: &std::path::Path,
+        n: usize,
+        (epsilon, delta): (f64, f64),
+        accounting: Accounting,
+    ) -> (SqlitePool, keys::KeyInfo, datasets::DatasetInfo) {
         let pool = crate::store::open(&dir.join("t.db"), 4).await.unwrap();
         let owner = keys::create(&pool, Role::Owner, "o", "secret")
             .await
@@ -290,10 +465,8 @@ mod tests {
             schema_json: "{}",
             data: &data,
             rejected_rows: 0,
-            total: Amount {
-                epsilon,
-                delta: 0.0,
-            },
+            total: Amount { epsilon, delta },
+            accounting,
         };
         let Created::New(d) = datasets::create(&pool, new, None, respond).await.unwrap() else {
             panic!("created")
@@ -302,24 +475,22 @@ mod tests {
     }
 
     /// Run `ops` against a fresh file; after each one the charges fit the
-    /// total, and a refused charge leaves the ledger as it was.
-    async fn run(ops: Vec<Op>) {
+    /// total under the dataset's accounting (recomputed here from the
+    /// ledger's own rows), and a refused charge leaves the ledger as it was.
+    async fn run(ops: Vec<Op>, accounting: Accounting) {
         let dir = tempfile::tempdir().unwrap();
-        let (pool, owner, d) = pool_with_dataset(dir.path(), 3, 1.0).await;
+        let (pool, owner, d) = pool_with_accounting(dir.path(), 3, (1.0, 1e-6), accounting).await;
         let mut job_ids = Vec::new();
         for op in ops {
             let before = entries(&pool, &d.id, 0, 1000).await.unwrap().items.len();
             match op {
-                Op::Submit(eps) => {
+                Op::Submit(loss) => {
                     let new = NewJob {
                         dataset_id: &d.id,
                         submitted_by: &owner.id,
                         params_json: "{}",
                         tau: 1,
-                        charge: Amount {
-                            epsilon: eps,
-                            delta: 0.0,
-                        },
+                        loss,
                         max_active_per_key: 1000,
                     };
                     match jobs::submit(&pool, new, None, respond).await.unwrap() {
@@ -342,7 +513,7 @@ mod tests {
                         &d.id,
                         Amount {
                             epsilon: eps,
-                            delta: 0.0,
+                            delta: 1e-6,
                         },
                         &owner.id,
                     )
@@ -351,9 +522,108 @@ mod tests {
                 }
             }
             let b = budget(&pool, &d.id).await.unwrap();
-            assert!(b.charged().fits_within(b.total), "overspent: {b:?}");
-            assert!(b.remaining.epsilon >= 0.0, "{b:?}");
+            let recomputed = recompute(&pool, &d.id).await;
+            assert!(
+                recomputed.within((b.total.epsilon, b.total.delta), accounting),
+                "overspent: {b:?}"
+            );
+            if accounting == Accounting::Basic {
+                assert!(b.charged().fits_within(b.total), "overspent: {b:?}");
+                assert!(b.remaining.epsilon >= 0.0, "{b:?}");
+            }
         }
+        pool.close().await;
+    }
+
+    /// The charges minus refunds, summed from the ledger rows directly.
+    async fn recompute(pool: &SqlitePool, dataset_id: &str) -> Charged {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT kind, loss_json FROM ledger WHERE dataset_id = ? AND kind IN ('charge', 'refund') ORDER BY seq",
+        )
+        .bind(dataset_id)
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        rows.iter().fold(Charged::new(), |c, (kind, json)| {
+            let loss: Loss = serde_json::from_str(json).unwrap();
+            if kind == "charge" {
+                c.plus(&loss)
+            } else {
+                c.minus(&loss)
+            }
+        })
+    }
+
+    /// Admit jobs of `loss` on a fresh dataset of total (1, 1e-6) until one
+    /// is refused; how many were admitted.
+    async fn admitted_until_refused(accounting: Accounting, loss: Loss) -> usize {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, owner, d) = pool_with_accounting(dir.path(), 3, (1.0, 1e-6), accounting).await;
+        let mut n = 0;
+        loop {
+            let new = NewJob {
+                dataset_id: &d.id,
+                submitted_by: &owner.id,
+                params_json: "{}",
+                tau: 1,
+                loss,
+                max_active_per_key: 100_000,
+            };
+            match jobs::submit(&pool, new, None, respond).await.unwrap() {
+                Submitted::New(_) => n += 1,
+                Submitted::OverBudget { .. } => break,
+                _ => panic!("unexpected outcome"),
+            }
+        }
+        pool.close().await;
+        n
+    }
+
+    #[tokio::test]
+    async fn the_filter_admits_349_jobs_of_epsilon_001_where_basic_admits_100() {
+        let job = Loss::Pure { epsilon: 0.01 };
+        let basic = admitted_until_refused(Accounting::Basic, job).await;
+        // 100 x 0.01 summed in f64 lands at 1 or a hair above; either way
+        // basic composition admits 99 or 100 and never more.
+        assert!((99..=100).contains(&basic), "{basic}");
+        // rho 5e-5 each against the rho budget 0.0174689 of (1, 1e-6).
+        let filter = admitted_until_refused(Accounting::ZcdpFilter, job).await;
+        assert_eq!(filter, 349);
+    }
+
+    #[tokio::test]
+    async fn a_filter_dataset_shows_its_rho_budget_and_refunds_rho() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, owner, d) =
+            pool_with_accounting(dir.path(), 3, (1.0, 1e-6), Accounting::ZcdpFilter).await;
+        let new = NewJob {
+            dataset_id: &d.id,
+            submitted_by: &owner.id,
+            params_json: "{}",
+            tau: 1,
+            loss: Loss::Zcdp {
+                rho: 0.01,
+                epsilon: 0.6,
+                delta: 1e-7,
+            },
+            max_active_per_key: 10,
+        };
+        let Submitted::New(job) = jobs::submit(&pool, new, None, respond).await.unwrap() else {
+            panic!("admitted")
+        };
+        let b = budget(&pool, &d.id).await.unwrap();
+        let f = b.filter.unwrap();
+        assert!((f.rho_charged.unwrap() - 0.01).abs() < 1e-15);
+        assert!((f.rho_total.unwrap() - 0.0174689).abs() < 1e-7);
+        assert!(!f.pure_only);
+        // Pure 0.01 jobs that still fit: (0.0174689 - 0.01) / 5e-5 = 149.38.
+        assert_eq!(b.how_many_more(&Loss::Pure { epsilon: 0.01 }, 10_000), 149);
+        jobs::cancel(&pool, &job.id, &owner.id).await.unwrap();
+        let b = budget(&pool, &d.id).await.unwrap();
+        assert_eq!(b.filter.unwrap().rho_charged, Some(0.0));
+        let ledger = entries(&pool, &d.id, 0, 100).await.unwrap().items;
+        let refund = ledger.iter().find(|e| e.kind == "refund").unwrap();
+        assert_eq!(refund.loss_json, ledger[1].loss_json);
         pool.close().await;
     }
 
@@ -374,10 +644,7 @@ mod tests {
                         submitted_by: &owner,
                         params_json: "{}",
                         tau: 1,
-                        charge: Amount {
-                            epsilon: 0.125,
-                            delta: 0.0,
-                        },
+                        loss: Loss::Pure { epsilon: 0.125 },
                         max_active_per_key: 10_000,
                     };
                     let outcome = jobs::submit(&pool, new, None, respond).await.unwrap();
@@ -400,7 +667,12 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(24))]
         #[test]
         fn no_sequence_of_operations_overspends(ops in proptest::collection::vec(op(), 1..25)) {
-            tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run(ops));
+            tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run(ops, Accounting::Basic));
+        }
+
+        #[test]
+        fn no_sequence_of_operations_overspends_the_filter(ops in proptest::collection::vec(op(), 1..25)) {
+            tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run(ops, Accounting::ZcdpFilter));
         }
     }
 }

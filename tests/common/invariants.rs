@@ -10,12 +10,15 @@
 //! - a job is `succeeded` exactly when its one model exists; a job seen in a
 //!   final state never changes state or model afterwards;
 //! - per dataset, what the ledger charges (charges minus refunds, in ledger
-//!   order) fits within the latest total, and the API's budget agrees.
+//!   order, with each entry's recorded privacy loss) fits within the latest
+//!   total under the dataset's accounting (basic, or the zCDP filter), and
+//!   the API's budget agrees.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use privboost::data::{Encoder, LabelMode, OnBadRow, ReadOptions, Schema, read_csv_with};
+use privboost::privacy::filter::{Accounting, Charged, Loss};
 use sha2::{Digest, Sha256};
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Connection, SqliteConnection};
@@ -216,6 +219,20 @@ pub async fn check(
             .fetch_all(&mut *tx)
             .await
             .unwrap();
+    // Each entry's privacy-loss description (in ledger order, like `ledger`)
+    // and each dataset's accounting, for the filter's rule.
+    let losses: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT loss_json FROM ledger ORDER BY seq")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+    let accounting: HashMap<String, String> =
+        sqlx::query_as::<_, (String, String)>("SELECT id, accounting FROM datasets")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
     let models: Vec<(String, String)> = sqlx::query_as("SELECT id, job_id FROM models")
         .fetch_all(&mut *tx)
         .await
@@ -311,14 +328,29 @@ pub async fn check(
     for (i, (id, ..)) in datasets.iter().enumerate() {
         let mut total = None;
         let (mut e, mut d) = (0.0f64, 0.0f64);
-        for (dataset, kind, _, ke, kd) in &ledger {
+        let mut sums = Charged::new();
+        for ((dataset, kind, _, ke, kd), loss) in ledger.iter().zip(&losses) {
             if dataset != id {
                 continue;
             }
+            let loss = match loss {
+                Some(text) => serde_json::from_str(text).expect("ledger loss JSON"),
+                None if *kd == 0.0 => Loss::Pure { epsilon: *ke },
+                None => Loss::Approx {
+                    epsilon: *ke,
+                    delta: *kd,
+                },
+            };
             match kind.as_str() {
                 "total" => total = Some((*ke, *kd)),
-                "charge" => (e, d) = (e + ke, d + kd),
-                "refund" => (e, d) = (e - ke, d - kd),
+                "charge" => {
+                    (e, d) = (e + ke, d + kd);
+                    sums = sums.plus(&loss);
+                }
+                "refund" => {
+                    (e, d) = (e - ke, d - kd);
+                    sums = sums.minus(&loss);
+                }
                 other => v.push(format!("ledger kind {other}")),
             }
         }
@@ -326,7 +358,18 @@ pub async fn check(
             v.push(format!("dataset {id} has no total"));
             continue;
         };
-        if e > te || d > td {
+        let rule = match accounting.get(id).map(String::as_str) {
+            Some("zcdp-filter") => Accounting::ZcdpFilter,
+            _ => Accounting::Basic,
+        };
+        if !sums.within((te, td), rule) {
+            v.push(format!(
+                "dataset {id} overspent under {}: charged ({e}, {d}, rho {:?}) of ({te}, {td})",
+                rule.as_str(),
+                sums.rho
+            ));
+        }
+        if rule == Accounting::Basic && (e > te || d > td) {
             v.push(format!(
                 "dataset {id} overspent: charged ({e}, {d}) of ({te}, {td})"
             ));
@@ -350,10 +393,14 @@ pub async fn check(
             // The server may have admitted or finished jobs since the
             // snapshot, so only relations that always hold are compared.
             let charged_api = f("spent", "epsilon") + f("reserved", "epsilon");
+            // Under the filter, basic sums may exceed the total (the rho
+            // condition admitted them); its own rule was checked above.
+            let basic = rule == Accounting::Basic;
             if f("total", "epsilon") != te
-                || charged_api > te + 1e-9
-                || f("spent", "epsilon") > te + 1e-9
-                || f("remaining", "epsilon") < 0.0
+                || b["accounting"].as_str() != Some(rule.as_str())
+                || (basic && charged_api > te + 1e-9)
+                || (basic && f("spent", "epsilon") > te + 1e-9)
+                || (basic && f("remaining", "epsilon") < 0.0)
                 || (f("total", "epsilon") - charged_api - f("remaining", "epsilon")).abs() > 1e-9
                 || (quiet
                     && ((charged_api - e).abs() > 1e-9

@@ -346,3 +346,21 @@ def test_client_covers_every_route_in_openapi():
     assert len(routes) > 40
     assert routes - used == set(), "routes without a Client method"
     assert used - routes == set(), "Client routes not in openapi.yaml"
+
+
+def test_a_zcdp_filter_dataset_fits_more_small_jobs(owner, mushroom):
+    """The owner picks the zCDP filter at upload; the budget states it in rho
+    terms and counts how many more small jobs fit (349 of epsilon 0.01 under
+    (1, 1e-6), against 100 by basic composition)."""
+    created = owner.upload_dataset(
+        "mushroom-filter", mushroom["frame"], MUSHROOM_SCHEMA, epsilon=1.0, delta=1e-6, accounting="zcdp-filter"
+    )
+    dataset = created["dataset"]
+    assert dataset["accounting"] == "zcdp-filter"
+    fits = owner.budget_fits(dataset["id"], job_epsilon=0.01)
+    assert fits["accounting"] == "zcdp-filter"
+    assert fits["filter"]["rho_total"] == pytest.approx(0.0174689, abs=1e-7)
+    assert fits["fits"]["jobs"] == 349
+    basic = owner.budget_fits(mushroom["id"], job_epsilon=0.01)
+    assert basic["accounting"] == "basic"
+    assert "filter" not in basic

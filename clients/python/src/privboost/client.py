@@ -253,9 +253,15 @@ class Client:
         delta: float = 0.0,
         *,
         skip_bad_rows: bool = False,
+        accounting: str | None = None,
         idempotency_key: str | None = None,
     ) -> dict:
         """Upload rows with their schema and a total (epsilon, delta) budget (owner).
+
+        ``accounting`` is how the ledger composes the jobs' charges:
+        ``"basic"`` (the server's default) or ``"zcdp-filter"`` (more small jobs
+        per budget; docs/privacy.md, "Accounting across jobs"). It is fixed
+        for the dataset's life.
 
         ``data`` is a DataFrame (written as CSV, without its index; NaN as an
         empty cell, so declare ``"missing": [""]`` for such columns), a path
@@ -282,6 +288,7 @@ class Client:
             ("epsilon", (None, repr(float(epsilon)))),
             ("delta", (None, repr(float(delta)))),
             ("skip_bad_rows", (None, "true" if skip_bad_rows else "false")),
+            *([("accounting", (None, accounting))] if accounting is not None else []),
             ("schema", (None, schema_text, "application/json")),
             ("data", ("data.csv", stream, "text/csv")),
         ]
@@ -322,6 +329,13 @@ class Client:
     def budget(self, dataset_id: str) -> pd.DataFrame:
         """The budget as a DataFrame: rows total, spent, reserved, remaining; columns epsilon, delta."""
         return self._budget_frame(self._json("GET", "/v1/datasets/{id}/budget", {"id": dataset_id}))
+
+    def budget_fits(self, dataset_id: str, *, job_epsilon: float | None = None, job_rho: float | None = None) -> dict:
+        """The budget as the server states it (with ``filter`` in rho terms on a
+        zcdp-filter dataset), and with ``job_epsilon`` (a pure job) or ``job_rho``
+        (a zCDP job) ``fits["jobs"]``: how many more such jobs would be admitted now."""
+        query = {k: v for k, v in {"job_epsilon": job_epsilon, "job_rho": job_rho}.items() if v is not None}
+        return self._json("GET", "/v1/datasets/{id}/budget", {"id": dataset_id}, params=query)
 
     def set_budget(self, dataset_id: str, epsilon: float, delta: float = 0.0) -> pd.DataFrame:
         """Change the total budget (owner); recorded in the ledger. Returns the new budget."""

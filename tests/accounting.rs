@@ -1,0 +1,254 @@
+//! Accounting across jobs over HTTP: a dataset chosen to use the zCDP
+//! privacy filter shows its budget in rho terms, admits more small jobs
+//! than basic composition, records each charge's privacy-loss description,
+//! and refuses what it cannot account for before charging.
+
+mod common;
+
+use common::{SMALL_SCHEMA, TestServer, expect_status, small_csv};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// Upload the small synthetic set with a total (1, 1e-6) and `accounting`.
+async fn upload(s: &TestServer, key: &str, accounting: Option<&str>) -> reqwest::Response {
+    let mut extra = vec![("delta", "1e-6")];
+    if let Some(a) = accounting {
+        extra.push(("accounting", a));
+    }
+    s.upload_form(
+        key,
+        "small",
+        "1",
+        SMALL_SCHEMA,
+        small_csv(200).into_bytes(),
+        &extra,
+    )
+    .await
+}
+
+async fn budget(s: &TestServer, key: &str, dataset: &str, query: &str) -> Value {
+    expect_status(
+        s.get(key, &format!("/v1/datasets/{dataset}/budget{query}"))
+            .await,
+        StatusCode::OK,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_dataset_counts_in_rho_and_fits_more_small_jobs() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let body = expect_status(
+        upload(&s, &owner, Some("zcdp-filter")).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(body["dataset"]["accounting"], "zcdp-filter");
+    let filter = body["dataset"]["id"].as_str().unwrap().to_owned();
+    let basic = expect_status(upload(&s, &owner, None).await, StatusCode::CREATED).await;
+    assert_eq!(basic["dataset"]["accounting"], "basic");
+    let basic = basic["dataset"]["id"].as_str().unwrap().to_owned();
+
+    // How many pure epsilon = 0.01 jobs fit: 349 under the filter (rho 5e-5
+    // each against 0.0174689), 100 (or 99, by f64 summation) under basic.
+    let b = budget(&s, &owner, &filter, "?job_epsilon=0.01").await;
+    assert_eq!(b["accounting"], "zcdp-filter");
+    let rho_total = b["filter"]["rho_total"].as_f64().unwrap();
+    assert!((rho_total - 0.0174689).abs() < 1e-7, "{b}");
+    assert_eq!(b["fits"]["jobs"], 349, "{b}");
+    let bb = budget(&s, &owner, &basic, "?job_epsilon=0.01").await;
+    assert_eq!(bb["accounting"], "basic");
+    assert!(bb.get("filter").is_none(), "{bb}");
+    let n = bb["fits"]["jobs"].as_u64().unwrap();
+    assert!((99..=100).contains(&n), "{bb}");
+
+    // A pure job and a zCDP job (dp-linear with delta > 0) are admitted and
+    // their loss descriptions land in the ledger.
+    for body in [
+        json!({"dataset_id": filter, "epsilon": 0.05}),
+        json!({"dataset_id": filter, "algorithm": "dp-linear", "epsilon": 0.3, "delta": 1e-7}),
+    ] {
+        let job = expect_status(
+            s.post(&owner, "/v1/jobs", &body).await,
+            StatusCode::ACCEPTED,
+        )
+        .await;
+        s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    }
+    let ledger = s.ledger(&owner, &filter).await;
+    let losses: Vec<&Value> = ledger
+        .iter()
+        .filter(|e| e["kind"] == "charge")
+        .map(|e| &e["loss"])
+        .collect();
+    assert_eq!(losses[0]["kind"], "pure");
+    assert_eq!(losses[0]["epsilon"], 0.05);
+    assert_eq!(losses[1]["kind"], "zcdp");
+    let rho = losses[1]["rho"].as_f64().unwrap();
+    assert!(rho > 0.0);
+    assert_eq!(ledger[0]["loss"], Value::Null, "a total has no loss");
+    let b = budget(&s, &owner, &filter, "").await;
+    let charged = b["filter"]["rho_charged"].as_f64().unwrap();
+    assert!(
+        (charged - (0.05f64 * 0.05 / 2.0 + rho)).abs() < 1e-12,
+        "{b}"
+    );
+    assert_eq!(b["filter"]["pure_only"], false);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_filter_cannot_account_for_is_refused_before_any_charge() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let bad = expect_status(
+        upload(&s, &owner, Some("renyi")).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(bad["errors"][0]["field"], "accounting", "{bad}");
+    let body = expect_status(
+        upload(&s, &owner, Some("zcdp-filter")).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    let before = s.ledger(&owner, &dataset).await;
+
+    // LazyBB with delta > 0 (advanced composition) has no zCDP description.
+    let refused = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.5, "delta": 1e-7}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(refused["errors"][0]["field"], "delta", "{refused}");
+    // More than the filter holds once two pure jobs of 0.6 would exceed
+    // both conditions: the first fits (basic: 0.6 <= 1), the second not
+    // (basic 1.2 > 1; rho 0.36 > 0.0175): 409 with the filter's figures.
+    let first = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.6}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    s.wait_job(&owner, first["id"].as_str().unwrap()).await;
+    let after_first = s.ledger(&owner, &dataset).await;
+    assert_eq!(after_first.len(), before.len() + 1);
+    let over = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.6}),
+        )
+        .await,
+        StatusCode::CONFLICT,
+    )
+    .await;
+    assert_eq!(over["accounting"], "zcdp-filter", "{over}");
+    assert!(
+        over["filter"]["rho_remaining"].as_f64().unwrap() < 0.0,
+        "{over}"
+    );
+    assert_eq!(
+        s.ledger(&owner, &dataset).await,
+        after_first,
+        "a refusal writes nothing"
+    );
+
+    // The budget route's job-size query is checked.
+    for q in [
+        "?job_epsilon=0",
+        "?job_epsilon=0.1&job_rho=0.1",
+        "?job_size=1",
+    ] {
+        let r = s
+            .get(&owner, &format!("/v1/datasets/{dataset}/budget{q}"))
+            .await;
+        assert!(
+            r.status() == StatusCode::UNPROCESSABLE_ENTITY || r.status() == StatusCode::BAD_REQUEST,
+            "{q}: {}",
+            r.status()
+        );
+    }
+    s.stop().await;
+}
+
+/// Concurrent admissions on a filter dataset admit exactly as many jobs as
+/// the filter's rule allows (computed by the library from public numbers),
+/// and the ledger's own rows, summed again here, stay within the total.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_submissions_on_a_filter_dataset_admit_exactly_what_fits() {
+    use privboost::privacy::filter::{Accounting, Charged, Loss};
+    let s = TestServer::start_with(|c| c.max_active_jobs_per_key = 1000).await;
+    let (_, owner) = s.key("owner", "o").await;
+    // Total (0.02, 1e-6): rho budget 7.24e-6; pure jobs of 0.0005 (rho
+    // 1.25e-7): the filter fits 57, basic composition 40.
+    let job = Loss::Pure { epsilon: 0.0005 };
+    let total = (0.02, 1e-6);
+    let k = Charged::new().how_many_more(&job, total, Accounting::ZcdpFilter, 1000) as usize;
+    let basic = Charged::new().how_many_more(&job, total, Accounting::Basic, 1000) as usize;
+    assert!(k > basic, "{k} vs {basic}");
+    let r = s
+        .upload_form(
+            &owner,
+            "small",
+            "0.02",
+            SMALL_SCHEMA,
+            small_csv(100).into_bytes(),
+            &[("delta", "1e-6"), ("accounting", "zcdp-filter")],
+        )
+        .await;
+    let body = expect_status(r, StatusCode::CREATED).await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    let mut tasks = Vec::new();
+    for _ in 0..k + 20 {
+        let client = s.client.clone();
+        let url = s.at("/v1/jobs");
+        let owner = owner.clone();
+        let body = json!({"dataset_id": dataset, "epsilon": 0.0005, "rounds": 5});
+        tasks.push(tokio::spawn(async move {
+            client
+                .post(url)
+                .bearer_auth(owner)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }));
+    }
+    let mut accepted = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            StatusCode::ACCEPTED => accepted += 1,
+            StatusCode::CONFLICT => {}
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert_eq!(accepted, k);
+    let ledger = s.ledger(&owner, &dataset).await;
+    let charged = ledger
+        .iter()
+        .filter(|e| e["kind"] != "total")
+        .fold(Charged::new(), |c, e| {
+            let loss: Loss = serde_json::from_value(e["loss"].clone()).unwrap();
+            if e["kind"] == "charge" {
+                c.plus(&loss)
+            } else {
+                c.minus(&loss)
+            }
+        });
+    assert!(charged.within(total, Accounting::ZcdpFilter));
+    assert_eq!(ledger.iter().filter(|e| e["kind"] == "charge").count(), k);
+    s.stop().await;
+}
