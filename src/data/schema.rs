@@ -217,7 +217,7 @@ pub enum Bins {
 /// a quarter of a bin towards its quantile; 32 keeps that resolution for
 /// small `k`. `k <= MAX_PRIVATE_BINS` keeps it within [`MAX_BINS`].
 pub fn base_bins(k: u32) -> u32 {
-    k.saturating_mul(4).max(MIN_BASE_BINS).min(MAX_BINS)
+    k.saturating_mul(4).clamp(MIN_BASE_BINS, MAX_BINS)
 }
 
 impl Bins {

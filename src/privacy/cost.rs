@@ -72,7 +72,7 @@ impl PrivacyCost {
     ///   theorem;
     /// - rho-zCDP + pure: a pure epsilon-DP mechanism is epsilon^2/2-zCDP
     ///   (Bun and Steinke 2016, Prop. 1.4) and zCDP composes additively
-    ///   (their Lemma 2.3), so the total is (rho + epsilon_phase^2/2)-zCDP,
+    ///   (same paper), so the total is (rho + epsilon_phase^2/2)-zCDP,
     ///   converted once (CKS20 Cor. 13).
     ///
     /// The epsilon recorded is the larger of `charged` and the epsilon the

@@ -240,3 +240,13 @@ fn a_model_predicts_from_its_own_stored_cut_points() {
         }
     }
 }
+
+/// An epsilon whose binning noise the exact sampler cannot draw is refused
+/// by the split (which the plan runs before any charge), naming the
+/// `epsilon` field. (At such an epsilon the learners' own plans refuse too.)
+#[test]
+fn an_unusable_binning_scale_is_refused() {
+    let e = split(Budget::new(1e-300, 0.0).unwrap(), 2, false).unwrap_err();
+    assert_eq!(e.field(), "epsilon", "{e}");
+    assert!(e.to_string().contains("private binning"), "{e}");
+}
