@@ -1570,3 +1570,75 @@ fn dp_linear_train_inspect_predict() {
     .error(&[&x]);
     assert!(line.contains("no per-feature shape functions"), "{line}");
 }
+
+/// A schema with `"bins": {"private": k}`: `train` runs the binning phase and
+/// the model file stores the chosen cut points as explicit thresholds,
+/// `predict` uses them, `eval` (LazyBB's default path and another learner)
+/// runs through the family's plan, and a bad value is a one-line error
+/// before anything is written.
+#[test]
+fn private_bins_train_predict_and_eval() {
+    let dir = Dir::new();
+    let schema = TINY_SCHEMA.replace(r#""bins": 4"#, r#""bins": {"private": 3}"#);
+    let mut csv = String::from("age,color,y\n");
+    for i in 0..300 {
+        let age = (i * 37) % 100;
+        let color = if i % 3 == 0 { "red" } else { "blue" };
+        let y = if age > 50 { "yes" } else { "no" };
+        csv.push_str(&format!("{age},{color},{y}\n"));
+    }
+    let (run, model) = train_tiny_with_schema(&dir, &csv, &schema, &["--epsilon", "2"]);
+    run.success();
+    let file = read_json(&model);
+    let age = &file["schema"]["columns"][0];
+    assert!(age.get("bins").is_none(), "{age}");
+    assert_eq!(age["thresholds"].as_array().unwrap().len(), 2, "{age}");
+    assert_eq!(file["privacy"]["binning"]["columns"][0], "age");
+    assert_eq!(file["privacy"]["epsilon"], 2.0);
+    let rows = dir.write("rows.csv", "age,color\n10,red\n90,blue\n");
+    let out = dir.path("p.csv");
+    privboost([
+        "predict",
+        "--model",
+        arg(&model),
+        "--data",
+        arg(&rows),
+        "--out",
+        arg(&out),
+    ])
+    .success();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap().lines().count(),
+        3,
+        "header and two rows"
+    );
+    let data = dir.path("data.csv");
+    let schema_path = dir.path("schema.json");
+    for extra in [
+        &[][..],
+        &["--algorithm", "dp-ebm", "--delta", "1e-6", "--epochs", "5"][..],
+    ] {
+        let mut args = vec![
+            "eval",
+            "--data",
+            arg(&data),
+            "--schema",
+            arg(&schema_path),
+            "--epsilon",
+            "2",
+            "--repeats",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        let run = privboost(args).success();
+        assert!(run.stdout.contains("accuracy"), "{}", run.context());
+    }
+    let bad = TINY_SCHEMA.replace(r#""bins": 4"#, r#""bins": {"private": 0}"#);
+    let dir = Dir::new();
+    let (run, out) = train_tiny_with_schema(&dir, &csv, &bad, &["--epsilon", "1"]);
+    let line = run.error(&[&out]);
+    assert!(
+        line.contains("\"age\"") && line.contains("private must be between 2 and 250"),
+        "{line}"
+    );
+}

@@ -156,6 +156,7 @@ async fn prepare(
         epsilon: charged.epsilon(),
         delta: charged.delta(),
         defaults_used: plan.defaults_used,
+        binning: plan.binning.as_ref().map(|b| b.summary()),
     };
     Ok((params, plan, dataset))
 }

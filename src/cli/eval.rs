@@ -189,7 +189,7 @@ impl EvalFiles {
 fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
     if !args.rounds.is_empty() || !args.density.is_empty() || args.grid || args.baselines {
         bail!(
-            "--rounds, --density, --grid and --baselines are LazyBB's grid options; with --algorithm give that learner's flags"
+            "--rounds, --density, --grid and --baselines are LazyBB's grid options, not available with --algorithm or with a schema that asks for private bins (give that learner's flags)"
         );
     }
     let spec = AlgorithmArgs {
@@ -286,6 +286,11 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         && algorithm != AlgorithmArg::Lazybb
     {
         return run_learner(&args, algorithm);
+    }
+    // LazyBB's grid path trains on the schema's literals directly; private
+    // bins need the family's plan, which runs the binning phase first.
+    if files::load_schema(&args.schema)?.has_private_bins() {
+        return run_learner(&args, AlgorithmArg::Lazybb);
     }
     let methods = methods(&args)?;
     if args.calibration == CalibrationArg::Paper {

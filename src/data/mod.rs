@@ -38,7 +38,15 @@
 //! `intervals` (default) or `thresholds`; out-of-range values are clamped),
 //! `categorical` (`categories`; `unknown`: `error` (default), `other` or `missing`),
 //! `boolean`, and `ignore`. Any non-ignored column may declare `missing` tokens, which
-//! add a literal `col is missing`. Literal names are listed on [`Literal`], the value
+//! add a literal `col is missing`.
+//!
+//! A numeric column may ask for privately chosen cut points with
+//! `"bins": {"private": k}` (2 <= k <= 250, not with `thresholds`): it is encoded
+//! at upload on a public base grid of `max(4k, 32)` equal-width intervals
+//! ([`base_bins`]); each training job then picks `k - 1` of the base cut points
+//! near the noisy quantiles, as a charged phase of its own (`learn::binning`,
+//! docs/privacy.md "Private binning for every learner"), and the model stores the
+//! chosen cut points as explicit `thresholds`. Literal names are listed on [`Literal`], the value
 //! rules on [`Encoder`] and the full schema rules on [`Schema`].
 //!
 //! # Example
@@ -79,6 +87,7 @@ pub use reader::{
     LabelMode, MAX_RECORD_BYTES, OnBadRow, ReadOptions, ReadReport, read_csv, read_csv_with,
 };
 pub use schema::{
-    BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelKind, LabelSpec, MAX_BINS,
-    MAX_LITERALS, NumericColumn, NumericEncoding, Schema, Task, UnknownPolicy,
+    Bins, BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelKind, LabelSpec, MAX_BINS,
+    MAX_LITERALS, MAX_PRIVATE_BINS, NumericColumn, NumericEncoding, Schema, Task, UnknownPolicy,
+    base_bins,
 };

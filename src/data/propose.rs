@@ -13,7 +13,7 @@ use std::io::Read;
 use super::encode::parse_bool;
 use super::error::DataError;
 use super::schema::{
-    BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelSpec, NumericColumn,
+    Bins, BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelSpec, NumericColumn,
     NumericEncoding, Schema, UnknownPolicy,
 };
 
@@ -91,7 +91,7 @@ impl ColumnStats {
                 min,
                 max,
                 thresholds: None,
-                bins: Some(PROPOSED_BINS),
+                bins: Some(Bins::Equal(PROPOSED_BINS)),
                 encoding: NumericEncoding::Intervals,
                 missing,
             });
@@ -265,7 +265,9 @@ id,age,city,smoker,rating,income,note
         assert_eq!(s.label.negative.as_deref(), Some("low"));
         assert_eq!(s.columns.len(), 6);
         match &s.columns[0] {
-            Column::Numeric(c) => assert_eq!((c.min, c.max, c.bins), (1.0, 11.0, Some(10))),
+            Column::Numeric(c) => {
+                assert_eq!((c.min, c.max, c.bins), (1.0, 11.0, Some(Bins::Equal(10))))
+            }
             other => panic!("id: {other:?}"),
         }
         match &s.columns[1] {

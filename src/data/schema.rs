@@ -17,6 +17,14 @@ use super::error::DataError;
 /// each one costs a literal per row.
 pub const MAX_BINS: u32 = 1000;
 
+/// Largest `{"private": k}`: the base grid has `4k` intervals (see
+/// [`base_bins`]), which must fit in [`MAX_BINS`].
+pub const MAX_PRIVATE_BINS: u32 = MAX_BINS / 4;
+
+/// Fewest base intervals a private-bins column is encoded with, so that a
+/// small `k` still has room to place its cut points near the quantiles.
+pub const MIN_BASE_BINS: u32 = 32;
+
 /// Largest number of literals a schema may encode to. Each literal costs a name in
 /// every encoder and model and a bit per training row, and `bins` lets a few bytes of
 /// schema ask for a thousand literals, so the count is checked (by arithmetic, before
@@ -55,7 +63,9 @@ const CUT_DIGITS: usize = 12;
 ///   increasing, strictly inside `(min, max)`) or `bins` (an integer in 2..=1000, giving
 ///   the equal-width cut points `min + k (max - min) / bins`, k = 1..bins-1, each rounded
 ///   to 12 significant digits so that the cut point is exactly the number shown in the
-///   literal's name). `encoding` is `"intervals"` (default: one literal per interval
+///   literal's name), or `{"private": k}` with k in 2..=250: k bins whose
+///   cut points each training job chooses privately (see [`Bins`]).
+///   `encoding` is `"intervals"` (default: one literal per interval
 ///   between consecutive cut points) or `"thresholds"` (one literal `x <= c` per cut
 ///   point). Values outside `[min, max]` are clamped.
 /// - `categorical`: `categories` is non-empty, without duplicates or empty strings.
@@ -171,15 +181,109 @@ pub struct NumericColumn {
     /// Explicit cut points (exclusive with `bins`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<Vec<f64>>,
-    /// Number of equal-width bins (exclusive with `thresholds`).
+    /// Number of equal-width bins, or `{"private": k}` for `k` bins whose cut
+    /// points are chosen privately at training time (exclusive with
+    /// `thresholds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bins: Option<u32>,
+    pub bins: Option<Bins>,
     /// How cut points become literals.
     #[serde(default)]
     pub encoding: NumericEncoding,
     /// Tokens meaning "missing".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<Vec<String>>,
+}
+
+/// A numeric column's `bins`: an integer count of equal-width bins, or
+/// `{"private": k}`.
+///
+/// A private-bins column is stored as the equal-width base grid of
+/// [`base_bins`]`(k)` intervals (public: a function of `k` alone), so the
+/// uploaded bit matrix holds the base literals. Each training job first
+/// chooses `k - 1` of the base cut points by a DP quantile procedure, charged
+/// as its own phase (`learn::binning`), and trains on the union of
+/// consecutive base intervals; the model stores the chosen cut points as
+/// explicit `thresholds`, so prediction needs no private state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bins {
+    /// `k` equal-width bins.
+    Equal(u32),
+    /// `k` bins with privately chosen cut points.
+    Private(u32),
+}
+
+/// The base grid of a `{"private": k}` column: `max(4k, 32)` equal-width
+/// intervals. Four base intervals per final bin lets each cut point move by
+/// a quarter of a bin towards its quantile; 32 keeps that resolution for
+/// small `k`. `k <= MAX_PRIVATE_BINS` keeps it within [`MAX_BINS`].
+pub fn base_bins(k: u32) -> u32 {
+    k.saturating_mul(4).clamp(MIN_BASE_BINS, MAX_BINS)
+}
+
+impl Bins {
+    /// The number of equal-width intervals the column is encoded with at
+    /// upload: `k`, or the private column's base grid.
+    pub fn grid(&self) -> u32 {
+        match *self {
+            Bins::Equal(k) => k,
+            Bins::Private(k) => base_bins(k),
+        }
+    }
+}
+
+impl Serialize for Bins {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Bins::Equal(k) => s.serialize_u32(k),
+            Bins::Private(k) => {
+                use serde::ser::SerializeMap;
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("private", &k)?;
+                m.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Bins {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Bins, D::Error> {
+        struct V;
+        const EXPECTED: &str = r#"an integer number of bins or {"private": k}"#;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Bins;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Bins, E> {
+                u32::try_from(v)
+                    .map(Bins::Equal)
+                    .map_err(|_| E::custom(format!("bins must be between 2 and {MAX_BINS}")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Bins, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::custom(format!("bins must be between 2 and {MAX_BINS}")))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Bins, A::Error> {
+                let mut k: Option<u32> = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key != "private" || k.is_some() {
+                        return Err(serde::de::Error::custom(format!(
+                            r#"bins: unknown or repeated field `{key}`; expected {{"private": k}}"#
+                        )));
+                    }
+                    k = Some(map.next_value().map_err(|_| {
+                        serde::de::Error::custom(format!(
+                            "bins: private must be an integer between 2 and {MAX_PRIVATE_BINS}"
+                        ))
+                    })?);
+                }
+                k.map(Bins::Private)
+                    .ok_or_else(|| serde::de::Error::custom(r#"bins: expected {"private": k}"#))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// How a numeric column's cut points become literals.
@@ -275,7 +379,7 @@ impl Column {
             Column::Numeric(c) => {
                 let cuts = match (&c.thresholds, c.bins) {
                     (Some(t), _) => t.len(),
-                    (None, Some(bins)) => bins.saturating_sub(1) as usize,
+                    (None, Some(bins)) => bins.grid().saturating_sub(1) as usize,
                     (None, None) => 0,
                 };
                 match c.encoding {
@@ -352,17 +456,25 @@ impl NumericColumn {
                 }
                 t.clone()
             }
-            (None, Some(bins)) => {
+            (None, Some(Bins::Private(k))) => {
+                if !(2..=MAX_PRIVATE_BINS).contains(&k) {
+                    return Err(DataError::column(
+                        name,
+                        format!(
+                            "bins: private must be between 2 and {MAX_PRIVATE_BINS} (the base grid has max(4k, {MIN_BASE_BINS}) intervals, at most {MAX_BINS})"
+                        ),
+                    ));
+                }
+                equal_width(self.min, self.max, base_bins(k))
+            }
+            (None, Some(Bins::Equal(bins))) => {
                 if !(2..=MAX_BINS).contains(&bins) {
                     return Err(DataError::column(
                         name,
                         format!("bins must be between 2 and {MAX_BINS}"),
                     ));
                 }
-                let width = self.max - self.min;
-                (1..bins)
-                    .map(|k| round_sig(self.min + width * f64::from(k) / f64::from(bins)))
-                    .collect()
+                equal_width(self.min, self.max, bins)
             }
         };
         if cuts.windows(2).any(|w| w[0] >= w[1]) {
@@ -508,6 +620,50 @@ impl Schema {
         self.columns.iter().map(Column::n_literals).sum()
     }
 
+    /// Whether some numeric column asks for private bins (`{"private": k}`).
+    pub fn has_private_bins(&self) -> bool {
+        self.columns
+            .iter()
+            .any(|c| matches!(c, Column::Numeric(n) if matches!(n.bins, Some(Bins::Private(_)))))
+    }
+
+    /// The schema a job trains on once the private cut points are chosen:
+    /// each private-bins column (in column order, one entry of `cuts` each)
+    /// gets those cut points as explicit `thresholds`. With equal-width cut
+    /// points in place of the private ones this is also the public *shape*
+    /// of that schema (same literal count and layout), which the plan uses
+    /// before any row is read ([`Schema::public_shape`]).
+    pub fn with_private_cuts(&self, cuts: &[Vec<f64>]) -> Schema {
+        let mut out = self.clone();
+        let mut next = cuts.iter();
+        for column in &mut out.columns {
+            if let Column::Numeric(n) = column
+                && let Some(Bins::Private(_)) = n.bins
+                && let Some(c) = next.next()
+            {
+                n.bins = None;
+                n.thresholds = Some(c.clone());
+            }
+        }
+        out
+    }
+
+    /// The schema with every `{"private": k}` replaced by `k` equal-width
+    /// bins: the same literal layout as any schema a job derives from the
+    /// private cut points (k intervals, or k - 1 thresholds), known without
+    /// reading a row, so the learners' plans see the sizes they will train on.
+    pub fn public_shape(&self) -> Schema {
+        let mut out = self.clone();
+        for column in &mut out.columns {
+            if let Column::Numeric(n) = column
+                && let Some(Bins::Private(k)) = n.bins
+            {
+                n.bins = Some(Bins::Equal(k));
+            }
+        }
+        out
+    }
+
     /// Name of the label column.
     pub fn label_column(&self) -> &str {
         &self.label.column
@@ -574,6 +730,14 @@ fn first_duplicate(items: &[String]) -> Option<&str> {
         .map(String::as_str)
 }
 
+/// The `bins - 1` equal-width cut points of `[min, max]`, rounded.
+fn equal_width(min: f64, max: f64, bins: u32) -> Vec<f64> {
+    let width = max - min;
+    (1..bins)
+        .map(|k| round_sig(min + width * f64::from(k) / f64::from(bins)))
+        .collect()
+}
+
 /// `x` rounded to [`CUT_DIGITS`] significant digits (through decimal text, so the
 /// result is the double nearest to the short decimal that names it).
 fn round_sig(x: f64) -> f64 {
@@ -624,7 +788,7 @@ mod tests {
             min: 17.0,
             max: 90.0,
             thresholds: None,
-            bins: Some(10),
+            bins: Some(Bins::Equal(10)),
             encoding: NumericEncoding::Intervals,
             missing: None,
         };
@@ -669,6 +833,62 @@ mod tests {
             r#"{"name": "a", "type": "numeric", "min": 1e15, "max": 1.0000000000000002e15, "bins": 10}"#,
         );
         assert!(e.contains("too narrow"), "{e}");
+    }
+
+    /// `{"private": k}`: encoded on the base grid of max(4k, 32) intervals,
+    /// round-trips through JSON, and every bad value is a clear error naming
+    /// the column.
+    #[test]
+    fn private_bins_parse_and_validate() {
+        let text = with_column(
+            r#"{"name": "a", "type": "numeric", "min": 0, "max": 64, "bins": {"private": 4}}"#,
+        );
+        let s = Schema::from_json(&text).unwrap();
+        assert!(s.has_private_bins());
+        assert_eq!(s.n_literals(), 32);
+        let Column::Numeric(c) = &s.columns[0] else {
+            panic!("numeric")
+        };
+        assert_eq!(c.bins, Some(Bins::Private(4)));
+        assert_eq!(c.cut_points().unwrap()[..3], [2.0, 4.0, 6.0]);
+        assert_eq!(Schema::from_json(&s.to_json_pretty()).unwrap(), s);
+        assert_eq!(
+            serde_json::to_value(c.bins).unwrap(),
+            serde_json::json!({"private": 4})
+        );
+        // The public shape has k equal-width bins; the derived schema the
+        // chosen thresholds; both have k literals.
+        assert_eq!(s.public_shape().n_literals(), 4);
+        let derived = s.with_private_cuts(&[vec![3.0, 10.0, 20.0]]);
+        assert!(!derived.has_private_bins());
+        assert_eq!(derived.n_literals(), 4);
+        assert_eq!(base_bins(2), 32);
+        assert_eq!(base_bins(100), 400);
+        assert_eq!(base_bins(250), 1000);
+        for (bins, message) in [
+            (r#"{"private": 0}"#, "private must be between 2 and 250"),
+            (r#"{"private": 1}"#, "private must be between 2 and 250"),
+            (r#"{"private": 251}"#, "private must be between 2 and 250"),
+            (r#"{"private": -3}"#, "private must be an integer"),
+            (r#"{"private": 2.5}"#, "private must be an integer"),
+            (r#"{"privat": 3}"#, "unknown or repeated field `privat`"),
+            (r#"{}"#, r#"expected {"private": k}"#),
+            (r#""8""#, r#"an integer number of bins or {"private": k}"#),
+            (r#"-2"#, "bins must be between 2 and 1000"),
+        ] {
+            let e = err(&format!(
+                r#"{{"name": "a", "type": "numeric", "min": 0, "max": 5, "bins": {bins}}}"#
+            ));
+            assert!(e.contains(message) && e.contains(r#""a""#), "{bins}: {e}");
+        }
+        let e = err(
+            r#"{"name": "a", "type": "numeric", "min": 0, "max": 5, "bins": {"private": 3}, "thresholds": [1]}"#,
+        );
+        assert!(e.contains("not both"), "{e}");
+        let e = err(
+            r#"{"name": "a", "type": "categorical", "categories": ["x"], "bins": {"private": 3}}"#,
+        );
+        assert!(e.contains("unknown field `bins`"), "{e}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{EvalError, Protocol, splits};
 use crate::data::{Dataset, Encoder, Task};
-use crate::learn::{AlgorithmSpec, LearnError, Output, PublicFacts, metrics};
+use crate::learn::{AlgorithmSpec, LearnError, Output, PublicFacts, binning, metrics};
 use crate::privacy::{Budget, NoiseRng, PrivacyError};
 
 /// Mean and sample standard deviation of one metric.
@@ -130,6 +130,15 @@ fn run_once(
 ) -> Result<(f64, f64), EvalError> {
     let plan = spec.plan(budget, PublicFacts::new(encoder, train.n_rows()))?;
     let model = plan.fit(train, encoder, &mut rng, &mut |_| true)?;
+    // With private bins the model's literals are derived from the base
+    // grid the held-out rows were encoded with: re-express them.
+    let derived;
+    let test = if model.schema() == encoder.schema() {
+        test
+    } else {
+        derived = binning::derive(test, encoder.schema(), model.schema())?.1;
+        &derived
+    };
     let outputs = model.predictor().predict_all(test);
     match task {
         Task::Binary => {

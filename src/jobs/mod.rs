@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 use tracing::{Instrument, error, info, info_span, warn};
 
 use crate::data::{Dataset, Encoder, Schema};
+use crate::learn::binning::BinningSummary;
 use crate::learn::{AlgorithmName, AlgorithmSpec, LearnError, PublicFacts};
 use crate::privacy::{Budget, NoiseRng};
 use crate::store::{self, StoreError, jobs::ClaimedJob};
@@ -62,6 +63,10 @@ pub struct JobParams {
     pub delta: f64,
     /// Whether the learner's default rule chose the parameters.
     pub defaults_used: bool,
+    /// The private binning phase, when the dataset's schema asks for
+    /// private bins (shown in the job resource; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binning: Option<BinningSummary>,
 }
 
 impl JobParams {

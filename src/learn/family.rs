@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::binning::{self, BinningPlan};
 use super::dpboost::{self, DpBoostFile, DpBoostPlan, DpBoostSpec};
 use super::ebm::{self, EbmFile, EbmPlan, EbmSpec};
 use super::linear::{self, LinearFile, LinearPlan, LinearShape, LinearSpec};
@@ -309,16 +310,30 @@ pub struct PublicFacts {
     pub n_features: usize,
     /// dp-linear's blocks of the schema (counts only).
     pub linear: LinearShape,
+    /// Columns whose cut points are chosen privately (`"bins": {"private":
+    /// k}`): their binning is a phase of its own (`learn::binning`).
+    pub private_bins: usize,
 }
 
 impl PublicFacts {
     /// The facts of an encoder's schema and `n_rows` rows.
+    /// The learners are planned on the shape of the schema they will train
+    /// on: private-bins columns with `k` bins (`Schema::public_shape`), not
+    /// their base grid.
     pub fn new(encoder: &Encoder, n_rows: usize) -> PublicFacts {
+        let schema = encoder.schema();
+        let shaped = if schema.has_private_bins() {
+            Encoder::new(&schema.public_shape()).ok()
+        } else {
+            None
+        };
+        let shape = shaped.as_ref().unwrap_or(encoder);
         PublicFacts {
             n_rows,
-            task: encoder.schema().task(),
-            n_features: ebm::bins::layout(encoder).len(),
-            linear: LinearShape::new(encoder),
+            task: schema.task(),
+            n_features: ebm::bins::layout(shape).len(),
+            linear: LinearShape::new(shape),
+            private_bins: binning::count_private(schema),
         }
     }
 }
@@ -334,6 +349,8 @@ pub struct Plan {
     pub resolved: AlgorithmSpec,
     /// Whether the algorithm's default rule chose the parameters.
     pub defaults_used: bool,
+    /// The private binning phase, when the schema asks for private bins.
+    pub binning: Option<BinningPlan>,
     learner: PlannedLearner,
 }
 
@@ -371,6 +388,24 @@ impl AlgorithmSpec {
                 facts.task.name()
             )));
         }
+        if facts.private_bins == 0 {
+            return self.plan_learner(budget, facts);
+        }
+        // Private bins: the learner's plan at the full budget says how it
+        // accounts; the budget is then split with the binning phase and the
+        // costs composed (`binning::split`, `PrivacyCost::then_pure`).
+        let zcdp = matches!(
+            self.plan_learner(budget, facts)?.cost,
+            PrivacyCost::Zcdp { .. }
+        );
+        let (learner, phase) = binning::split(budget, facts.private_bins, zcdp)?;
+        let mut plan = self.plan_learner(learner, facts)?;
+        plan.cost = plan.cost.then_pure(phase.epsilon, budget)?;
+        plan.binning = Some(phase);
+        Ok(plan)
+    }
+
+    fn plan_learner(&self, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
         match *self {
             AlgorithmSpec::Lazybb(spec) => plan_lazybb(spec, budget, facts),
             AlgorithmSpec::DpEbm(spec) => plan_ebm(spec, budget, facts),
@@ -444,6 +479,7 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
             || spec.lambda.is_none()
             || spec.kappa.is_none()
             || (t.is_some() && spec.internal_nodes.is_none()),
+        binning: None,
         learner: PlannedLearner::LazyBb {
             params,
             calibration,
@@ -470,6 +506,7 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
         steps: plan.params.epochs,
         resolved: AlgorithmSpec::DpEbm(plan.params.to_spec()),
         defaults_used: !spec.any_given(),
+        binning: None,
         learner: PlannedLearner::Ebm(plan),
     })
 }
@@ -483,6 +520,7 @@ fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<P
         steps: plan.params.epochs,
         resolved: AlgorithmSpec::DpLinear(plan.params.to_spec()),
         defaults_used: !spec.any_given(),
+        binning: None,
         learner: PlannedLearner::Linear(plan),
     })
 }
@@ -494,6 +532,7 @@ fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result
         steps: plan.trees(),
         resolved: AlgorithmSpec::Dpboost(plan.params.to_spec()),
         defaults_used: !spec.any_given(),
+        binning: None,
         learner: PlannedLearner::DpBoost(plan),
     })
 }
@@ -507,6 +546,16 @@ impl Plan {
     /// The public noise description shown by the estimate route (depends on
     /// the parameters and n only).
     pub fn noise(&self) -> Value {
+        let mut noise = self.learner_noise();
+        if let Some(b) = &self.binning
+            && let Value::Object(map) = &mut noise
+        {
+            map.insert("binning".into(), b.noise_json());
+        }
+        noise
+    }
+
+    fn learner_noise(&self) -> Value {
         match &self.learner {
             PlannedLearner::LazyBb {
                 params,
@@ -573,7 +622,26 @@ impl Plan {
     /// Train on `data` (encoded with `encoder`, the same schema the plan saw)
     /// with noise from `rng`. `on_step(done)` is called after each step;
     /// returning `false` cancels.
+    ///
+    /// With private bins, the binning phase runs first and the learner trains
+    /// on the derived literals; the model stores the derived schema.
     pub fn fit(
+        &self,
+        data: &Dataset,
+        encoder: &Encoder,
+        rng: &mut NoiseRng,
+        on_step: &mut dyn FnMut(u32) -> bool,
+    ) -> Result<Model, LearnError> {
+        let Some(phase) = &self.binning else {
+            return self.fit_learner(data, encoder, rng, on_step);
+        };
+        let (encoder, data, columns) = binning::run(phase, data, encoder, rng)?;
+        let mut model = self.fit_learner(&data, &encoder, rng, on_step)?;
+        model.attach_binning(phase.statement(columns, self.cost), self.cost.charge());
+        Ok(model)
+    }
+
+    fn fit_learner(
         &self,
         data: &Dataset,
         encoder: &Encoder,
@@ -637,6 +705,7 @@ mod tests {
                 intervals: (15, 28),
                 linear: (15, 28),
             },
+            private_bins: 0,
         }
     }
 

@@ -11,12 +11,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::LearnError;
+use super::binning::BinningStatement;
 use super::dpboost::{self, DpBoostFile, DpBoostInspection};
 use super::ebm::{self, EbmFile, EbmPredictor, sigmoid};
 use super::inspect::{Inspection, inspect};
 use super::linear::{self, LinearFile, LinearInspection, LinearPredictor};
 use super::model::{LazyBbModel, MODEL_FORMAT, Prediction, Predictor};
 use crate::data::{Dataset, Encoder, Schema, Task};
+use crate::privacy::{Budget, mechanisms};
 
 /// A trained model.
 #[derive(Debug, Clone, PartialEq)]
@@ -371,6 +373,29 @@ impl Model {
             Model::Ebm(f) => f.job_id = Some(job_id),
             Model::Linear(f) => f.job_id = Some(job_id),
             Model::DpBoost(f) => f.job_id = Some(job_id),
+        }
+    }
+
+    /// Record the private binning phase in the statement: its part, the
+    /// job's total `charged` as the statement's epsilon and delta, and the
+    /// discrete Laplace among the mechanisms run.
+    pub fn attach_binning(&mut self, binning: BinningStatement, charged: Budget) {
+        let laplace = mechanisms::DISCRETE_LAPLACE.id.to_owned();
+        macro_rules! attach {
+            ($p:expr) => {{
+                $p.epsilon = charged.epsilon();
+                $p.delta = charged.delta();
+                if !$p.mechanisms.contains(&laplace) {
+                    $p.mechanisms.push(laplace);
+                }
+                $p.binning = Some(binning);
+            }};
+        }
+        match self {
+            Model::LazyBb(m) => attach!(m.privacy),
+            Model::Ebm(f) => attach!(f.privacy),
+            Model::Linear(f) => attach!(f.privacy),
+            Model::DpBoost(f) => attach!(f.privacy),
         }
     }
 

@@ -16,7 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::PrivacyError;
 use super::calibration::Budget;
+use super::zcdp;
 
 /// The privacy loss of one training run, known before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -60,6 +62,51 @@ impl PrivacyCost {
         Budget::new(epsilon, delta).expect("a cost is built from a checked budget")
     }
 
+    /// This run followed by a pure `epsilon_phase`-DP phase on the same rows
+    /// (the private binning, `learn::binning`), with `charged` the job's
+    /// requested budget. Composition (docs/privacy.md, "Private binning for
+    /// every learner"):
+    /// - pure + pure: pure, the epsilons add (basic composition, Dwork and
+    ///   Roth 2014, Thm 3.16);
+    /// - (epsilon, delta) + pure: (epsilon + epsilon_phase, delta), the same
+    ///   theorem;
+    /// - rho-zCDP + pure: a pure epsilon-DP mechanism is epsilon^2/2-zCDP
+    ///   (Bun and Steinke 2016, Prop. 1.4) and zCDP composes additively
+    ///   (same paper), so the total is (rho + epsilon_phase^2/2)-zCDP,
+    ///   converted once (CKS20 Cor. 13).
+    ///
+    /// The epsilon recorded is the larger of `charged` and the epsilon the
+    /// composition proves, so the ledger never charges less than is proven
+    /// (the callers split the budget so that the two agree up to rounding).
+    pub fn then_pure(
+        &self,
+        epsilon_phase: f64,
+        charged: Budget,
+    ) -> Result<PrivacyCost, PrivacyError> {
+        if !(epsilon_phase.is_finite() && epsilon_phase > 0.0) {
+            return Err(PrivacyError::InvalidParameter(format!(
+                "a phase's epsilon must be a finite number > 0, got {epsilon_phase}"
+            )));
+        }
+        Ok(match *self {
+            PrivacyCost::Pure { epsilon } => PrivacyCost::Pure {
+                epsilon: charged.epsilon().max(epsilon + epsilon_phase),
+            },
+            PrivacyCost::Approx { epsilon, delta } => PrivacyCost::Approx {
+                epsilon: charged.epsilon().max(epsilon + epsilon_phase),
+                delta,
+            },
+            PrivacyCost::Zcdp { rho, delta, .. } => {
+                let rho = rho + epsilon_phase * epsilon_phase / 2.0;
+                PrivacyCost::Zcdp {
+                    rho,
+                    epsilon: charged.epsilon().max(zcdp::epsilon_of(rho, delta)?),
+                    delta,
+                }
+            }
+        })
+    }
+
     /// One sentence for the privacy statement and the estimate.
     pub fn describe(&self) -> String {
         match *self {
@@ -95,5 +142,51 @@ mod tests {
         let json = serde_json::to_value(zcdp).unwrap();
         assert_eq!(json["kind"], "zcdp");
         assert!(zcdp.describe().contains("zCDP"));
+    }
+
+    /// Composition with a pure phase, by hand: pure and approximate costs add
+    /// their epsilons; a zCDP cost adds epsilon^2/2 to rho and converts again.
+    #[test]
+    fn a_pure_phase_composes_by_kind() {
+        let asked = Budget::new(1.0, 0.0).unwrap();
+        let pure = PrivacyCost::Pure { epsilon: 0.75 }
+            .then_pure(0.25, asked)
+            .unwrap();
+        assert_eq!(pure, PrivacyCost::Pure { epsilon: 1.0 });
+        let approx = PrivacyCost::Approx {
+            epsilon: 0.5,
+            delta: 1e-6,
+        }
+        .then_pure(0.25, Budget::new(0.75, 1e-6).unwrap())
+        .unwrap();
+        assert_eq!(
+            approx,
+            PrivacyCost::Approx {
+                epsilon: 0.75,
+                delta: 1e-6
+            }
+        );
+        // rho = 0.02 plus 0.2^2 / 2 = 0.02: rho 0.04, whose conversion at
+        // 1e-6 is above the 0.5 asked, so the proven epsilon is recorded.
+        let z = PrivacyCost::Zcdp {
+            rho: 0.02,
+            epsilon: 0.9,
+            delta: 1e-6,
+        }
+        .then_pure(0.2, Budget::new(0.5, 1e-6).unwrap())
+        .unwrap();
+        let PrivacyCost::Zcdp {
+            rho,
+            epsilon,
+            delta,
+        } = z
+        else {
+            panic!("{z:?}")
+        };
+        assert!((rho - 0.04).abs() < 1e-15, "{rho}");
+        assert_eq!(epsilon, zcdp::epsilon_of(rho, 1e-6).unwrap());
+        assert!(epsilon > 0.5);
+        assert_eq!(delta, 1e-6);
+        assert!(pure.then_pure(0.0, asked).is_err());
     }
 }

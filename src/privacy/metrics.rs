@@ -36,8 +36,10 @@ pub const MSE_GRID: u64 = 1 << 16;
 /// multiple of `2^-32`, so the noise is at least what the proof needs.
 const SCALE_DEN: u128 = 1 << 32;
 
-/// `k / epsilon` as a rational `num / SCALE_DEN`, rounded up.
-fn scale_for(sensitivity: f64, epsilon: f64) -> Result<(u128, u128), PrivacyError> {
+/// `k / epsilon` as a rational `num / SCALE_DEN`, rounded up: the discrete
+/// Laplace scale for a query of L1 sensitivity `k` at `epsilon` (also used by
+/// the private binning, `learn::binning`).
+pub fn scale_for(sensitivity: f64, epsilon: f64) -> Result<(u128, u128), PrivacyError> {
     if !(epsilon > 0.0 && epsilon.is_finite()) {
         return Err(PrivacyError::InvalidParameter(format!(
             "epsilon (epsilon) must be a positive number, got {epsilon}"

@@ -105,6 +105,10 @@ pub struct DpBoostStatement {
     pub mechanisms: Vec<String>,
     /// The software that trained it.
     pub software_version: String,
+    /// The private binning phase, when the schema asked for private bins
+    /// (`learn::binning`); absent otherwise, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binning: Option<crate::learn::binning::BinningStatement>,
 }
 
 impl DpBoostStatement {
@@ -178,6 +182,7 @@ impl DpBoostStatement {
             ),
             mechanisms: vec![mechanisms::REPORT_NOISY_MAX_LAPLACE.id.to_owned()],
             software_version: SOFTWARE_VERSION.into(),
+            binning: None,
         }
     }
 }

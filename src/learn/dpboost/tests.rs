@@ -231,6 +231,7 @@ fn bad_parameters_are_refused_before_any_charge() {
         task: crate::data::Task::Binary,
         n_features: 3,
         linear: Default::default(),
+        private_bins: 0,
     };
     let budget = Budget::new(1.0, 0.0).unwrap();
     for (spec, field) in [

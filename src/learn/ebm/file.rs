@@ -55,6 +55,10 @@ pub struct EbmStatement {
     pub post_processing: Vec<String>,
     /// The software that trained the model.
     pub software_version: String,
+    /// The private binning phase, when the schema asked for private bins
+    /// (`learn::binning`); absent otherwise, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binning: Option<crate::learn::binning::BinningStatement>,
 }
 
 impl EbmStatement {
@@ -102,6 +106,7 @@ impl EbmStatement {
             mechanisms: vec![mechanisms::DISCRETE_GAUSSIAN.id.to_owned()],
             post_processing: Vec::new(),
             software_version: SOFTWARE_VERSION.into(),
+            binning: None,
         }
     }
 }

@@ -112,6 +112,10 @@ pub struct PrivacyStatement {
     pub mechanisms: Vec<String>,
     /// The software that trained the model.
     pub software_version: String,
+    /// The private binning phase, when the schema asked for private bins
+    /// (`learn::binning`); absent otherwise, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binning: Option<crate::learn::binning::BinningStatement>,
 }
 
 impl PrivacyStatement {
@@ -188,6 +192,7 @@ impl PrivacyStatement {
             sampler: mechanisms::sampler_text(&used),
             mechanisms: used.iter().map(|m| m.id.to_string()).collect(),
             software_version: SOFTWARE_VERSION.into(),
+            binning: None,
         })
     }
 }

@@ -49,6 +49,10 @@ pub struct LinearStatement {
     pub mechanisms: Vec<String>,
     /// The software that trained the model.
     pub software_version: String,
+    /// The private binning phase, when the schema asked for private bins
+    /// (`learn::binning`); absent otherwise, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binning: Option<crate::learn::binning::BinningStatement>,
 }
 
 /// The mechanism of a plan's noise.
@@ -110,6 +114,7 @@ impl LinearStatement {
             ),
             mechanisms: vec![m.id.to_owned()],
             software_version: SOFTWARE_VERSION.into(),
+            binning: None,
         }
     }
 }
