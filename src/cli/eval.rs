@@ -113,6 +113,9 @@ pub struct EvalArgs {
     /// DPBoost: number of ensembles [default: 1].
     #[arg(long)]
     ensembles: Option<u32>,
+    /// auto: share of the training rows held out to score the candidates.
+    #[arg(long)]
+    validation_share: Option<f64>,
     /// DPBoost: tree depth [default: 6].
     #[arg(long)]
     max_depth: Option<u32>,
@@ -207,6 +210,7 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         max_depth: args.max_depth,
         split_share: args.split_share,
         init_share: args.init_share,
+        validation_share: args.validation_share,
         ..AlgorithmArgs::defaults(algorithm)
     }
     .spec()?;

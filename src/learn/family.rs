@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::auto::{self, AutoPlan, AutoSpec};
 use super::dpboost::{self, DpBoostFile, DpBoostPlan, DpBoostSpec};
 use super::ebm::{self, EbmFile, EbmPlan, EbmSpec};
 use super::linear::{self, LinearFile, LinearPlan, LinearShape, LinearSpec};
@@ -44,15 +45,18 @@ pub enum AlgorithmName {
     DpLinear,
     /// DPBoost: DP gradient boosting, ensemble of ensembles.
     Dpboost,
+    /// auto: the private choice among the learners above (`learn::auto`).
+    Auto,
 }
 
 impl AlgorithmName {
     /// Every learner, in the order the docs list them.
-    pub const ALL: [AlgorithmName; 4] = [
+    pub const ALL: [AlgorithmName; 5] = [
         AlgorithmName::Lazybb,
         AlgorithmName::DpEbm,
         AlgorithmName::DpLinear,
         AlgorithmName::Dpboost,
+        AlgorithmName::Auto,
     ];
 
     /// The name as written in requests and files.
@@ -62,6 +66,7 @@ impl AlgorithmName {
             AlgorithmName::DpEbm => "dp-ebm",
             AlgorithmName::DpLinear => "dp-linear",
             AlgorithmName::Dpboost => "dpboost",
+            AlgorithmName::Auto => "auto",
         }
     }
 
@@ -103,6 +108,7 @@ impl AlgorithmName {
                 "split_share",
                 "init_share",
             ],
+            AlgorithmName::Auto => &["validation_share"],
         }
     }
 
@@ -121,7 +127,10 @@ impl AlgorithmName {
     pub fn supports(&self, task: Task) -> bool {
         match self {
             AlgorithmName::Lazybb => matches!(task, Task::Binary),
-            AlgorithmName::DpEbm | AlgorithmName::DpLinear | AlgorithmName::Dpboost => true,
+            AlgorithmName::DpEbm
+            | AlgorithmName::DpLinear
+            | AlgorithmName::Dpboost
+            | AlgorithmName::Auto => true,
         }
     }
 }
@@ -184,6 +193,8 @@ pub enum AlgorithmSpec {
     DpLinear(LinearSpec),
     /// DPBoost.
     Dpboost(DpBoostSpec),
+    /// auto: private selection among learners.
+    Auto(AutoSpec),
 }
 
 impl Default for AlgorithmSpec {
@@ -287,6 +298,7 @@ impl LearnError {
             ("(max_depth)", "max_depth"),
             ("(split_share)", "split_share"),
             ("(init_share)", "init_share"),
+            ("(validation_share)", "validation_share"),
             ("(delta)", "delta"),
             ("(epsilon)", "epsilon"),
         ]
@@ -345,6 +357,7 @@ enum PlannedLearner {
     Ebm(EbmPlan),
     Linear(LinearPlan),
     DpBoost(DpBoostPlan),
+    Auto(AutoPlan),
 }
 
 impl AlgorithmSpec {
@@ -355,6 +368,7 @@ impl AlgorithmSpec {
             AlgorithmSpec::DpEbm(_) => AlgorithmName::DpEbm,
             AlgorithmSpec::DpLinear(_) => AlgorithmName::DpLinear,
             AlgorithmSpec::Dpboost(_) => AlgorithmName::Dpboost,
+            AlgorithmSpec::Auto(_) => AlgorithmName::Auto,
         }
     }
 
@@ -375,6 +389,7 @@ impl AlgorithmSpec {
             AlgorithmSpec::DpEbm(spec) => plan_ebm(spec, budget, facts),
             AlgorithmSpec::DpLinear(spec) => plan_linear(spec, budget, facts),
             AlgorithmSpec::Dpboost(spec) => plan_dpboost(spec, budget, facts),
+            AlgorithmSpec::Auto(spec) => plan_auto(spec, budget, facts),
         }
     }
 }
@@ -497,6 +512,17 @@ fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result
     })
 }
 
+fn plan_auto(spec: AutoSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+    let plan = spec.plan(budget, facts)?;
+    Ok(Plan {
+        cost: plan.cost,
+        steps: plan.steps(),
+        resolved: AlgorithmSpec::Auto(plan.to_spec()),
+        defaults_used: spec.validation_share.is_none(),
+        learner: PlannedLearner::Auto(plan),
+    })
+}
+
 impl Plan {
     /// The algorithm planned.
     pub fn algorithm(&self) -> AlgorithmName {
@@ -566,6 +592,19 @@ impl Plan {
                 noise
             }
             PlannedLearner::DpBoost(p) => dpboost::params::noise_json(p),
+            PlannedLearner::Auto(p) => json!({
+                "mechanism": "auto: every candidate trained once on the training part and scored once on the validation part with its share of epsilon; the best noisy score wins (docs/privacy.md, \"Private selection (auto)\")",
+                "n_rows": p.n_rows,
+                "n_train": p.n_train,
+                "n_validation": p.n_validation,
+                "candidates": p.candidates.iter().map(|c| json!({
+                    "label": c.label,
+                    "params": c.plan.resolved,
+                    "epsilon": c.budget.epsilon(),
+                    "delta": c.budget.delta(),
+                    "noise": c.plan.noise(),
+                })).collect::<Vec<_>>(),
+            }),
         }
     }
 
@@ -618,6 +657,7 @@ impl Plan {
                     model,
                 )?)))
             }
+            PlannedLearner::Auto(plan) => auto::run::fit(plan, data, encoder, rng, on_step),
         }
     }
 }

@@ -17,6 +17,7 @@
 //!
 //! `docs/architecture.md` lists the files a new learner adds or touches.
 
+pub mod auto;
 pub mod dpboost;
 pub mod ebm;
 pub mod family;
