@@ -338,7 +338,9 @@ impl Model {
             // Invariant: as above.
             Model::Linear(f) => serde_json::to_string_pretty(f).expect("model serialises"),
             Model::DpBoost(f) => serde_json::to_string_pretty(f).expect("model serialises"),
-            Model::Auto(f) => serde_json::to_string_pretty(&f.to_value()).expect("model serialises"),
+            Model::Auto(f) => {
+                serde_json::to_string_pretty(&f.to_value()).expect("model serialises")
+            }
         }
     }
 

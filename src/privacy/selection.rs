@@ -47,7 +47,10 @@ const SCALE_DEN: u128 = 1 << 32;
 /// Returns each run's budget and the total cost the ledger charges: the
 /// sum of the runs' budgets (basic composition), so the charge is a
 /// function of the public list only.
-pub fn split(budget: Budget, needs_delta: &[bool]) -> Result<(Vec<Budget>, PrivacyCost), PrivacyError> {
+pub fn split(
+    budget: Budget,
+    needs_delta: &[bool],
+) -> Result<(Vec<Budget>, PrivacyCost), PrivacyError> {
     let m = needs_delta.len();
     if m == 0 || m > MAX_CANDIDATES {
         return Err(PrivacyError::InvalidParameter(format!(
@@ -301,8 +304,8 @@ mod tests {
     fn releases_without_noise() {
         let mut rng = NoiseRng::seeded(1);
         assert_eq!(noisy_correct_count(42, 1e6, &mut rng).unwrap(), 42);
-        let mse = noisy_clipped_mse(&[(1.0, 3.0), (5.0, 5.0), (40.0, 0.0)], 4.0, 1e6, &mut rng)
-            .unwrap();
+        let mse =
+            noisy_clipped_mse(&[(1.0, 3.0), (5.0, 5.0), (40.0, 0.0)], 4.0, 1e6, &mut rng).unwrap();
         // Errors 2, 0, 40 clipped to 4: (4 + 0 + 16) / 3.
         assert!((mse - 20.0 / 3.0).abs() < 1e-3, "{mse}");
         assert!(check_score_epsilon(5e-324).is_err());

@@ -150,8 +150,12 @@ impl AutoFile {
             )
         };
         let sensitivity = match plan.task {
-            Task::Binary => "the count of correctly classified validation rows changes by at most 1 when one row is substituted: discrete Laplace noise of scale 1/epsilon_i",
-            Task::Regression { .. } => "each validation row's squared error, clipped at clip^2 and put on the grid clip^2/2^16, is in [0, 2^16]: one substituted row moves the integer sum by at most 2^16, so discrete Laplace noise of scale 2^16/epsilon_i",
+            Task::Binary => {
+                "the count of correctly classified validation rows changes by at most 1 when one row is substituted: discrete Laplace noise of scale 1/epsilon_i"
+            }
+            Task::Regression { .. } => {
+                "each validation row's squared error, clipped at clip^2 and put on the grid clip^2/2^16, is in [0, 2^16]: one substituted row moves the integer sum by at most 2^16, so discrete Laplace noise of scale 2^16/epsilon_i"
+            }
         };
         let privacy = AutoStatement {
             epsilon: charge.epsilon(),
