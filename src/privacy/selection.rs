@@ -88,9 +88,9 @@ pub fn split(
     Ok((runs, cost))
 }
 
-/// The validation part's size for `n` rows and a validation share: `round(share
-/// * n)` kept inside `1..=n-1`, so both parts are non-empty. Public (n and the
-/// share are).
+/// The validation part's size for `n` rows and a validation share:
+/// `round(share n)` kept inside `1..=n-1`, so both parts are non-empty.
+/// Public (n and the share are).
 pub fn validation_size(n: usize, share: f64) -> Result<usize, PrivacyError> {
     if n < 2 {
         return Err(PrivacyError::InvalidParameter(format!(

@@ -132,7 +132,7 @@ pub struct AutoFile {
 
 impl AutoFile {
     /// The model of a finished run.
-    pub(crate) fn new(
+    pub(crate) fn model(
         encoder: &Encoder,
         plan: &AutoPlan,
         winner_index: usize,

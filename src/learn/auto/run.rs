@@ -37,7 +37,7 @@ pub fn fit(
         // Nothing to choose: the one candidate trains on every row with the
         // whole budget, and no score is released.
         let winner = plan.candidates[0].plan.fit(data, encoder, rng, on_step)?;
-        return AutoFile::new(encoder, plan, 0, None, winner);
+        return AutoFile::model(encoder, plan, 0, None, winner);
     }
     let validation_rows = selection::random_partition(plan.n_rows, plan.n_validation, rng)?;
     let train_rows = complement(plan.n_rows, &validation_rows);
@@ -56,7 +56,7 @@ pub fn fit(
         }
     }
     let (index, score, winner) = best.ok_or(LearnError::NoRows)?;
-    AutoFile::new(encoder, plan, index, Some(score), winner)
+    AutoFile::model(encoder, plan, index, Some(score), winner)
 }
 
 /// Row indices of `0..n` not in `chosen` (sorted).
