@@ -15,7 +15,7 @@
 //! split `epsilon_i = epsilon / m` the total is exactly the job's epsilon.
 //!
 //! **Why not random stopping.** Liu and Talwar (STOC 2019, "Private
-//! Selection from Private Candidates", Theorem 3.4 with delta = 0): if one
+//! Selection from Private Candidates", §3, random stopping, pure case): if one
 //! run `Q` is `epsilon_1`-DP, repeating `Q` and halting after each run with
 //! probability `gamma`, then returning the best run, is `3 epsilon_1`-DP,
 //! whatever `gamma`. Papernot and Steinke (ICLR 2022) generalise the number
