@@ -41,12 +41,25 @@ pub const ERROR_GRID: u64 = 1 << 16;
 /// the proof needs).
 const SCALE_DEN: u128 = 1 << 32;
 
+/// `total / k`, rounded down until `k` copies summed in order do not exceed
+/// `total` (float division can round up by an ulp; the proof needs the sum
+/// of the shares to be at most what is charged).
+fn share_of(total: f64, k: usize) -> f64 {
+    let mut x = total / k as f64;
+    while std::iter::repeat_n(x, k).sum::<f64>() > total {
+        x = x.next_down();
+    }
+    x
+}
+
 /// The job's budget split over `m` candidates: each run gets `epsilon / m`
 /// (pure part) and the candidates that need a delta share the job's delta
-/// equally. `needs_delta[i]` says whether candidate `i` runs with a delta.
-/// Returns each run's budget and the total cost the ledger charges: the
-/// sum of the runs' budgets (basic composition), so the charge is a
-/// function of the public list only.
+/// equally, each share rounded down so that the shares sum to at most the
+/// job's budget. `needs_delta[i]` says whether candidate `i` runs with a
+/// delta. Returns each run's budget and the cost the ledger charges: the
+/// job's epsilon (and its delta when a candidate uses delta), which bounds
+/// the sum of the runs' budgets (basic composition). A function of the
+/// public list and budget only.
 pub fn split(
     budget: Budget,
     needs_delta: &[bool],
@@ -63,9 +76,9 @@ pub fn split(
             "a candidate needs delta > 0 but the job's delta (delta) is 0".into(),
         ));
     }
-    let epsilon_i = budget.epsilon() / m as f64;
+    let epsilon_i = share_of(budget.epsilon(), m);
     let delta_i = if with_delta > 0 {
-        budget.delta() / with_delta as f64
+        share_of(budget.delta(), with_delta)
     } else {
         0.0
     };
@@ -73,18 +86,21 @@ pub fn split(
         .iter()
         .map(|&d| Budget::new(epsilon_i, if d { delta_i } else { 0.0 }))
         .collect::<Result<_, _>>()?;
-    // Basic composition: the sums. Summed in the same order as a reader
-    // would, so `m * (epsilon / m)` is what the ledger sees.
+    // Basic composition: the sums, which the shares' rounding keeps at or
+    // below the job's budget; the ledger is charged the budget itself.
     let epsilon: f64 = runs.iter().map(Budget::epsilon).sum();
     let delta: f64 = runs.iter().map(Budget::delta).sum();
-    let cost = if delta == 0.0 {
-        PrivacyCost::Pure { epsilon }
+    debug_assert!(epsilon <= budget.epsilon() && delta <= budget.delta());
+    let cost = if with_delta == 0 {
+        PrivacyCost::Pure {
+            epsilon: budget.epsilon(),
+        }
     } else {
-        PrivacyCost::Approx { epsilon, delta }
+        PrivacyCost::Approx {
+            epsilon: budget.epsilon(),
+            delta: budget.delta(),
+        }
     };
-    // The charge must be a valid budget (it is, up to float rounding of
-    // the sum; Budget::new checks).
-    Budget::new(epsilon, delta)?;
     Ok((runs, cost))
 }
 
@@ -243,11 +259,20 @@ mod tests {
         assert_eq!(
             cost,
             PrivacyCost::Approx {
-                epsilon: 0.3 + 0.3 + 0.3,
+                epsilon: 0.9,
                 delta: 1e-6
             }
         );
-        assert!((cost.charge().epsilon() - 0.9).abs() < 1e-15);
+        // The shares never sum above the charge, also for budgets where the
+        // float division rounds up (0.103 / 3 summed thrice is
+        // 0.10300000000000001 before the rounding down).
+        for (e, m) in [(0.103, 3), (0.007, 3), (1.0, 3), (0.1, 3), (2.9, 2)] {
+            let (runs, cost) = split(budget(e, 0.0), &vec![false; m]).unwrap();
+            let sum: f64 = runs.iter().map(Budget::epsilon).sum();
+            assert!(sum <= e, "{e} / {m}: {sum}");
+            assert!(e - sum < 1e-12);
+            assert_eq!(cost.charge(), budget(e, 0.0));
+        }
         // Pure candidates under a job with delta charge no delta.
         let (_, cost) = split(budget(1.0, 1e-6), &[false, false]).unwrap();
         assert_eq!(cost, PrivacyCost::Pure { epsilon: 1.0 });
