@@ -4,6 +4,7 @@
 
 use anyhow::bail;
 use clap::Args;
+use privboost::learn::auto::AutoSpec;
 use privboost::learn::dpboost::DpBoostSpec;
 use privboost::learn::dpboost::params::LeafRelease;
 use privboost::learn::ebm::EbmSpec;
@@ -22,6 +23,8 @@ pub enum AlgorithmArg {
     DpLinear,
     /// DPBoost: DP gradient boosting with an ensemble of ensembles (pure DP).
     Dpboost,
+    /// auto: the private choice of the best learner (docs/accuracy.md, "auto").
+    Auto,
 }
 
 impl AlgorithmArg {
@@ -31,6 +34,7 @@ impl AlgorithmArg {
             AlgorithmArg::DpEbm => AlgorithmName::DpEbm,
             AlgorithmArg::DpLinear => AlgorithmName::DpLinear,
             AlgorithmArg::Dpboost => AlgorithmName::Dpboost,
+            AlgorithmArg::Auto => AlgorithmName::Auto,
         }
     }
 }
@@ -157,6 +161,10 @@ pub struct AlgorithmArgs {
     /// paper's `clipped-mean` [default: newton].
     #[arg(long, value_enum)]
     pub leaves: Option<LeavesArg>,
+    /// auto: share of the rows held out to score the candidates, in (0, 1)
+    /// [default: about 1,000 rows, 10% to 25%].
+    #[arg(long)]
+    pub validation_share: Option<f64>,
 }
 
 impl AlgorithmArgs {
@@ -183,6 +191,7 @@ impl AlgorithmArgs {
             split_share: None,
             init_share: None,
             leaves: None,
+            validation_share: None,
         }
     }
 
@@ -215,20 +224,43 @@ impl AlgorithmArgs {
             ("--leaves", self.leaves.is_some()),
         ];
         let epochs = [("--epochs", self.epochs.is_some())];
+        let auto = [("--validation-share", self.validation_share.is_some())];
+        let learning_rate = [("--learning-rate", self.learning_rate.is_some())];
         let foreign: Vec<&(&str, bool)> = match name {
             AlgorithmName::Lazybb => ebm
                 .iter()
                 .chain(&linear)
                 .chain(&dpboost)
                 .chain(&epochs)
+                .chain(&auto)
                 .collect(),
-            AlgorithmName::DpEbm => lazybb.iter().chain(&linear).chain(&dpboost).collect(),
-            AlgorithmName::DpLinear => lazybb.iter().chain(&ebm).chain(&dpboost).collect(),
+            AlgorithmName::DpEbm => lazybb
+                .iter()
+                .chain(&linear)
+                .chain(&dpboost)
+                .chain(&auto)
+                .collect(),
+            AlgorithmName::DpLinear => lazybb
+                .iter()
+                .chain(&ebm)
+                .chain(&dpboost)
+                .chain(&auto)
+                .collect(),
             AlgorithmName::Dpboost => lazybb
                 .iter()
                 .chain(&ebm)
                 .chain(&linear)
                 .chain(&epochs)
+                .chain(&auto)
+                .collect(),
+            // The candidates run at their default rules: no learner's flag.
+            AlgorithmName::Auto => lazybb
+                .iter()
+                .chain(&ebm)
+                .chain(&linear)
+                .chain(&dpboost)
+                .chain(&epochs)
+                .chain(&learning_rate)
                 .collect(),
         };
         if let Some((flag, _)) = foreign.iter().find(|(_, given)| *given) {
@@ -275,6 +307,9 @@ impl AlgorithmArgs {
                     LeavesArg::Newton => LeafRelease::Newton,
                     LeavesArg::ClippedMean => LeafRelease::ClippedMean,
                 }),
+            })),
+            AlgorithmName::Auto => Ok(AlgorithmSpec::Auto(AutoSpec {
+                validation_share: self.validation_share,
             })),
         }
     }

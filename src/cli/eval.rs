@@ -113,6 +113,9 @@ pub struct EvalArgs {
     /// DPBoost: number of ensembles [default: 1].
     #[arg(long)]
     ensembles: Option<u32>,
+    /// auto: share of the training rows held out to score the candidates.
+    #[arg(long)]
+    validation_share: Option<f64>,
     /// DPBoost: tree depth [default: 3].
     #[arg(long)]
     max_depth: Option<u32>,
@@ -212,6 +215,7 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         split_share: args.split_share,
         init_share: args.init_share,
         leaves: args.leaves,
+        validation_share: args.validation_share,
         ..AlgorithmArgs::defaults(algorithm)
     }
     .spec()?;

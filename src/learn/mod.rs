@@ -17,6 +17,7 @@
 //!
 //! `docs/architecture.md` lists the files a new learner adds or touches.
 
+pub mod auto;
 pub mod binning;
 pub mod dpboost;
 pub mod ebm;

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::LearnError;
+use super::auto::{self, AutoFile};
 use super::binning::BinningStatement;
 use super::dpboost::{self, DpBoostFile, DpBoostInspection};
 use super::ebm::{self, EbmFile, EbmPredictor, sigmoid};
@@ -31,6 +32,9 @@ pub enum Model {
     Linear(LinearFile),
     /// DPBoost (model file version 2).
     DpBoost(Box<DpBoostFile>),
+    /// auto (model file version 2): the winner's model with the selection
+    /// record; it predicts and inspects as the winner.
+    Auto(Box<AutoFile>),
 }
 
 /// One prediction of any model.
@@ -311,6 +315,9 @@ impl Model {
                 Some(dpboost::model::ALGORITHM) => {
                     Ok(Model::DpBoost(Box::new(DpBoostFile::from_value(value)?)))
                 }
+                Some(auto::file::ALGORITHM) => {
+                    Ok(Model::Auto(Box::new(AutoFile::from_value(value)?)))
+                }
                 other => Err(LearnError::ModelFormat(format!(
                     "unknown algorithm {other:?} in a version-2 model file"
                 ))),
@@ -333,6 +340,9 @@ impl Model {
             // Invariant: as above.
             Model::Linear(f) => serde_json::to_string_pretty(f).expect("model serialises"),
             Model::DpBoost(f) => serde_json::to_string_pretty(f).expect("model serialises"),
+            Model::Auto(f) => {
+                serde_json::to_string_pretty(&f.to_value()).expect("model serialises")
+            }
         }
     }
 
@@ -343,6 +353,7 @@ impl Model {
             Model::Ebm(_) => ebm::file::ALGORITHM,
             Model::Linear(_) => linear::file::ALGORITHM,
             Model::DpBoost(_) => dpboost::model::ALGORITHM,
+            Model::Auto(_) => auto::file::ALGORITHM,
         }
     }
 
@@ -353,6 +364,7 @@ impl Model {
             Model::Ebm(f) => &f.schema,
             Model::Linear(f) => &f.schema,
             Model::DpBoost(f) => &f.schema,
+            Model::Auto(f) => f.schema(),
         }
     }
 
@@ -373,6 +385,10 @@ impl Model {
             Model::Ebm(f) => f.job_id = Some(job_id),
             Model::Linear(f) => f.job_id = Some(job_id),
             Model::DpBoost(f) => f.job_id = Some(job_id),
+            Model::Auto(f) => {
+                f.winner.set_job_id(job_id.clone());
+                f.job_id = Some(job_id);
+            }
         }
     }
 
@@ -396,6 +412,8 @@ impl Model {
             Model::Ebm(f) => attach!(f.privacy),
             Model::Linear(f) => attach!(f.privacy),
             Model::DpBoost(f) => attach!(f.privacy),
+            // Not reached: `auto` refuses private bins in its plan.
+            Model::Auto(f) => f.winner.attach_binning(binning, charged),
         }
     }
 
@@ -421,6 +439,7 @@ impl Model {
                 v["defaults_used"] = f.defaults_used.into();
                 v
             }
+            Model::Auto(f) => f.params_json(),
         }
     }
 
@@ -431,6 +450,7 @@ impl Model {
             Model::Ebm(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
             Model::Linear(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
             Model::DpBoost(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
+            Model::Auto(f) => f.privacy_json(),
         }
     }
 
@@ -441,6 +461,7 @@ impl Model {
             Model::Ebm(f) => ModelPredictor::Ebm(f.model.predictor(f.task, f.literals.len())),
             Model::Linear(f) => ModelPredictor::Linear(f.model.predictor(f.task, f.literals.len())),
             Model::DpBoost(f) => ModelPredictor::DpBoost(f.clone()),
+            Model::Auto(f) => f.winner.predictor(),
         }
     }
 
@@ -451,6 +472,11 @@ impl Model {
     pub fn edited(&self, edit: &ModelEdit) -> Result<Model, LearnError> {
         match self {
             Model::Ebm(f) => Ok(Model::Ebm(f.edited(edit)?)),
+            Model::Auto(f) => {
+                let mut edited = f.clone();
+                edited.winner = f.winner.edited(edit)?;
+                Ok(Model::Auto(edited))
+            }
             Model::LazyBb(_) | Model::Linear(_) | Model::DpBoost(_) => {
                 Err(LearnError::InvalidParameter(format!(
                     "a {} model has no per-feature shape functions to edit ({} edits are for dp-ebm models)",
@@ -471,6 +497,7 @@ impl Model {
             Model::Ebm(f) => ModelInspection::Ebm(EbmInspection::new(f, encoder)),
             Model::Linear(f) => ModelInspection::Linear(f.model.inspect()),
             Model::DpBoost(f) => ModelInspection::DpBoost(DpBoostInspection::new(f, encoder)),
+            Model::Auto(f) => f.winner.inspect(encoder),
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod laplace;
 pub mod mechanisms;
 pub mod metrics;
 pub mod rng;
+pub mod selection;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod zcdp;

@@ -1,0 +1,205 @@
+//! `auto`: the private choice of the best learner for a dataset (issue 11,
+//! item 3), one member of the learner family.
+//!
+//! - this file: the request parameters ([`AutoSpec`]), **the candidate
+//!   rule** ([`candidates`], a function of public facts only) and the plan
+//!   ([`AutoPlan`]: every candidate planned at its share of the budget, the
+//!   partition sizes and the total cost, before any row is read);
+//! - [`run`]: the run loop (partition, train each candidate on the training
+//!   part, release its score on the validation part, keep the best);
+//! - [`file`]: the model file (the winner's model plus the public selection
+//!   record and the privacy statement of the whole run).
+//!
+//! The mechanism's arithmetic and the score releases, with their sensitivity
+//! arguments, are in [`crate::privacy::selection`]; the proof is in
+//! `docs/privacy.md`, "Private selection (auto)".
+
+pub mod file;
+pub mod run;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+use super::LearnError;
+use super::family::{AlgorithmSpec, LazyBbSpec, Plan, PublicFacts};
+use super::linear::LinearSpec;
+use crate::data::Task;
+use crate::privacy::{Budget, PrivacyCost, selection};
+
+pub use file::{AutoFile, Selection};
+
+/// `auto`'s parameters as a request gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoSpec {
+    /// Share of the rows held out to score the candidates, in (0, 1)
+    /// (default: [`default_validation_share`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_share: Option<f64>,
+}
+
+/// The default validation share for `n` rows: about 1,000 validation rows,
+/// at least 10% and at most 25% of the rows. A thousand rows make the
+/// accuracy's sampling error about 1.5 points and the count's noise
+/// (scale `1 / epsilon_i`) negligible; the cap keeps three quarters of the
+/// rows for training on small sets. Public: depends on `n` only.
+pub fn default_validation_share(n: usize) -> f64 {
+    (1000.0 / n.max(1) as f64).clamp(0.10, 0.25)
+}
+
+/// **The candidate rule** (the one place it is written; `docs/accuracy.md`
+/// "auto" documents it): learners x settings as a function of public facts
+/// only, `(n, d, epsilon, delta, task)` (this version uses the task and
+/// whether delta > 0; n and epsilon enter through each candidate's own
+/// default rule and plan).
+///
+/// - binary classification: dp-linear and LazyBB + DP-1R at their default
+///   rules; with delta > 0 also DP-EBM at its defaults;
+/// - regression: dp-linear at its defaults; with delta > 0 also DP-EBM.
+///
+/// Not on the list: DPBoost (at its defaults it predicts the majority class
+/// on Adult and barely beats the mean on Abalone, docs/accuracy.md; a
+/// candidate that never wins still costs its share of epsilon), LazyBB on
+/// regression (it cannot do it), DP-EBM when delta = 0 (it needs delta).
+/// The list never exceeds [`selection::MAX_CANDIDATES`].
+pub fn candidates(task: Task, budget: Budget) -> Vec<(&'static str, AlgorithmSpec)> {
+    let mut list: Vec<(&'static str, AlgorithmSpec)> =
+        vec![("dp-linear", AlgorithmSpec::DpLinear(LinearSpec::default()))];
+    if task == Task::Binary {
+        list.push(("lazybb", AlgorithmSpec::Lazybb(LazyBbSpec::default())));
+    }
+    if budget.delta() > 0.0 {
+        list.push((
+            "dp-ebm",
+            AlgorithmSpec::DpEbm(super::ebm::EbmSpec::default()),
+        ));
+    }
+    list.retain(|(_, spec)| spec.name().supports(task));
+    list
+}
+
+/// One candidate of a plan: its label, its share of the budget and its own
+/// plan on the training part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// A short public name (`dp-linear`, `lazybb`, `dp-ebm`).
+    pub label: &'static str,
+    /// The budget of its run (training and scoring, in parallel).
+    pub budget: Budget,
+    /// Its plan on the training part's public row count.
+    pub plan: Plan,
+}
+
+/// A checked `auto` run: everything public about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoPlan {
+    /// The candidates in list order (ties go to the earlier one).
+    pub candidates: Vec<Candidate>,
+    /// All rows.
+    pub n_rows: usize,
+    /// Rows the candidates train on (all rows when there is one candidate).
+    pub n_train: usize,
+    /// Rows the candidates are scored on (0 when there is one candidate:
+    /// nothing to choose, so no score is released).
+    pub n_validation: usize,
+    /// The validation share (resolved).
+    pub validation_share: f64,
+    /// The task.
+    pub task: Task,
+    /// Regression: the public clip of a validation error, a quarter of the
+    /// label range (as DP-EBM's residual clip).
+    pub error_clip: Option<f64>,
+    /// The total: basic composition of the candidates' runs.
+    pub cost: PrivacyCost,
+}
+
+impl AutoPlan {
+    /// The resolved request parameters (stored with the job).
+    pub fn to_spec(&self) -> AutoSpec {
+        AutoSpec {
+            validation_share: Some(self.validation_share),
+        }
+    }
+
+    /// Progress steps: the candidates' steps, one after another.
+    pub fn steps(&self) -> u32 {
+        self.candidates.iter().map(|c| c.plan.steps).sum()
+    }
+}
+
+impl AutoSpec {
+    /// Plan every candidate of the public list at its share of `budget` on
+    /// the training part's row count. Refuses before any charge: an empty
+    /// list, a bad validation share, parts too small, a candidate whose
+    /// share of the budget it cannot use (its plan's error, prefixed with
+    /// its name), a score noise the sampler cannot draw.
+    pub fn plan(&self, budget: Budget, facts: PublicFacts) -> Result<AutoPlan, LearnError> {
+        let n = facts.n_rows;
+        let share = self
+            .validation_share
+            .unwrap_or_else(|| default_validation_share(n));
+        if !(share > 0.0 && share < 1.0) {
+            return Err(LearnError::InvalidParameter(format!(
+                "the validation share (validation_share) must be in (0, 1), got {share}"
+            )));
+        }
+        let list = candidates(facts.task, budget);
+        if list.is_empty() {
+            return Err(LearnError::InvalidParameter(format!(
+                "algorithm auto has no candidate for {} at delta = {} (see docs/accuracy.md, \"auto\")",
+                facts.task.name(),
+                budget.delta()
+            )));
+        }
+        let needs_delta: Vec<bool> = list
+            .iter()
+            .map(|(_, spec)| matches!(spec, AlgorithmSpec::DpEbm(_)))
+            .collect();
+        let (runs, cost) = selection::split(budget, &needs_delta)?;
+        let (n_train, n_validation) = if list.len() == 1 {
+            (n, 0)
+        } else {
+            let v = selection::validation_size(n, share)?;
+            (n - v, v)
+        };
+        let train_facts = PublicFacts {
+            n_rows: n_train,
+            ..facts
+        };
+        let mut planned = Vec::with_capacity(list.len());
+        for ((label, spec), run_budget) in list.into_iter().zip(runs) {
+            // The inner message's parameter tags are neutralised so that the
+            // error names the job's epsilon, the field the caller can change.
+            let plan = spec.plan(run_budget, train_facts).map_err(|e| {
+                LearnError::InvalidParameter(format!(
+                    "epsilon (epsilon): auto's candidate {label} cannot run with its share epsilon = {} on {n_train} training rows: {}",
+                    run_budget.epsilon(),
+                    e.to_string().replace('(', "[").replace(')', "]")
+                ))
+            })?;
+            if n_validation > 0 {
+                selection::check_score_epsilon(run_budget.epsilon())?;
+            }
+            planned.push(Candidate {
+                label,
+                budget: run_budget,
+                plan,
+            });
+        }
+        let error_clip = match facts.task {
+            Task::Binary => None,
+            Task::Regression { min, max } => Some((max - min) / 4.0),
+        };
+        Ok(AutoPlan {
+            candidates: planned,
+            n_rows: n,
+            n_train,
+            n_validation,
+            validation_share: share,
+            task: facts.task,
+            error_clip,
+            cost,
+        })
+    }
+}
