@@ -94,7 +94,9 @@ async fn pages_show_what_the_key_may_see_and_never_a_row() {
     let (_, owner) = s.key("owner", "alice").await;
     let (analyst_id, analyst) = s.key("analyst", "bob").await;
     let (_, stranger) = s.key("owner", "mallory").await;
-    let r = s.upload(&owner, "clinic-visits", 2.0, &schema(), csv()).await;
+    let r = s
+        .upload(&owner, "clinic-visits", 2.0, &schema(), csv())
+        .await;
     let dataset = expect_status(r, StatusCode::CREATED).await["dataset"]["id"]
         .as_str()
         .unwrap()
@@ -240,7 +242,12 @@ async fn pages_show_what_the_key_may_see_and_never_a_row() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    assert!(r.headers()["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
+    assert!(
+        r.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
     let r = c
         .get(s.at("/dashboard"))
         .header("cookie", &bob)

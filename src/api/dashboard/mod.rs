@@ -102,7 +102,10 @@ impl Api {
             StatusCode::UNAUTHORIZED => Err(Miss::Unauthorized),
             s => Err(Miss::Other(
                 s,
-                doc["detail"].as_str().unwrap_or("the API refused").to_owned(),
+                doc["detail"]
+                    .as_str()
+                    .unwrap_or("the API refused")
+                    .to_owned(),
             )),
         }
     }
@@ -284,7 +287,10 @@ async fn login(
             StatusCode::SEE_OTHER,
             [
                 (header::LOCATION, "/dashboard".to_owned()),
-                (header::SET_COOKIE, session::set_cookie(&token, https(&headers))),
+                (
+                    header::SET_COOKIE,
+                    session::set_cookie(&token, https(&headers)),
+                ),
                 (header::CACHE_CONTROL, "no-store".to_owned()),
             ],
         )
@@ -338,11 +344,7 @@ async fn overview(State(dash): State<Dash>, headers: HeaderMap) -> Response {
     }
 }
 
-async fn dataset(
-    State(dash): State<Dash>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
+async fn dataset(State(dash): State<Dash>, headers: HeaderMap, Path(id): Path<String>) -> Response {
     let who = match session(&dash, &headers) {
         Ok(s) => s,
         Err(r) => return r,
@@ -531,7 +533,10 @@ mod tests {
             HeaderValue::from_static("http://127.0.0.1:8080"),
         );
         assert!(same_origin(&h));
-        h.insert(header::ORIGIN, HeaderValue::from_static("https://evil.example"));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://evil.example"),
+        );
         assert!(!same_origin(&h));
     }
 }

@@ -18,7 +18,22 @@ pub(super) fn text(v: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), num),
         Value::Bool(b) => b.to_string(),
+        // A task such as {"kind": "binary"}: its kind.
+        Value::Object(m) if m.get("kind").is_some_and(Value::is_string) => text(&m["kind"]),
         other => other.to_string(),
+    }
+}
+
+/// An id shortened for a table cell (`job_fc5a1cbca8…`); the full id is
+/// in the link's title and on the resource's own page.
+fn short(v: &Value) -> String {
+    let s = text(v);
+    if s.chars().count() > 16 {
+        let mut t: String = s.chars().take(14).collect();
+        t.push('…');
+        t
+    } else {
+        s
     }
 }
 
@@ -122,14 +137,14 @@ fn dataset_link(id: &Value, label: &Value) -> Markup {
 }
 
 fn job_link(id: &Value) -> Markup {
-    html! { a href=(format!("/dashboard/jobs/{}", seg(id))) { code { (text(id)) } } }
+    html! { a href=(format!("/dashboard/jobs/{}", seg(id))) title=(text(id)) { code { (short(id)) } } }
 }
 
 fn model_link(id: &Value) -> Markup {
     if id.is_null() {
         return html! { "–" };
     }
-    html! { a href=(format!("/dashboard/models/{}", seg(id))) { code { (text(id)) } } }
+    html! { a href=(format!("/dashboard/models/{}", seg(id))) title=(text(id)) { code { (short(id)) } } }
 }
 
 fn deployment_link(qualified: &Value, name: &Value) -> Markup {
@@ -225,7 +240,7 @@ pub(super) fn overview(
                                     td { (dataset_link(&m["dataset_id"], &dataset_name(&m["dataset_id"]))) }
                                     td { (text(&m["algorithm"])) }
                                     td { (text(&m["task"])) }
-                                    td.num { (text(&m["params"]["epsilon"])) }
+                                    td.num { (text(&m["privacy"]["epsilon"])) }
                                     td { (text(&m["created_at"])) }
                                 }
                             }
@@ -244,8 +259,8 @@ pub(super) fn overview(
                                 tr {
                                     td { (deployment_link(&d["qualified_name"], &d["name"])) }
                                     td.num { (text(&d["version"])) }
-                                    td { code { (text(&d["model_id"])) } }
-                                    td { code { (text(&d["created_by"])) } }
+                                    td { (model_link(&d["model_id"])) }
+                                    td { code title=(text(&d["created_by"])) { (short(&d["created_by"])) } }
                                     td { (text(&d["updated_at"])) }
                                 }
                             }
@@ -382,7 +397,7 @@ pub(super) fn dataset(
                 h2 { "Models of this dataset" }
                 @if models.is_empty() { p.empty { "None." } }
                 @else {
-                    ul { @for m in models { li { (model_link(&m["id"])) " " (text(&m["algorithm"])) ", ε " (text(&m["params"]["epsilon"])) } } }
+                    ul { @for m in models { li { (model_link(&m["id"])) " " (text(&m["algorithm"])) ", ε " (text(&m["privacy"]["epsilon"])) } } }
                 }
             }
         },
@@ -531,7 +546,7 @@ fn lazybb(i: &Value) -> Markup {
         }
         h3 { "Vote table" }
         p.note { "Net votes per rule: times the rule was chosen minus times its negation was (LazyBB, one vote per round)." }
-        (svg::bars("Net votes per rule", &bars, "net votes"))
+        (svg::bars("Net votes per rule", &bars, "net votes", svg::WIDE))
         table #vote-table {
             thead { tr { th { "Rule" } th { "Feature" } th { "Condition" } th { "Net votes" } } }
             tbody {
@@ -549,7 +564,7 @@ fn lazybb(i: &Value) -> Markup {
                         .map(|e| (text(&e["condition"]), e["contribution"].as_f64().unwrap_or(0.0))).collect();
                     figure {
                         figcaption { (text(&s["feature"])) }
-                        (svg::bars(&text(&s["feature"]), &items, "contribution to the score"))
+                        (svg::bars(&text(&s["feature"]), &items, "contribution to the score", svg::NARROW))
                     }
                 }
             }
@@ -576,7 +591,7 @@ fn ebm(i: &Value) -> Markup {
         dl.facts { dt { "Intercept" } dd { (text(&i["intercept"])) } }
         h3 { "Importances" }
         p.note { "Count-weighted mean |f| per feature." }
-        (svg::bars("Feature importances", &importances, "importance"))
+        (svg::bars("Feature importances", &importances, "importance", svg::WIDE))
         h3 { "Shape functions" }
         p.note { "Each feature's term f(x) per bin (DP-EBM); the counts are the public noisy counts of the bins." }
         div.grid {
@@ -585,7 +600,7 @@ fn ebm(i: &Value) -> Markup {
                     .map(|b| (text(&b["label"]), b["value"].as_f64().unwrap_or(0.0))).collect();
                 figure.shape {
                     figcaption { (text(&s["feature"])) " (importance " (text(&s["importance"])) ")" }
-                    (svg::bars(&text(&s["feature"]), &items, "f(x)"))
+                    (svg::bars(&text(&s["feature"]), &items, "f(x)", svg::NARROW))
                     details {
                         summary { "Bins" }
                         table {
@@ -612,13 +627,18 @@ fn linear(i: &Value) -> Markup {
     let bars: Vec<(String, f64)> = coefs
         .iter()
         .take(MAX_BARS)
-        .map(|c| (text(&c["feature"]), c["coefficient"].as_f64().unwrap_or(0.0)))
+        .map(|c| {
+            (
+                text(&c["feature"]),
+                c["coefficient"].as_f64().unwrap_or(0.0),
+            )
+        })
         .collect();
     html! {
         dl.facts { dt { "Intercept" } dd { (text(&i["intercept"])) } }
         h3 { "Coefficients" }
         p.note { "Largest |coefficient| first (at most " (MAX_BARS) " bars; the table lists all)." }
-        (svg::bars("Coefficients", &bars, "coefficient"))
+        (svg::bars("Coefficients", &bars, "coefficient", svg::WIDE))
         table #coefficients {
             thead { tr { th { "Feature" } th { "Column" } th { "Coefficient" } th { "Per unit" } th { "Noisy curvature" } } }
             tbody {
@@ -648,7 +668,7 @@ fn dpboost(i: &Value) -> Markup {
                     .map(|(j, v)| (format!("leaf {}", j + 1), v.as_f64().unwrap_or(0.0))).collect();
                 p { "Splits in heap order (a row goes left when it matches): " }
                 ol.splits { @for s in t["splits"].as_array().into_iter().flatten() { li { (text(s)) } } }
-                (svg::bars("Leaf values", &leaves, "leaf value"))
+                (svg::bars("Leaf values", &leaves, "leaf value", svg::WIDE))
             }
         }
     }
@@ -657,7 +677,10 @@ fn dpboost(i: &Value) -> Markup {
 /// A deployment with the metadata of its model and its version history.
 pub(super) fn deployment(who: &Session, d: &Value, versions: &[Value]) -> Markup {
     let m = &d["model"];
-    let columns = m["schema"]["columns"].as_array().cloned().unwrap_or_default();
+    let columns = m["schema"]["columns"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     layout(
         "Deployment",
         Some(who),
@@ -683,7 +706,7 @@ pub(super) fn deployment(who: &Session, d: &Value, versions: &[Value]) -> Markup
                             tr {
                                 td.num { (text(&v["version"])) }
                                 td { (model_link(&v["model_id"])) }
-                                td { code { (text(&v["moved_by"])) } }
+                                td { code title=(text(&v["moved_by"])) { (short(&v["moved_by"])) } }
                                 td { (text(&v["created_at"])) }
                                 td { (text(&v["rollback_of"])) }
                             }
@@ -742,3 +765,42 @@ pub(super) const STYLE: &str = include_str!("style.css");
 /// The live job progress (EventSource), likewise a file.
 pub(super) const LIVE_JS: &str = include_str!("live.js");
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_burn_down_replays_charges_refunds_and_totals() {
+        let entries = [
+            json!({"kind": "total", "epsilon": 2.0}),
+            json!({"kind": "charge", "epsilon": 0.5}),
+            json!({"kind": "charge", "epsilon": 1.0}),
+            json!({"kind": "refund", "epsilon": 1.0}),
+            json!({"kind": "total", "epsilon": 3.0}),
+        ];
+        let got: Vec<(usize, f64, f64)> = burn_points(&entries)
+            .iter()
+            .map(|p| (p.entry, p.charged, p.total))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 0.0, 2.0),
+                (2, 0.5, 2.0),
+                (3, 1.5, 2.0),
+                (4, 0.5, 2.0),
+                (5, 0.5, 3.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_task_shows_its_kind_and_long_ids_are_shortened() {
+        assert_eq!(text(&json!({"kind": "binary"})), "binary");
+        assert_eq!(text(&json!(0.25)), "0.25");
+        assert_eq!(text(&Value::Null), "–");
+        assert_eq!(short(&json!("job_0123456789abcdef")), "job_0123456789…");
+        assert_eq!(short(&json!("key_1")), "key_1");
+    }
+}

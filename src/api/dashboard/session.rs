@@ -157,7 +157,12 @@ mod tests {
     fn a_session_is_found_by_its_cookie_only_until_closed() {
         let s = Sessions::default();
         let token = s
-            .open("pb_secret".into(), "key_1".into(), "owner".into(), "a".into())
+            .open(
+                "pb_secret".into(),
+                "key_1".into(),
+                "owner".into(),
+                "a".into(),
+            )
             .unwrap();
         let h = with_cookie(&format!("other=1; {COOKIE}={token}; x=y"));
         assert_eq!(s.get(&h).unwrap().key_id, "key_1");

@@ -132,7 +132,7 @@ pub(super) fn burn_down(points: &[BurnPoint]) -> Markup {
         .max(1e-9)
         * 1.08;
     let frame = Frame {
-        w: 640.0,
+        w: 760.0,
         h: 260.0,
         left: 64.0,
         right: 16.0,
@@ -156,7 +156,7 @@ pub(super) fn burn_down(points: &[BurnPoint]) -> Markup {
         .filter(|t| t.fract() == 0.0)
         .collect();
     html! {
-        svg.chart role="img" viewBox="0 0 640 260" width="640" height="260" xmlns="http://www.w3.org/2000/svg" {
+        svg.chart role="img" viewBox="0 0 760 260" width="760" height="260" xmlns="http://www.w3.org/2000/svg" {
             title { "Epsilon charged over the ledger's entries, against the total" }
             (frame.axes(&xt, &ticks(0.0, ymax, 5), "ledger entry", "epsilon"))
             path d=(steps(&|p| p.total)) fill="none" stroke="#b03a48" stroke-width="2" stroke-dasharray="6 4" {}
@@ -171,21 +171,33 @@ pub(super) fn burn_down(points: &[BurnPoint]) -> Markup {
     }
 }
 
+/// Width of a bar chart on its own line.
+pub(super) const WIDE: f64 = 760.0;
+/// Width of a bar chart in a two-column grid (shape functions).
+pub(super) const NARROW: f64 = 460.0;
+
 /// A horizontal bar chart of signed values (shape functions, coefficients,
 /// votes): one bar per label, from zero, blue when positive, orange when
-/// negative.
-pub(super) fn bars(title: &str, items: &[(String, f64)], unit: &str) -> Markup {
+/// negative, with room on both sides for the values' labels.
+pub(super) fn bars(title: &str, items: &[(String, f64)], unit: &str, w: f64) -> Markup {
     let row = 18.0;
-    let label_w = 260.0;
-    let w = 640.0;
+    let label_w = (w * 0.36).round();
+    let pad = 52.0;
     let h = 30.0 + row * items.len() as f64;
     let lim = items
         .iter()
         .map(|(_, v)| v.abs())
         .fold(0.0f64, f64::max)
         .max(1e-12);
-    let x0 = label_w + (w - label_w - 70.0) / 2.0;
-    let half = (w - label_w - 70.0) / 2.0;
+    let any_negative = items.iter().any(|(_, v)| *v < 0.0);
+    let span = w - label_w - 2.0 * pad;
+    // Zero in the middle when some value is negative, else at the left.
+    let (x0, half) = if any_negative {
+        (label_w + pad + span / 2.0, span / 2.0)
+    } else {
+        (label_w + 8.0, span + pad - 8.0)
+    };
+    let label_chars = (label_w / 6.2) as usize;
     html! {
         svg.chart role="img" viewBox=(format!("0 0 {w} {}", f(h))) width=(w) height=(f(h)) xmlns="http://www.w3.org/2000/svg" {
             title { (title) }
@@ -194,7 +206,7 @@ pub(super) fn bars(title: &str, items: &[(String, f64)], unit: &str) -> Markup {
                 @let y = 6.0 + row * i as f64;
                 @let len = v.abs() / lim * half;
                 @let x = if *v >= 0.0 { x0 } else { x0 - len };
-                text x=(f(label_w - 6.0)) y=(f(y + 12.0)) text-anchor="end" font-size="11" fill="#222" { (truncate(label, 44)) }
+                text x=(f(label_w - 6.0)) y=(f(y + 12.0)) text-anchor="end" font-size="11" fill="#222" { (truncate(label, label_chars)) }
                 rect x=(f(x)) y=(f(y + 2.0)) width=(f(len.max(0.5))) height=(f(row - 5.0))
                     fill=(if *v >= 0.0 { "#1f6fb4" } else { "#d9722b" }) {}
                 text x=(f(if *v >= 0.0 { x0 + len + 4.0 } else { x0 - len - 4.0 })) y=(f(y + 12.0))
@@ -241,10 +253,10 @@ pub(super) fn curves(title: &str, curves: &[Curve], baselines: &[(String, f64)])
     let (ylo, yhi) = ys.fold((1.0f64, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
     let (ylo, yhi) = ((ylo - 0.02).max(0.0), (yhi + 0.02).min(1.0));
     let frame = Frame {
-        w: 640.0,
+        w: 900.0,
         h: 340.0,
         left: 64.0,
-        right: 16.0,
+        right: 300.0,
         top: 16.0,
         bottom: 40.0,
         x: (xmin, xmax),
@@ -255,9 +267,10 @@ pub(super) fn curves(title: &str, curves: &[Curve], baselines: &[(String, f64)])
         .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
         .filter(|t| *t >= xmin * 0.999 && *t <= xmax * 1.001)
         .collect();
-    let legend_y = |i: usize| 300.0 - 16.0 * (curves.len() + baselines.len() - i) as f64;
+    // The legend, right of the plot.
+    let legend_y = |i: usize| 30.0 + 18.0 * i as f64;
     html! {
-        svg.chart role="img" viewBox="0 0 640 340" width="640" height="340" xmlns="http://www.w3.org/2000/svg" {
+        svg.chart role="img" viewBox="0 0 900 340" width="900" height="340" xmlns="http://www.w3.org/2000/svg" {
             title { (title) }
             (frame.axes(&xt, &ticks(ylo, yhi, 6), "epsilon (log scale)", "test accuracy"))
             @for (i, (name, acc)) in baselines.iter().enumerate() {
@@ -265,8 +278,8 @@ pub(super) fn curves(title: &str, curves: &[Curve], baselines: &[(String, f64)])
                 line x1=(f(frame.left)) x2=(f(frame.w - frame.right)) y1=(f(y)) y2=(f(y))
                     stroke="#999" stroke-dasharray=(if i % 2 == 0 { "2 3" } else { "8 3" }) {}
                 @let ly = legend_y(curves.len() + i);
-                line x1="360" x2="384" y1=(f(ly)) y2=(f(ly)) stroke="#999" stroke-dasharray=(if i % 2 == 0 { "2 3" } else { "8 3" }) {}
-                text x="390" y=(f(ly + 4.0)) font-size="11" fill="#222" { (name) }
+                line x1="616" x2="640" y1=(f(ly)) y2=(f(ly)) stroke="#999" stroke-dasharray=(if i % 2 == 0 { "2 3" } else { "8 3" }) {}
+                text x="646" y=(f(ly + 4.0)) font-size="11" fill="#222" { (truncate(name, 40)) }
             }
             @for (i, c) in curves.iter().enumerate() {
                 @let colour = PALETTE[i % PALETTE.len()];
@@ -280,8 +293,8 @@ pub(super) fn curves(title: &str, curves: &[Curve], baselines: &[(String, f64)])
                 }
                 path d=(d) fill="none" stroke=(colour) stroke-width="2" {}
                 @let ly = legend_y(i);
-                line x1="360" x2="384" y1=(f(ly)) y2=(f(ly)) stroke=(colour) stroke-width="2" {}
-                text x="390" y=(f(ly + 4.0)) font-size="11" fill="#222" { (c.name) }
+                line x1="616" x2="640" y1=(f(ly)) y2=(f(ly)) stroke=(colour) stroke-width="2" {}
+                text x="646" y=(f(ly + 4.0)) font-size="11" fill="#222" { (truncate(&c.name, 40)) }
             }
         }
     }
@@ -295,10 +308,14 @@ mod tests {
     fn ticks_are_round_and_cover_the_range() {
         let t = ticks(0.0, 1.0, 5);
         assert_eq!(t.len(), 6);
-        assert!(t.iter().zip(0..).all(|(v, k)| (v - 0.2 * f64::from(k)).abs() < 1e-9));
+        assert!(
+            t.iter()
+                .zip(0..)
+                .all(|(v, k)| (v - 0.2 * f64::from(k)).abs() < 1e-9)
+        );
         let t = ticks(0.0, 7.0, 7);
         assert_eq!(t.first(), Some(&0.0));
-        assert!(t.last().unwrap() >= &7.0 - 1e-9);
+        assert!(*t.last().unwrap() >= 7.0 - 1e-9);
         assert_eq!(num(0.25), "0.25");
         assert_eq!(num(2.0), "2");
         assert_eq!(num(-1.5), "-1.5");
@@ -306,18 +323,27 @@ mod tests {
 
     #[test]
     fn labels_are_escaped_in_svg() {
-        let svg = bars("t", &[("<script>x</script>".into(), 1.0)], "u").into_string();
+        let svg = bars("t", &[("<script>x</script>".into(), 1.0)], "u", WIDE).into_string();
         assert!(!svg.contains("<script>"));
         assert!(svg.contains("&lt;script&gt;"));
     }
 
     #[test]
-    fn the_burn_down_ends_at_the_charged_total() {
+    fn the_burn_down_draws_the_charged_and_total_lines() {
         let pts = [
-            BurnPoint { entry: 1, charged: 0.0, total: 1.0 },
-            BurnPoint { entry: 2, charged: 0.5, total: 1.0 },
+            BurnPoint {
+                entry: 1,
+                charged: 0.0,
+                total: 1.0,
+            },
+            BurnPoint {
+                entry: 2,
+                charged: 0.5,
+                total: 1.0,
+            },
         ];
         let svg = burn_down(&pts).into_string();
-        assert!(svg.contains("charged") && svg.contains("<path"));
+        assert_eq!(svg.matches("<path").count(), 2);
+        assert!(svg.contains("charged") && svg.contains("total"));
     }
 }
