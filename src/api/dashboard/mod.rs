@@ -196,11 +196,6 @@ fn miss(dash: &Dash, headers: &HeaderMap, who: &Session, m: Miss, what: &str) ->
     }
 }
 
-/// The session, or the response that sends the browser to log in.
-fn session(dash: &Dash, headers: &HeaderMap) -> Result<Session, Response> {
-    dash.sessions.get(headers).ok_or_else(to_login)
-}
-
 /// Whether a state-changing POST comes from this site: with a
 /// `SameSite=Strict` cookie a cross-site form already arrives without the
 /// session; this also refuses a cross-site log-in (login CSRF). Browsers
@@ -322,9 +317,8 @@ async fn logout(State(dash): State<Dash>, headers: HeaderMap) -> Response {
 }
 
 async fn overview(State(dash): State<Dash>, headers: HeaderMap) -> Response {
-    let who = match session(&dash, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
+    let Some(who) = dash.sessions.get(&headers) else {
+        return to_login();
     };
     let k = &who.secret;
     let lists = async {
@@ -345,9 +339,8 @@ async fn overview(State(dash): State<Dash>, headers: HeaderMap) -> Response {
 }
 
 async fn dataset(State(dash): State<Dash>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    let who = match session(&dash, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
+    let Some(who) = dash.sessions.get(&headers) else {
+        return to_login();
     };
     let k = &who.secret;
     let id = encode(&id);
@@ -385,9 +378,8 @@ async fn dataset(State(dash): State<Dash>, headers: HeaderMap, Path(id): Path<St
 }
 
 async fn job(State(dash): State<Dash>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    let who = match session(&dash, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
+    let Some(who) = dash.sessions.get(&headers) else {
+        return to_login();
     };
     let id = encode(&id);
     match dash.api.get(&who.secret, &format!("/v1/jobs/{id}")).await {
@@ -420,9 +412,8 @@ async fn job_events(
 }
 
 async fn model(State(dash): State<Dash>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    let who = match session(&dash, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
+    let Some(who) = dash.sessions.get(&headers) else {
+        return to_login();
     };
     let k = &who.secret;
     let id = encode(&id);
@@ -448,9 +439,8 @@ async fn deployment(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Response {
-    let who = match session(&dash, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
+    let Some(who) = dash.sessions.get(&headers) else {
+        return to_login();
     };
     let k = &who.secret;
     let name = encode(&name);
@@ -469,9 +459,8 @@ async fn deployment(
 }
 
 async fn experiments(State(dash): State<Dash>, headers: HeaderMap) -> Response {
-    let who = match session(&dash, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
+    let Some(who) = dash.sessions.get(&headers) else {
+        return to_login();
     };
     let results: Value = serde_json::from_str(RESULTS_JSON).unwrap_or(Value::Null);
     page(StatusCode::OK, pages::experiments(&who, &results))
