@@ -199,13 +199,17 @@ fn miss(dash: &Dash, headers: &HeaderMap, who: &Session, m: Miss, what: &str) ->
 /// Whether a state-changing POST comes from this site: with a
 /// `SameSite=Strict` cookie a cross-site form already arrives without the
 /// session; this also refuses a cross-site log-in (login CSRF). Browsers
-/// send `Origin` on every POST; when it is there it must name the `Host`.
+/// send `Origin` on every POST; when it is there it must name the host the
+/// browser asked: `X-Forwarded-Host` when a reverse proxy sets it (the proxy
+/// may rewrite `Host`), else `Host`. A cross-site form cannot set either
+/// header, so trusting the forwarded one gives an attacker nothing.
 fn same_origin(headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
         return true;
     };
     let host = headers
-        .get(header::HOST)
+        .get("x-forwarded-host")
+        .or_else(|| headers.get(header::HOST))
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let origin_host = origin.split_once("://").map_or("", |(_, rest)| rest);
@@ -527,5 +531,18 @@ mod tests {
             HeaderValue::from_static("https://evil.example"),
         );
         assert!(!same_origin(&h));
+        h.insert(header::ORIGIN, HeaderValue::from_static("null"));
+        assert!(!same_origin(&h));
+        // Behind a proxy that rewrites Host: the forwarded host counts.
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://privboost.example"),
+        );
+        assert!(!same_origin(&h));
+        h.insert(
+            "x-forwarded-host",
+            HeaderValue::from_static("privboost.example"),
+        );
+        assert!(same_origin(&h));
     }
 }
