@@ -295,3 +295,57 @@ async fn a_hostile_column_name_is_escaped_and_a_revoked_key_is_logged_out() {
     assert_eq!(r.headers()["location"], "/dashboard/login");
     s.stop().await;
 }
+
+/// A job that has not ended: its page names the event stream (for the
+/// script) and refreshes itself without JavaScript; once it ended, neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_job_page_follows_the_job_with_or_without_javascript() {
+    let s = TestServer::start_with(|c| c.workers = 1).await;
+    let (_, owner) = s.key("owner", "alice").await;
+    let dataset = s.upload_mushroom(&owner, 2.0).await;
+    // 10,000 TopDown rounds on 8124 rows: tens of seconds, so the page
+    // below is asked for long before the job could end; it is cancelled.
+    let job = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 0.5, "rounds": 10000, "weak_learner": "dp-top-down"}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let id = job["id"].as_str().unwrap().to_owned();
+    let c = browser();
+    let cookie = log_in(&s, &c, &owner).await;
+    let (status, html) = page(&s, &c, &cookie, &format!("/dashboard/jobs/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains(&format!(r#"data-events="/dashboard/jobs/{id}/events""#)),
+        "{html}"
+    );
+    assert!(html.contains(r#"<noscript><meta http-equiv="refresh" content="3"></noscript>"#));
+    assert!(html.contains(r#"<script src="/dashboard/static/live.js" defer></script>"#));
+    let r = c
+        .get(s.at("/dashboard/static/live.js"))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.text().await.unwrap().contains("new EventSource"));
+
+    // 200 when it was still queued (refunded), 202 when it was running.
+    let r = s
+        .client
+        .post(s.at(&format!("/v1/jobs/{id}/cancel")))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap();
+    assert!([StatusCode::OK, StatusCode::ACCEPTED].contains(&r.status()));
+    let ended = s.wait_job(&owner, &id).await;
+    assert_eq!(ended["state"], "cancelled");
+    let (_, html) = page(&s, &c, &cookie, &format!("/dashboard/jobs/{id}")).await;
+    assert!(html.contains("cancelled"));
+    assert!(!html.contains("data-events") && !html.contains("<noscript>"));
+    s.stop().await;
+}
