@@ -14,8 +14,10 @@
 //!
 //! - [`session`]: log-in sessions (cookie, server-side map);
 //! - [`pages`]: the maud templates;
+//! - [`inspection`]: a model's inspection (vote tables, shapes, trees);
 //! - [`svg`]: the charts.
 
+mod inspection;
 mod pages;
 mod session;
 mod svg;
