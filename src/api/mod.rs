@@ -19,6 +19,7 @@
 pub mod auth;
 pub mod error;
 
+mod dashboard;
 mod datasets;
 mod evaluations;
 mod invocations;
@@ -391,6 +392,10 @@ pub fn router(state: AppState) -> Router {
             config.request_timeout,
         ))
         .layer(axum::middleware::from_fn(error::normalize_errors))
+        // The web dashboard (HTML; its error pages stay HTML, so it joins
+        // inside the request-id, tracing and metrics layers but outside the
+        // problem+json normaliser; it sets its own body limit and timeout).
+        .merge(dashboard::router(state.clone()))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::record,

@@ -1,0 +1,177 @@
+//! A model's inspection as HTML and SVG, by its shape: LazyBB's vote table,
+//! additive shape and TopDown trees; DP-EBM's importances and shape
+//! functions; dp-linear's coefficients; DPBoost's trees. Read from the JSON
+//! that `GET /v1/models/{id}` returns (the family's inspection types), so
+//! that this layer names no learner's module.
+
+use maud::{Markup, html};
+use serde_json::Value;
+
+use super::pages::{kv, text};
+use super::svg;
+
+/// The inspection, by its shape: LazyBB's vote table and shape (and
+/// trees), DP-EBM's shape functions, dp-linear's coefficients, DPBoost's
+/// trees; anything else as a table of its fields.
+pub(super) fn render(i: &Value) -> Markup {
+    if i["vote_table"].is_array() {
+        lazybb(i)
+    } else if i["shapes"].is_array() {
+        ebm(i)
+    } else if i["coefficients"].is_array() {
+        linear(i)
+    } else if i["trees"].is_array() && !i["initial_score"].is_null() {
+        dpboost(i)
+    } else {
+        kv(i)
+    }
+}
+
+/// Most bars in one chart (the tables list everything).
+const MAX_BARS: usize = 40;
+
+fn lazybb(i: &Value) -> Markup {
+    let votes = i["vote_table"].as_array().cloned().unwrap_or_default();
+    let bars: Vec<(String, f64)> = votes
+        .iter()
+        .take(MAX_BARS)
+        .map(|v| (text(&v["rule"]), v["votes"].as_f64().unwrap_or(0.0)))
+        .collect();
+    let shapes = i["shape"].as_array().cloned().unwrap_or_default();
+    let trees = i["trees"].as_array().cloned().unwrap_or_default();
+    html! {
+        dl.facts {
+            dt { "Rounds (τ)" } dd { (text(&i["tau"])) }
+            dt { "Constant votes" } dd { (text(&i["constant_votes"])) }
+            dt { "Literals used" } dd { (text(&i["literals_used"])) " of " (text(&i["literals_total"])) }
+            dt { "Features used" } dd { (i["features_used"].as_array().map_or(0, Vec::len)) " of " (text(&i["features_total"])) }
+        }
+        h3 { "Vote table" }
+        p.note { "Net votes per rule: times the rule was chosen minus times its negation was (LazyBB, one vote per round)." }
+        (svg::bars("Net votes per rule", &bars, "net votes", svg::WIDE))
+        table #vote-table {
+            thead { tr { th { "Rule" } th { "Feature" } th { "Condition" } th { "Net votes" } } }
+            tbody {
+                @for v in &votes {
+                    tr { td { (text(&v["rule"])) } td { (text(&v["feature"])) } td { (text(&v["condition"])) } td.num { (text(&v["votes"])) } }
+                }
+            }
+        }
+        @if !shapes.is_empty() {
+            h3 { "Additive shape per feature" }
+            p.note { "What each condition adds to the score in [-1, 1] (2 v / τ): a stump ensemble is additive." }
+            div.grid {
+                @for s in &shapes {
+                    @let items: Vec<(String, f64)> = s["entries"].as_array().into_iter().flatten()
+                        .map(|e| (text(&e["condition"]), e["contribution"].as_f64().unwrap_or(0.0))).collect();
+                    figure {
+                        figcaption { (text(&s["feature"])) }
+                        (svg::bars(&text(&s["feature"]), &items, "contribution to the score", svg::NARROW))
+                    }
+                }
+            }
+        }
+        @if !trees.is_empty() {
+            h3 { "Trees" }
+            @for (k, t) in trees.iter().enumerate() {
+                details open[k < 3] {
+                    summary { "Tree " (k + 1) }
+                    pre.tree { (text(&t["text"])) }
+                }
+            }
+        }
+    }
+}
+
+fn ebm(i: &Value) -> Markup {
+    let shapes = i["shapes"].as_array().cloned().unwrap_or_default();
+    let importances: Vec<(String, f64)> = shapes
+        .iter()
+        .map(|s| (text(&s["feature"]), s["importance"].as_f64().unwrap_or(0.0)))
+        .collect();
+    html! {
+        dl.facts { dt { "Intercept" } dd { (text(&i["intercept"])) } }
+        h3 { "Importances" }
+        p.note { "Count-weighted mean |f| per feature." }
+        (svg::bars("Feature importances", &importances, "importance", svg::WIDE))
+        h3 { "Shape functions" }
+        p.note { "Each feature's term f(x) per bin (DP-EBM); the counts are the public noisy counts of the bins." }
+        div.grid {
+            @for s in &shapes {
+                @let items: Vec<(String, f64)> = s["bins"].as_array().into_iter().flatten()
+                    .map(|b| (text(&b["label"]), b["value"].as_f64().unwrap_or(0.0))).collect();
+                figure.shape {
+                    figcaption { (text(&s["feature"])) " (importance " (text(&s["importance"])) ")" }
+                    (svg::bars(&text(&s["feature"]), &items, "f(x)", svg::NARROW))
+                    details {
+                        summary { "Bins" }
+                        table {
+                            thead { tr { th { "Bin" } th { "Noisy count" } th { "f" } } }
+                            tbody {
+                                @for b in s["bins"].as_array().into_iter().flatten() {
+                                    tr { td { (text(&b["label"])) } td.num { (text(&b["count"])) } td.num { (text(&b["value"])) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn linear(i: &Value) -> Markup {
+    let mut coefs = i["coefficients"].as_array().cloned().unwrap_or_default();
+    coefs.sort_by(|a, b| {
+        let f = |v: &Value| v["coefficient"].as_f64().unwrap_or(0.0).abs();
+        f(b).total_cmp(&f(a))
+    });
+    let bars: Vec<(String, f64)> = coefs
+        .iter()
+        .take(MAX_BARS)
+        .map(|c| {
+            (
+                text(&c["feature"]),
+                c["coefficient"].as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect();
+    html! {
+        dl.facts { dt { "Intercept" } dd { (text(&i["intercept"])) } }
+        h3 { "Coefficients" }
+        p.note { "Largest |coefficient| first (at most " (MAX_BARS) " bars; the table lists all)." }
+        (svg::bars("Coefficients", &bars, "coefficient", svg::WIDE))
+        table #coefficients {
+            thead { tr { th { "Feature" } th { "Column" } th { "Coefficient" } th { "Per unit" } th { "Noisy curvature" } } }
+            tbody {
+                @for c in &coefs {
+                    tr {
+                        td { (text(&c["feature"])) } td { (text(&c["block"])) }
+                        td.num { (text(&c["coefficient"])) } td.num { (text(&c["per_unit"])) } td.num { (text(&c["curvature"])) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn dpboost(i: &Value) -> Markup {
+    let trees = i["trees"].as_array().cloned().unwrap_or_default();
+    html! {
+        dl.facts {
+            dt { "Initial score" } dd { (text(&i["initial_score"])) }
+            dt { "Trees per ensemble" } dd { (text(&i["trees_per_ensemble"])) }
+            dt { "Trees" } dd { (trees.len()) }
+        }
+        @for (k, t) in trees.iter().enumerate() {
+            details open[k < 3] {
+                summary { "Tree " (k + 1) }
+                @let leaves: Vec<(String, f64)> = t["leaves"].as_array().into_iter().flatten().enumerate()
+                    .map(|(j, v)| (format!("leaf {}", j + 1), v.as_f64().unwrap_or(0.0))).collect();
+                p { "Splits in heap order (a row goes left when it matches): " }
+                ol.splits { @for s in t["splits"].as_array().into_iter().flatten() { li { (text(s)) } } }
+                (svg::bars("Leaf values", &leaves, "leaf value", svg::WIDE))
+            }
+        }
+    }
+}
