@@ -21,7 +21,23 @@ fn facts(n_rows: usize, task: Task) -> PublicFacts {
             intervals: (15, 28),
             linear: (15, 28),
         },
+        private_bins: 0,
     }
+}
+
+/// A schema with private bins is refused before any charge: the candidates
+/// would each need the one binning phase's derived schema, not built yet.
+#[test]
+fn a_schema_with_private_bins_is_refused() {
+    let with_bins = PublicFacts {
+        private_bins: 1,
+        ..facts(32_561, Task::Binary)
+    };
+    let e = AlgorithmSpec::Auto(Default::default())
+        .plan(budget(1.0, 0.0), with_bins)
+        .unwrap_err();
+    assert!(e.to_string().contains("private bins"), "{e}");
+    assert_eq!(e.field(), "algorithm");
 }
 
 fn budget(epsilon: f64, delta: f64) -> Budget {
