@@ -210,31 +210,8 @@ async fn concurrent_submissions_on_a_filter_dataset_admit_exactly_what_fits() {
         .await;
     let body = expect_status(r, StatusCode::CREATED).await;
     let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
-    let mut tasks = Vec::new();
-    for _ in 0..k + 20 {
-        let client = s.client.clone();
-        let url = s.at("/v1/jobs");
-        let owner = owner.clone();
-        let body = json!({"dataset_id": dataset, "epsilon": 0.0005, "rounds": 5});
-        tasks.push(tokio::spawn(async move {
-            client
-                .post(url)
-                .bearer_auth(owner)
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-                .status()
-        }));
-    }
-    let mut accepted = 0;
-    for t in tasks {
-        match t.await.unwrap() {
-            StatusCode::ACCEPTED => accepted += 1,
-            StatusCode::CONFLICT => {}
-            other => panic!("unexpected status {other}"),
-        }
-    }
+    let body = json!({"dataset_id": dataset, "epsilon": 0.0005, "rounds": 5});
+    let accepted = s.submit_concurrently(&owner, &body, k + 20).await;
     assert_eq!(accepted, k);
     let ledger = s.ledger(&owner, &dataset).await;
     let charged = ledger

@@ -78,31 +78,8 @@ async fn twenty_concurrent_submissions_admit_exactly_k() {
     // Total 1.0, each job 0.125 (exact in binary): exactly 8 fit.
     let k = 8;
     let dataset = s.upload_small(&owner, 1.0, 200).await;
-    let mut tasks = Vec::new();
-    for _ in 0..20 {
-        let client = s.client.clone();
-        let url = s.at("/v1/jobs");
-        let owner = owner.clone();
-        let body = json!({"dataset_id": dataset, "epsilon": 0.125, "tau": 5});
-        tasks.push(tokio::spawn(async move {
-            client
-                .post(url)
-                .bearer_auth(owner)
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-                .status()
-        }));
-    }
-    let mut accepted = 0;
-    for t in tasks {
-        match t.await.unwrap() {
-            StatusCode::ACCEPTED => accepted += 1,
-            StatusCode::CONFLICT => {}
-            other => panic!("unexpected status {other}"),
-        }
-    }
+    let body = json!({"dataset_id": dataset, "epsilon": 0.125, "tau": 5});
+    let accepted = s.submit_concurrently(&owner, &body, 20).await;
     assert_eq!(accepted, k);
     let entries = s.ledger(&owner, &dataset).await;
     let charges: Vec<f64> = entries

@@ -28,6 +28,7 @@
 //! time, so the list is capped at [`MAX_CANDIDATES`] and random stopping is
 //! not used.
 
+use super::metrics::scale_for;
 use super::{Budget, NoiseRng, PrivacyCost, PrivacyError, exact};
 
 /// The longest candidate list: up to 3, running each candidate once costs
@@ -36,10 +37,6 @@ pub const MAX_CANDIDATES: usize = 3;
 
 /// The grid of a clipped squared error, in units of the clip squared.
 pub const ERROR_GRID: u64 = 1 << 16;
-
-/// Denominator of the rational noise scales (rounded up: at least the noise
-/// the proof needs).
-const SCALE_DEN: u128 = 1 << 32;
 
 /// `total / k`, rounded down until `k` copies summed in order do not exceed
 /// `total` (float division can round up by an ulp; the proof needs the sum
@@ -142,22 +139,6 @@ pub fn random_partition(
     let mut chosen = order[..size].to_vec();
     chosen.sort_unstable();
     Ok(chosen)
-}
-
-/// `sensitivity / epsilon` as a rational `num / SCALE_DEN`, rounded up.
-fn scale_for(sensitivity: f64, epsilon: f64) -> Result<(u128, u128), PrivacyError> {
-    if !(epsilon > 0.0 && epsilon.is_finite()) {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "epsilon (epsilon) must be a positive number, got {epsilon}"
-        )));
-    }
-    let num = (sensitivity / epsilon * SCALE_DEN as f64).ceil();
-    if !(num >= 1.0 && num < (1u128 << 63) as f64) {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "epsilon (epsilon): {epsilon} per candidate gives a noise scale the exact sampler cannot draw"
-        )));
-    }
-    Ok((num as u128, SCALE_DEN))
 }
 
 /// Whether both score releases can be drawn at `epsilon` (checked in the

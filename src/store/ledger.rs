@@ -232,17 +232,7 @@ pub(crate) async fn append_total(
     total: Amount,
     created_by: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by) VALUES (?, 'total', NULL, ?, ?, ?, ?)",
-    )
-    .bind(dataset_id)
-    .bind(total.epsilon)
-    .bind(total.delta)
-    .bind(now())
-    .bind(created_by)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
+    insert(conn, dataset_id, "total", None, total, created_by, None).await
 }
 
 /// Append a job's (or an evaluation's) `charge`, with its privacy-loss
@@ -257,13 +247,39 @@ pub(crate) async fn append_charge(
     let (epsilon, delta) = loss.basic();
     let loss_json =
         serde_json::to_string(loss).map_err(|e| StoreError::Corrupt(format!("loss: {e}")))?;
+    let amount = Amount { epsilon, delta };
+    let job = Some(job_id);
+    insert(
+        conn,
+        dataset_id,
+        "charge",
+        job,
+        amount,
+        created_by,
+        Some(&loss_json),
+    )
+    .await
+}
+
+/// One `INSERT` into the ledger (the only statement that writes it, with
+/// [`append_refund`]'s copy of a charge).
+async fn insert(
+    conn: &mut SqliteConnection,
+    dataset_id: &str,
+    kind: &str,
+    job_id: Option<&str>,
+    amount: Amount,
+    created_by: &str,
+    loss_json: Option<&str>,
+) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by, loss_json) VALUES (?, 'charge', ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by, loss_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(dataset_id)
+    .bind(kind)
     .bind(job_id)
-    .bind(epsilon)
-    .bind(delta)
+    .bind(amount.epsilon)
+    .bind(amount.delta)
     .bind(now())
     .bind(created_by)
     .bind(loss_json)

@@ -250,6 +250,29 @@ impl TestServer {
         .await;
         body["items"].as_array().unwrap().clone()
     }
+
+    /// Send `count` copies of a job submission at once; how many were
+    /// admitted (202). Anything but 202 or 409 (over budget) fails the test.
+    pub async fn submit_concurrently(&self, key: &str, body: &Value, count: usize) -> usize {
+        let mut tasks = Vec::new();
+        for _ in 0..count {
+            let (client, url) = (self.client.clone(), self.at("/v1/jobs"));
+            let (key, body) = (key.to_owned(), body.clone());
+            tasks.push(tokio::spawn(async move {
+                let r = client.post(url).bearer_auth(key).json(&body).send().await;
+                r.expect("sent").status()
+            }));
+        }
+        let mut accepted = 0;
+        for t in tasks {
+            match t.await.expect("task") {
+                StatusCode::ACCEPTED => accepted += 1,
+                StatusCode::CONFLICT => {}
+                other => panic!("unexpected status {other}"),
+            }
+        }
+        accepted
+    }
 }
 
 /// Create a key with `admin` on the server at `base` (also a child process's
