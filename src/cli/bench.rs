@@ -67,10 +67,10 @@ pub struct BenchArgs {
     /// With --scale, LazyBB uses DP-1R and --rounds.
     #[arg(long, value_parser = parse_algorithms)]
     algorithm: Option<AlgorithmList>,
-    /// Epsilon for `--algorithm`.
+    /// Epsilon for `--algorithm` and for every learner of `--scale`.
     #[arg(long, default_value_t = 1.0)]
     epsilon: f64,
-    /// Delta for `--algorithm` (DP-EBM needs delta > 0).
+    /// Delta for `--algorithm` and `--scale` (DP-EBM needs delta > 0).
     #[arg(long, default_value_t = 1e-6)]
     delta: f64,
     /// Instead of Adult, generate a synthetic table of this many rows (e.g.

@@ -120,9 +120,7 @@ pub fn run(args: &BenchArgs, rows: usize) -> anyhow::Result<()> {
     let csv_bytes = std::fs::metadata(&temp.0)?.len();
 
     // Ingest: read + encode through the reader `train` uses.
-    let data = ingest(&temp.0, csv_bytes, &encoder)?;
-    let ingest_time = data.1;
-    let data = data.0;
+    let (data, ingest_time) = ingest(&temp.0, csv_bytes, &encoder)?;
     drop(temp);
     let peak_after_ingest = peak_rss_bytes();
     let ingest_rate = rows as f64 / ingest_time.as_secs_f64();
@@ -191,7 +189,8 @@ fn time_learner(
         flags.weak_learner = Some(WeakLearnerArg::OneRule);
     }
     let mut row = TrainingRow {
-        algorithm: format!("{algorithm:?}").to_lowercase(),
+        algorithm: clap::ValueEnum::to_possible_value(&algorithm)
+            .map_or_else(|| format!("{algorithm:?}"), |v| v.get_name().to_string()),
         parameters: String::new(),
         epsilon: args.epsilon,
         delta: args.delta,
