@@ -1,5 +1,8 @@
 //! `privboost bench`: training and in-process prediction speed on Adult;
-//! `--algorithm NAME` times any learner at its defaults instead.
+//! `--algorithm NAME` times any learner at its defaults instead (`all` or a
+//! comma-separated list times several in turn). `--scale ROWS` measures
+//! ingest, training and peak memory on a generated synthetic table instead
+//! ([`scale`]).
 //!
 //! Speed is measured here, not in tests (timed tests flake on busy machines).
 //! Run it from a release build: `cargo run --release -- bench`.
@@ -18,6 +21,31 @@ use privboost::privacy::{Budget, NoiseRng};
 use super::algorithm::{AlgorithmArg, AlgorithmArgs};
 use super::files;
 
+mod scale;
+
+/// The learners `--algorithm` names: `all`, or a comma-separated list.
+#[derive(Debug, Clone)]
+pub struct AlgorithmList(Vec<AlgorithmArg>);
+
+fn parse_algorithms(text: &str) -> Result<AlgorithmList, String> {
+    use clap::ValueEnum;
+    if text.trim() == "all" {
+        return Ok(AlgorithmList(AlgorithmArg::value_variants().to_vec()));
+    }
+    text.split(',')
+        .map(|name| AlgorithmArg::from_str(name.trim(), true))
+        .collect::<Result<Vec<_>, _>>()
+        .map(AlgorithmList)
+        .map_err(|e| {
+            let names = AlgorithmArg::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value())
+                .map(|v| v.get_name().to_string())
+                .collect::<Vec<_>>();
+            format!("{e}; expected all or a list of {}", names.join(", "))
+        })
+}
+
 /// Options of `privboost bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -30,19 +58,33 @@ pub struct BenchArgs {
     /// Rounds for the training benchmark (the paper's largest).
     #[arg(long, default_value_t = 99)]
     rounds: u32,
-    /// Training runs to time.
-    #[arg(long, default_value_t = 30)]
-    iterations: usize,
-    /// Also time this learner at its default parameters, through the same
-    /// plan-and-fit path as `train` and the service.
-    #[arg(long, value_enum)]
-    algorithm: Option<AlgorithmArg>,
-    /// Epsilon for `--algorithm`.
+    /// Training runs to time [default: 30 on Adult, 1 with --scale].
+    #[arg(long)]
+    iterations: Option<usize>,
+    /// Time these learners at their default parameters instead, through the
+    /// same plan-and-fit path as `train` and the service: one of lazybb,
+    /// dp-ebm, dp-linear, dpboost, auto, a comma-separated list, or `all`.
+    /// With --scale, LazyBB uses DP-1R and --rounds.
+    #[arg(long, value_parser = parse_algorithms)]
+    algorithm: Option<AlgorithmList>,
+    /// Epsilon for `--algorithm` and for every learner of `--scale`.
     #[arg(long, default_value_t = 1.0)]
     epsilon: f64,
-    /// Delta for `--algorithm` (DP-EBM needs delta > 0).
+    /// Delta for `--algorithm` and `--scale` (DP-EBM needs delta > 0).
     #[arg(long, default_value_t = 1e-6)]
     delta: f64,
+    /// Instead of Adult, generate a synthetic table of this many rows (e.g.
+    /// 1000000, 100k, 10M: 20 numeric columns x 10 intervals = 200
+    /// literals), write it as CSV to a temporary file, read it back and train
+    /// on it; report ingest rows/s, training time and peak memory.
+    #[arg(long, value_parser = privboost::eval::synthetic::parse_rows)]
+    scale: Option<usize>,
+    /// The synthetic table's seed (not privacy noise: it fixes the table).
+    #[arg(long, default_value_t = privboost::eval::synthetic::SEED)]
+    seed: u64,
+    /// With --scale, also write the figures as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 /// Time `algorithm` at its defaults: plan once, fit `iterations` times.
@@ -56,8 +98,9 @@ fn bench_learner(
     let budget = Budget::new(args.epsilon, args.delta)?;
     let plan = spec.plan(budget, PublicFacts::new(encoder, data.n_rows()))?;
     let mut noise = NoiseRng::from_os()?;
-    let mut times = Vec::with_capacity(args.iterations);
-    for _ in 0..args.iterations.max(1) {
+    let iterations = args.iterations.unwrap_or(30).max(1);
+    let mut times = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
         let start = Instant::now();
         plan.fit(data, encoder, &mut noise, &mut |_| true)?;
         times.push(start.elapsed());
@@ -80,6 +123,12 @@ fn bench_learner(
 
 /// Run the benchmarks and print the figures.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(rows) = args.scale {
+        return scale::run(&args, rows);
+    }
+    if args.json.is_some() {
+        anyhow::bail!("--json is only written with --scale");
+    }
     let schema = files::load_schema(&args.schema)?;
     let encoder = Encoder::new(&schema)?;
 
@@ -96,8 +145,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         ms(read_time),
         n as f64 / read_time.as_secs_f64()
     );
-    if let Some(algorithm) = args.algorithm {
-        return bench_learner(&args, algorithm, &data, &encoder);
+    if let Some(list) = &args.algorithm {
+        for &algorithm in &list.0 {
+            bench_learner(&args, algorithm, &data, &encoder)?;
+        }
+        return Ok(());
     }
 
     // Table 8's epsilon = 3 row uses tau = 99: kappa 0.35, lambda 0.45.
@@ -110,9 +162,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     .check()?;
     let mut noise = NoiseRng::from_os()?;
-    let mut times = Vec::with_capacity(args.iterations);
+    let iterations = args.iterations.unwrap_or(30).max(1);
+    let mut times = Vec::with_capacity(iterations);
     let mut model = None;
-    for _ in 0..args.iterations.max(1) {
+    for _ in 0..iterations {
         let start = Instant::now();
         let ensemble = learn::train(&data, &params, Some(&mut noise), &mut |_| true)?;
         times.push(start.elapsed());

@@ -23,6 +23,7 @@ use crate::privacy::{Budget, NoiseRng, PrivacyError};
 
 pub mod experiment;
 pub mod learners;
+pub mod synthetic;
 #[cfg(test)]
 mod tests;
 
