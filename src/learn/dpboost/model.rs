@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::params::{DpBoostParams, DpBoostPlan, L2, LeafRelease, clip_bound, leaf_sensitivity};
 use super::tree::NEWTON_BOUND;
 use super::tree::Tree;
-use crate::data::{Encoder, Schema, Task};
+use crate::data::{Encoder, Literal, Schema, Task};
 use crate::learn::LearnError;
 use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
 use crate::privacy::mechanisms;
@@ -328,11 +328,9 @@ impl DpBoostInspection {
                         .splits
                         .iter()
                         .map(|s| {
-                            s.literals
-                                .iter()
-                                .map(|&l| literals[l as usize].name.clone())
-                                .collect::<Vec<_>>()
-                                .join(" or ")
+                            let parts: Vec<&Literal> =
+                                s.literals.iter().map(|&l| &literals[l as usize]).collect();
+                            split_text(&parts)
                         })
                         .collect(),
                     leaves: t.leaves.clone(),
@@ -369,5 +367,75 @@ fn write_node(out: &mut String, t: &TreeOut, node: usize, indent: usize) {
             "{pad}leaf {:+.6}\n",
             t.leaves[node - t.splits.len()]
         ));
+    }
+}
+
+/// How a split reads: a prefix of one numeric column's intervals (the
+/// candidates of `tree::candidates` for a numeric feature) as `x <= c`, the
+/// upper bound of its last interval; any other set of literals (categories,
+/// missing, booleans) as its names joined by "or".
+fn split_text(parts: &[&Literal]) -> String {
+    prefix_bound(parts)
+        .map(|(column, bound)| format!("{column} <= {bound}"))
+        .unwrap_or_else(|| {
+            parts
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" or ")
+        })
+}
+
+/// `(column, c)` when `parts` are one column's first interval (`<= c0`)
+/// followed by the next intervals in order (`in (c0, c1]`, `in (c1, c2]`,
+/// ...), whose union is `column <= c`.
+fn prefix_bound<'a>(parts: &[&'a Literal]) -> Option<(&'a str, &'a str)> {
+    let (first, rest) = parts.split_first()?;
+    let mut bound = first.condition.strip_prefix("<= ")?;
+    for l in rest {
+        let (lo, hi) = l
+            .condition
+            .strip_prefix("in (")?
+            .strip_suffix(']')?
+            .split_once(", ")?;
+        if l.feature != first.feature || lo != bound {
+            return None;
+        }
+        bound = hi;
+    }
+    Some((first.feature_name.as_str(), bound))
+}
+
+#[cfg(test)]
+mod split_text_tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_of_intervals_reads_as_one_bound() {
+        let age = Literal::intervals(0, "age", &[25.0, 35.0, 45.5]);
+        let parts: Vec<&Literal> = age[..3].iter().collect();
+        assert_eq!(split_text(&parts), "age <= 45.5");
+        assert_eq!(split_text(&[&age[0]]), "age <= 25");
+    }
+
+    #[test]
+    fn other_sets_are_listed() {
+        let age = Literal::intervals(0, "age", &[25.0, 35.0, 45.5]);
+        let hours = Literal::intervals(1, "hours", &[40.0, 50.0]);
+        // Not a prefix (skips the first interval), another column, categories.
+        assert_eq!(
+            split_text(&[&age[1], &age[2]]),
+            "25 < age <= 35 or 35 < age <= 45.5"
+        );
+        assert_eq!(
+            split_text(&[&age[0], &hours[1]]),
+            "age <= 25 or 40 < hours <= 50"
+        );
+        let a = Literal::category(2, "workclass", "Private");
+        let b = Literal::category(2, "workclass", "State-gov");
+        assert_eq!(
+            split_text(&[&a, &b]),
+            "workclass == Private or workclass == State-gov"
+        );
     }
 }
