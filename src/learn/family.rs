@@ -328,6 +328,22 @@ pub struct PublicFacts {
 }
 
 impl PublicFacts {
+    /// Adult's shape (14 DP-EBM features, dp-linear's blocks, no private
+    /// bins) with `n_rows` rows and `task`: the facts of the plan tests.
+    #[cfg(test)]
+    pub(crate) fn adult_shaped(n_rows: usize, task: Task) -> PublicFacts {
+        PublicFacts {
+            n_rows,
+            task,
+            n_features: 14,
+            linear: LinearShape {
+                intervals: (15, 28),
+                linear: (15, 28),
+            },
+            private_bins: 0,
+        }
+    }
+
     /// The facts of an encoder's schema and `n_rows` rows.
     /// The learners are planned on the shape of the schema they will train
     /// on: private-bins columns with `k` bins (`Schema::public_shape`), not
@@ -746,16 +762,7 @@ mod tests {
     use crate::data::Schema;
 
     fn facts(task: Task) -> PublicFacts {
-        PublicFacts {
-            n_rows: 32_561,
-            task,
-            n_features: 14,
-            linear: LinearShape {
-                intervals: (15, 28),
-                linear: (15, 28),
-            },
-            private_bins: 0,
-        }
+        PublicFacts::adult_shaped(32_561, task)
     }
 
     #[test]

@@ -8,21 +8,11 @@ use super::file::Score;
 use super::{AutoSpec, candidates, default_validation_share};
 use crate::data::{Dataset, Encoder, LabelMode, Schema, Task, read_csv};
 use crate::learn::family::{AlgorithmName, AlgorithmSpec, PublicFacts};
-use crate::learn::linear::LinearShape;
 use crate::learn::{Model, Output};
 use crate::privacy::{Budget, NoiseRng, PrivacyCost};
 
 fn facts(n_rows: usize, task: Task) -> PublicFacts {
-    PublicFacts {
-        n_rows,
-        task,
-        n_features: 14,
-        linear: LinearShape {
-            intervals: (15, 28),
-            linear: (15, 28),
-        },
-        private_bins: 0,
-    }
+    PublicFacts::adult_shaped(n_rows, task)
 }
 
 /// A schema with private bins is refused before any charge: the candidates
