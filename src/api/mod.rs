@@ -368,10 +368,14 @@ fn routes(config: &Config) -> Routes {
 
 /// Every `(METHOD, path)` the router serves.
 pub fn route_list() -> Vec<(String, String)> {
-    routes(&Config::new(PathBuf::new()))
-        .list
-        .into_iter()
+    let api = routes(&Config::new(PathBuf::new())).list;
+    api.into_iter()
         .map(|(m, p)| (m.to_string(), p.to_owned()))
+        .chain(
+            dashboard::ROUTES
+                .iter()
+                .map(|&(m, p)| (m.to_owned(), p.to_owned())),
+        )
         .collect()
 }
 

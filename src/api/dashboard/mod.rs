@@ -8,9 +8,9 @@
 //! bearer token, so the dashboard cannot show more than the API releases
 //! to that key: the same visibility rules (a stranger's dataset is a 404),
 //! the same coarse times and progress for non-owners, the same rate limit.
-//! It adds no query and reads no row. HTML pages are not part of the API
-//! contract, so these routes are outside `Routes` (and `openapi.yaml`),
-//! like the separate metrics listener.
+//! It adds no query and reads no row. HTML pages are not part of the JSON
+//! API, so these routes are outside `Routes` and its problem+json layer;
+//! [`ROUTES`] lists them for `openapi.yaml` (tag `dashboard`).
 //!
 //! - [`session`]: log-in sessions (cookie, server-side map);
 //! - [`pages`]: the maud templates;
@@ -125,6 +125,26 @@ impl Api {
 /// The dashboard's routes, with their own state; merged by
 /// [`super::router`] inside the request-id, tracing and metrics layers but
 /// outside the problem+json normaliser (its error pages are HTML).
+/// The dashboard's routes (method, path), for `api::route_list` and so for
+/// the test that `openapi.yaml` documents every route; keep it in step with
+/// [`router`] just below (`tests/openapi.rs` fails when they differ from the
+/// document).
+pub(super) const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/dashboard"),
+    ("GET", "/dashboard/"),
+    ("GET", "/dashboard/login"),
+    ("POST", "/dashboard/login"),
+    ("POST", "/dashboard/logout"),
+    ("GET", "/dashboard/datasets/{id}"),
+    ("GET", "/dashboard/jobs/{id}"),
+    ("GET", "/dashboard/jobs/{id}/events"),
+    ("GET", "/dashboard/models/{id}"),
+    ("GET", "/dashboard/deployments/{name}"),
+    ("GET", "/dashboard/experiments"),
+    ("GET", "/dashboard/static/style.css"),
+    ("GET", "/dashboard/static/live.js"),
+];
+
 pub(super) fn router(state: AppState) -> Router<AppState> {
     let timeout = state.config.request_timeout;
     let api = Api {
