@@ -52,20 +52,37 @@ async fn auto_is_refused_before_any_charge() {
 async fn auto_job_end_to_end() {
     let s = TestServer::start().await;
     let (_, owner) = s.key("owner", "alice").await;
-    let dataset = s.upload_mushroom(&owner, 2.0).await;
-    let request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "auto"});
+    let dataset = s.upload_mushroom(&owner, 4.0).await;
+    // At epsilon 1 selection would not pay on 8,124 rows (8,124 x 1 / 2 <
+    // 10,000): the column kinds' favourite (LazyBB: categorical columns
+    // only) alone, on every row, with the whole budget.
+    let small = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "auto"});
+    let estimate = expect_status(
+        s.post(&owner, "/v1/jobs/estimate", &small).await,
+        StatusCode::OK,
+    )
+    .await;
+    let candidates = estimate["noise"]["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 1, "{estimate}");
+    assert_eq!(candidates[0]["label"], "lazybb");
+    assert_eq!(candidates[0]["epsilon"], 1.0);
+    assert_eq!(estimate["noise"]["n_validation"], 0, "{estimate}");
+    assert_eq!(estimate["noise"]["n_train"], 8124, "{estimate}");
+
+    // At epsilon 3 it does (12,186 >= 10,000): both candidates, 1.5 each.
+    let request = json!({"dataset_id": dataset, "epsilon": 3.0, "algorithm": "auto"});
     let estimate = expect_status(
         s.post(&owner, "/v1/jobs/estimate", &request).await,
         StatusCode::OK,
     )
     .await;
     assert_eq!(estimate["cost"]["kind"], "pure", "{estimate}");
-    assert_eq!(estimate["charge"]["epsilon"], 1.0, "{estimate}");
+    assert_eq!(estimate["charge"]["epsilon"], 3.0, "{estimate}");
     let candidates = estimate["noise"]["candidates"].as_array().unwrap();
     assert_eq!(candidates.len(), 2, "{estimate}");
     assert_eq!(candidates[0]["label"], "dp-linear");
     assert_eq!(candidates[1]["label"], "lazybb");
-    assert_eq!(candidates[0]["epsilon"], 0.5);
+    assert_eq!(candidates[0]["epsilon"], 1.5);
     // 8,124 rows: about 1,000 held out (share 1000 / 8124), the rest train.
     assert_eq!(estimate["noise"]["n_validation"], 1000, "{estimate}");
     assert_eq!(estimate["noise"]["n_train"], 7124, "{estimate}");
@@ -82,7 +99,7 @@ async fn auto_job_end_to_end() {
     assert_eq!(ledger.len(), before.len() + 1, "one charge: {ledger:?}");
     let entry = ledger.last().unwrap();
     assert_eq!(entry["kind"], "charge", "{entry}");
-    assert_eq!(entry["epsilon"], 1.0, "{entry}");
+    assert_eq!(entry["epsilon"], 3.0, "{entry}");
     assert_eq!(entry["delta"], 0.0, "{entry}");
 
     let model_id = job["model_id"].as_str().unwrap().to_owned();
@@ -93,7 +110,7 @@ async fn auto_job_end_to_end() {
     .await;
     assert_eq!(model["algorithm"], "auto", "{model}");
     let privacy = &model["privacy"];
-    assert_eq!(privacy["epsilon"], 1.0, "{privacy}");
+    assert_eq!(privacy["epsilon"], 3.0, "{privacy}");
     let selection = &privacy["selection"];
     assert_eq!(selection["candidates"].as_array().unwrap().len(), 2);
     assert_eq!(selection["n_validation"], 1000);
@@ -103,7 +120,7 @@ async fn auto_job_end_to_end() {
     assert_eq!(selection["score"]["metric"], "accuracy", "{selection}");
     assert_eq!(selection["score"]["n_rows"], 1000);
     // The winner's own statement covers its run on the training part.
-    assert_eq!(privacy["winner"]["epsilon"], 0.5, "{privacy}");
+    assert_eq!(privacy["winner"]["epsilon"], 1.5, "{privacy}");
     assert_eq!(model["params"]["winner"], label, "{model}");
 
     let rows = json!({"rows": [

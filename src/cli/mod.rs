@@ -29,7 +29,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Train a differentially private model (LazyBB or DP-EBM) on a CSV file.
+    /// Train a differentially private model (LazyBB, DP-EBM, dp-linear, DPBoost or auto) on a CSV file.
     Train(train::TrainArgs),
     /// Make a new version of a DP-EBM model with a shape function edited (free post-processing).
     Edit(edit::EditArgs),

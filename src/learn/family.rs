@@ -325,6 +325,36 @@ pub struct PublicFacts {
     /// Columns whose cut points are chosen privately (`"bins": {"private":
     /// k}`): their binning is a phase of its own (`learn::binning`).
     pub private_bins: usize,
+    /// The schema's feature columns by kind (`auto`'s candidate rule reads
+    /// them).
+    pub kinds: ColumnKinds,
+}
+
+/// How many of a schema's feature columns (the label and ignored columns
+/// left out) are numeric and how many are categorical or boolean. Public:
+/// the schema says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ColumnKinds {
+    /// Numeric columns (cut points, public or private).
+    pub numeric: usize,
+    /// Categorical and boolean columns (one literal per value).
+    pub categorical: usize,
+}
+
+impl ColumnKinds {
+    /// The kinds of `schema`'s feature columns.
+    pub fn of(schema: &crate::data::Schema) -> ColumnKinds {
+        use crate::data::Column;
+        let mut kinds = ColumnKinds::default();
+        for column in &schema.columns {
+            match column {
+                Column::Numeric(_) => kinds.numeric += 1,
+                Column::Categorical(_) | Column::Boolean(_) => kinds.categorical += 1,
+                Column::Ignore(_) => {}
+            }
+        }
+        kinds
+    }
 }
 
 impl PublicFacts {
@@ -341,6 +371,10 @@ impl PublicFacts {
                 linear: (15, 28),
             },
             private_bins: 0,
+            kinds: ColumnKinds {
+                numeric: 6,
+                categorical: 8,
+            },
         }
     }
 
@@ -362,6 +396,7 @@ impl PublicFacts {
             n_features: ebm::bins::layout(shape).len(),
             linear: LinearShape::new(shape),
             private_bins: binning::count_private(schema),
+            kinds: ColumnKinds::of(schema),
         }
     }
 }

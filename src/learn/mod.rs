@@ -30,7 +30,7 @@ pub mod trained;
 
 pub use lazybb::{baselines, hypothesis, inspect, model, params, projection};
 
-pub use family::{AlgorithmName, AlgorithmSpec, LazyBbSpec, Plan, PublicFacts};
+pub use family::{AlgorithmName, AlgorithmSpec, ColumnKinds, LazyBbSpec, Plan, PublicFacts};
 pub use hypothesis::Hypothesis;
 pub use inspect::{Inspection, inspect};
 pub use lazybb::{Ensemble, train};
