@@ -63,19 +63,31 @@ pub(crate) struct Loaded {
     negative: String,
 }
 
-/// Loaded models by id. Models never change, so entries never go stale;
-/// the map is cleared when it reaches [`MODEL_CACHE_SIZE`].
+/// Loaded models by id, with their stored records. Models never change
+/// (`store::models` neither updates nor deletes one; an edit is a new
+/// model), so entries never go stale, on this replica or any other; the
+/// map is cleared when it reaches [`MODEL_CACHE_SIZE`].
 #[derive(Default)]
 pub(crate) struct ModelCache {
-    map: Mutex<HashMap<String, Arc<Loaded>>>,
+    map: Mutex<HashMap<String, (ModelRecord, Arc<Loaded>)>>,
 }
 
 /// Models kept loaded.
 const MODEL_CACHE_SIZE: usize = 256;
 
 impl ModelCache {
+    /// The record and loaded model of `id` if they are loaded: what a
+    /// prediction needs without a database read.
+    fn get(&self, id: &str) -> Option<(ModelRecord, Arc<Loaded>)> {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+    }
+
     pub(super) fn load(&self, record: &ModelRecord) -> Result<Arc<Loaded>, ApiError> {
-        if let Some(l) = self
+        if let Some((_, l)) = self
             .map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -104,7 +116,7 @@ impl ModelCache {
         if map.len() >= MODEL_CACHE_SIZE {
             map.clear();
         }
-        map.insert(record.id.clone(), loaded.clone());
+        map.insert(record.id.clone(), (record.clone(), loaded.clone()));
         Ok(loaded)
     }
 }
@@ -332,6 +344,11 @@ pub(super) async fn deployed(
     name: &str,
 ) -> Result<(Deployment, ModelRecord, Arc<Loaded>), ApiError> {
     let d = deployment(state, caller, name).await?;
+    // The deployment is read every time (it moves between versions); the
+    // model it points to never changes, so a loaded one needs no read.
+    if let Some((record, loaded)) = state.models.get(&d.model_id) {
+        return Ok((d, record, loaded));
+    }
     let record = models::get(&state.pool, &d.model_id)
         .await?
         .ok_or(ApiError::NotFound("deployment"))?;

@@ -133,9 +133,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .json()
             .init();
     } else {
+        // Colours only on a terminal: a log file or a collector gets plain
+        // text, not escape codes.
         tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }
     let config = args.config()?;
