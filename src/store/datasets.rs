@@ -414,7 +414,7 @@ pub(crate) async fn grants(db: &super::Db, dataset_id: &str) -> Result<Vec<Strin
 }
 
 /// `(schema_json, n_rows, n_cols, features, labels)` as read.
-type StoredRows = (String, i64, i64, Vec<u8>, Vec<u8>);
+pub(super) type StoredRows = (String, i64, i64, Vec<u8>, Vec<u8>);
 
 /// The training rows of a claimed job's dataset, with its schema JSON.
 /// Only a [`ClaimedJob`] (whose charge was admitted) opens rows. `None` when
@@ -433,10 +433,31 @@ pub(super) async fn rows_of(
     db: &super::Db,
     dataset_id: &str,
 ) -> Result<Option<(String, Dataset)>, StoreError> {
+    let Some((schema_json, n_rows, n_cols, features, labels)) = stored_rows(db, dataset_id).await?
+    else {
+        return Ok(None);
+    };
+    let rows = EncodedRows {
+        n_rows: usize::try_from(n_rows).map_err(|_| StoreError::Corrupt("n_rows".into()))?,
+        n_cols: usize::try_from(n_cols).map_err(|_| StoreError::Corrupt("n_cols".into()))?,
+        features,
+        labels,
+    };
+    let schema = crate::data::Schema::from_json(&schema_json)
+        .map_err(|e| StoreError::Corrupt(format!("stored schema: {e}")))?;
+    let regression = matches!(schema.task(), crate::data::Task::Regression { .. });
+    Ok(Some((schema_json, encoded::decode(&rows, regression)?)))
+}
+
+/// A dataset's rows as stored (bytes still encoded).
+pub(super) async fn stored_rows(
+    db: &super::Db,
+    dataset_id: &str,
+) -> Result<Option<StoredRows>, StoreError> {
     super::with_db!(db, |pool, pg| {
         // On PostgreSQL the chunks are joined in order by the one
         // statement, so the bytes come from a single snapshot.
-        let row: Option<StoredRows> = sqlx::query_as(if pg {
+        Ok(sqlx::query_as(if pg {
             "SELECT d.schema_json, r.n_rows, r.n_cols, \
              COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'features'), ''::bytea), \
              COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'labels'), ''::bytea) \
@@ -444,21 +465,8 @@ pub(super) async fn rows_of(
         } else {
             "SELECT d.schema_json, r.n_rows, r.n_cols, r.features, r.labels FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id WHERE r.dataset_id = $1"
         })
-    .bind(dataset_id)
-    .fetch_optional(pool)
-    .await?;
-        let Some((schema_json, n_rows, n_cols, features, labels)) = row else {
-            return Ok(None);
-        };
-        let rows = EncodedRows {
-            n_rows: usize::try_from(n_rows).map_err(|_| StoreError::Corrupt("n_rows".into()))?,
-            n_cols: usize::try_from(n_cols).map_err(|_| StoreError::Corrupt("n_cols".into()))?,
-            features,
-            labels,
-        };
-        let schema = crate::data::Schema::from_json(&schema_json)
-            .map_err(|e| StoreError::Corrupt(format!("stored schema: {e}")))?;
-        let regression = matches!(schema.task(), crate::data::Task::Regression { .. });
-        Ok(Some((schema_json, encoded::decode(&rows, regression)?)))
+        .bind(dataset_id)
+        .fetch_optional(pool)
+        .await?)
     })
 }

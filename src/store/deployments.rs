@@ -348,10 +348,7 @@ mod tests {
             sqlx::raw_sql(sql).execute(&pool).await.unwrap();
         }
         let db = crate::store::Db::Sqlite(pool.clone());
-        let d = super::resolve(&db, "prod", "key_b")
-            .await
-            .unwrap()
-            .unwrap();
+        let d = super::resolve(&db, "prod", "key_b").await.unwrap().unwrap();
         assert_eq!((d.seq, d.version, d.model_id.as_str()), (7, 1, "m"));
         assert_eq!(d.created_at, "2026-01-01T00:00:00Z");
         let v = super::version(&db, 7, 1).await.unwrap().unwrap();
@@ -362,15 +359,9 @@ mod tests {
             panic!("expected a new deployment");
         };
         assert!(b.seq > 7);
-        let seen = super::resolve(&db, "prod", "key_x")
-            .await
-            .unwrap()
-            .unwrap();
+        let seen = super::resolve(&db, "prod", "key_x").await.unwrap().unwrap();
         assert_eq!(seen.seq, 7);
-        let own = super::resolve(&db, "prod", "key_b")
-            .await
-            .unwrap()
-            .unwrap();
+        let own = super::resolve(&db, "prod", "key_b").await.unwrap().unwrap();
         assert_eq!(own.seq, b.seq);
         // The history is append-only.
         assert!(

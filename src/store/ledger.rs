@@ -221,7 +221,16 @@ pub(crate) async fn budget_on(
 /// cannot make `spent` or `reserved` wrong (even negative).
 pub(crate) async fn budget(db: &super::Db, dataset_id: &str) -> Result<BudgetState, StoreError> {
     super::with_db!(db, |pool, pg| {
-        let mut tx = pool.begin().await?;
+        let mut tx = if pg {
+            // One snapshot for the three reads (PostgreSQL's default, read
+            // committed, takes one per statement). Only for this read-only
+            // view: admissions stay read committed behind the dataset's row
+            // lock, so that they read what committed while they waited.
+            pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .await?
+        } else {
+            pool.begin().await?
+        };
         let budget = budget_on(&mut tx, dataset_id).await?;
         tx.commit().await?;
         Ok(budget)
@@ -465,24 +474,25 @@ mod tests {
     }
 
     /// A fresh store in `dir` with an owner key and one dataset of `n` rows
-    /// (one literal, labels alternating) whose total is `epsilon`.
-    async fn pool_with_dataset(
-        dir: &std::path::Path,
-        n: usize,
-        epsilon: f64,
-    ) -> (crate::store::Db, keys::KeyInfo, datasets::DatasetInfo) {
-        pool_with_accounting(dir, n, (epsilon, 0.0), Accounting::Basic).await
-    }
-
-    /// As [`pool_with_dataset`], with a total (epsilon, delta) and an
-    /// accounting.
+    /// (one literal, labels alternating) whose total is (epsilon, delta),
+    /// composed by `accounting`.
     async fn pool_with_accounting(
         dir: &std::path::Path,
         n: usize,
         (epsilon, delta): (f64, f64),
         accounting: Accounting,
     ) -> (crate::store::Db, keys::KeyInfo, datasets::DatasetInfo) {
-        let pool = crate::store::Db::Sqlite(crate::store::open(&dir.join("t.db"), 4).await.unwrap());
+        let pool = crate::store::testing::fresh_sqlite(dir, 4).await;
+        dataset_in(pool, n, (epsilon, delta), accounting).await
+    }
+
+    /// An owner key and one dataset as [`pool_with_accounting`], in `pool`.
+    async fn dataset_in(
+        pool: crate::store::Db,
+        n: usize,
+        (epsilon, delta): (f64, f64),
+        accounting: Accounting,
+    ) -> (crate::store::Db, keys::KeyInfo, datasets::DatasetInfo) {
         let owner = keys::create(&pool, Role::Owner, "o", "secret")
             .await
             .unwrap();
@@ -513,7 +523,20 @@ mod tests {
     /// ledger's own rows), and a refused charge leaves the ledger as it was.
     async fn run(ops: Vec<Op>, accounting: Accounting) {
         let dir = tempfile::tempdir().unwrap();
-        let (pool, owner, d) = pool_with_accounting(dir.path(), 3, (1.0, 1e-6), accounting).await;
+        let pool = crate::store::testing::fresh_sqlite(dir.path(), 4).await;
+        run_on(pool, ops, accounting).await;
+    }
+
+    /// [`run`] on PostgreSQL (a fresh database), when one is configured.
+    async fn run_postgres(ops: Vec<Op>, accounting: Accounting) {
+        if let Some(pool) = crate::store::testing::fresh_postgres("ledger property test", 4).await {
+            run_on(pool, ops, accounting).await;
+        }
+    }
+
+    /// [`run`] on a given store.
+    async fn run_on(pool: crate::store::Db, ops: Vec<Op>, accounting: Accounting) {
+        let (pool, owner, d) = dataset_in(pool, 3, (1.0, 1e-6), accounting).await;
         let mut job_ids = Vec::new();
         for op in ops {
             let before = entries(&pool, &d.id, 0, 1000).await.unwrap().items.len();
@@ -594,7 +617,17 @@ mod tests {
     /// is refused; how many were admitted.
     async fn admitted_until_refused(accounting: Accounting, loss: Loss) -> usize {
         let dir = tempfile::tempdir().unwrap();
-        let (pool, owner, d) = pool_with_accounting(dir.path(), 3, (1.0, 1e-6), accounting).await;
+        let pool = crate::store::testing::fresh_sqlite(dir.path(), 4).await;
+        admitted_until_refused_on(pool, accounting, loss).await
+    }
+
+    /// [`admitted_until_refused`] on a given store.
+    async fn admitted_until_refused_on(
+        pool: crate::store::Db,
+        accounting: Accounting,
+        loss: Loss,
+    ) -> usize {
+        let (pool, owner, d) = dataset_in(pool, 3, (1.0, 1e-6), accounting).await;
         let mut n = 0;
         loop {
             let new = NewJob {
@@ -624,6 +657,23 @@ mod tests {
         assert!((99..=100).contains(&basic), "{basic}");
         // rho 5e-5 each against the rho budget 0.0174689 of (1, 1e-6).
         let filter = admitted_until_refused(Accounting::ZcdpFilter, job).await;
+        assert_eq!(filter, 349);
+    }
+
+    /// The same counts on PostgreSQL: the amounts read back bit for bit, so
+    /// both backends admit exactly the same jobs.
+    #[tokio::test]
+    async fn postgres_admits_exactly_what_sqlite_admits() {
+        let job = Loss::Pure { epsilon: 0.01 };
+        let Some(pool) = crate::store::testing::fresh_postgres("admission counts", 4).await else {
+            return;
+        };
+        let basic = admitted_until_refused_on(pool.clone(), Accounting::Basic, job).await;
+        assert_eq!(basic, admitted_until_refused(Accounting::Basic, job).await);
+        let pool = crate::store::testing::fresh_postgres("admission counts", 4)
+            .await
+            .unwrap();
+        let filter = admitted_until_refused_on(pool, Accounting::ZcdpFilter, job).await;
         assert_eq!(filter, 349);
     }
 
@@ -670,7 +720,20 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_budget_read_is_one_snapshot_while_jobs_are_admitted() {
         let dir = tempfile::tempdir().unwrap();
-        let (pool, owner, d) = pool_with_dataset(dir.path(), 1, 1000.0).await;
+        let pool = crate::store::testing::fresh_sqlite(dir.path(), 4).await;
+        budget_reads_while_admitting(pool).await;
+    }
+
+    /// The same on PostgreSQL, where the read needs repeatable read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_budget_read_is_one_snapshot_on_postgres() {
+        if let Some(pool) = crate::store::testing::fresh_postgres("budget snapshot", 4).await {
+            budget_reads_while_admitting(pool).await;
+        }
+    }
+
+    async fn budget_reads_while_admitting(pool: crate::store::Db) {
+        let (pool, owner, d) = dataset_in(pool, 1, (1000.0, 0.0), Accounting::Basic).await;
         let writer = {
             let (pool, dataset, owner) = (pool.clone(), d.id.clone(), owner.id.clone());
             tokio::spawn(async move {
@@ -709,6 +772,12 @@ mod tests {
         #[test]
         fn no_sequence_of_operations_overspends_the_filter(ops in proptest::collection::vec(op(), 1..25)) {
             tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run(ops, Accounting::ZcdpFilter));
+        }
+
+        #[test]
+        fn no_sequence_of_operations_overspends_on_postgres(ops in proptest::collection::vec(op(), 1..25), filter: bool) {
+            let accounting = if filter { Accounting::ZcdpFilter } else { Accounting::Basic };
+            tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run_postgres(ops, accounting));
         }
     }
 }

@@ -21,6 +21,10 @@ pub(crate) mod jobs;
 pub(crate) mod keys;
 pub(crate) mod ledger;
 pub(crate) mod models;
+#[cfg(test)]
+mod pg_tests;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::path::Path;
 use std::time::Duration;
