@@ -549,15 +549,7 @@ async fn crash_cycles(database_url: Option<String>, replicas: usize) {
     start_missing(dir.path(), &mut servers, database_url.as_deref());
     let server = servers[0].as_ref().expect("started");
     let client = Client::new();
-    check_or_fail(
-        &run,
-        server,
-        &client,
-        false,
-        "after the last restart",
-        seed,
-    )
-    .await;
+    check_or_fail(&run, server, &client, false, "after the last restart", seed).await;
     let open = invariants::wait_until_no_job_is_open(&run.db, Duration::from_secs(120)).await;
     assert_eq!(
         open,
