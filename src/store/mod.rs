@@ -29,7 +29,8 @@ pub(crate) mod testing;
 use std::path::Path;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 pub use db::Db;
@@ -56,6 +57,9 @@ pub enum StoreError {
     /// The database URL is not one the store can open.
     #[error("{0}")]
     BadUrl(String),
+    /// The database server could not be reached or refused the login.
+    #[error("{0}")]
+    Connect(String),
 }
 
 /// Where the store lives.
@@ -112,6 +116,21 @@ pub async fn connect(location: &Location, max_connections: u32) -> Result<Db, St
         Location::SqliteFile(path) => Ok(Db::Sqlite(open(path, max_connections).await?)),
         Location::Postgres(url) => {
             let options: PgConnectOptions = url.parse()?;
+            // One connection first: the pool would report a refused
+            // connection or a wrong password only as a timeout.
+            let first = tokio::time::timeout(PG_CONNECT_TIMEOUT, PgConnection::connect_with(&options))
+                .await
+                .map_err(|_| {
+                    StoreError::Connect(format!(
+                        "cannot connect to {}: no answer within {} s",
+                        describe_url(url),
+                        PG_CONNECT_TIMEOUT.as_secs()
+                    ))
+                })?
+                .map_err(|e| {
+                    StoreError::Connect(format!("cannot connect to {}: {e}", describe_url(url)))
+                })?;
+            first.close().await.ok();
             let pool = PgPoolOptions::new()
                 .max_connections(max_connections)
                 .acquire_timeout(PG_CONNECT_TIMEOUT)
