@@ -623,7 +623,10 @@ fn serve_refuses_a_bad_database_url_with_one_line_error() {
     let dir = Dir::new();
     let data = dir.path("data");
     for (url, expected) in [
-        ("mysql://u:hunter2@localhost/db", "must start with postgres://"),
+        (
+            "mysql://u:hunter2@localhost/db",
+            "must start with postgres://",
+        ),
         (
             "postgres://u:hunter2@localhost/db?sslmode=bogus",
             "not a valid PostgreSQL URL",

@@ -396,3 +396,58 @@ async fn a_replica_killed_mid_upload_leaves_no_partial_dataset() {
     assert!(in_flight_at_kill > 0, "no kill hit an upload in flight");
     survivor.terminate();
 }
+
+/// The same POST with one `Idempotency-Key`, sent 30 times at once through
+/// 3 replicas: one job, one charge, and every answer is that job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_retry_through_another_replica_replays() {
+    let Some(server) = common::postgres::server_url("an_idempotent_retry_through_another_replica")
+    else {
+        return;
+    };
+    let db = common::postgres::fresh_database(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let extra = ["--workers", "1"];
+    let replicas: Vec<ChildServer> = (0..3)
+        .map(|i| replica(dir.path(), i, &db, &extra))
+        .collect();
+    let client = Client::new();
+    let (_, owner) = common::create_key(&client, &replicas[0].url, ADMIN_KEY, "owner", "o").await;
+    let dataset = upload_small(&client, &replicas[0].url, &owner, 10.0, 200).await;
+    let mut tasks = Vec::new();
+    for i in 0..30 {
+        let url = format!("{}/v1/jobs", replicas[i % 3].url);
+        let (client, owner, dataset) = (client.clone(), owner.clone(), dataset.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = client
+                .post(url)
+                .bearer_auth(owner)
+                .header("Idempotency-Key", "one-job")
+                .json(&json!({"dataset_id": dataset, "epsilon": 0.5, "tau": 3}))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let body: Value = r.json().await.unwrap();
+            (status, body["id"].as_str().map(str::to_owned))
+        }));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for t in tasks {
+        let (status, id) = t.await.unwrap();
+        assert_eq!(status, 202);
+        ids.insert(id.expect("a job id"));
+    }
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let mut conn = pg(&db).await;
+    let charges: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM ledger WHERE dataset_id = $1 AND kind = 'charge'")
+            .bind(&dataset)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(charges, 1);
+    for r in replicas {
+        r.terminate();
+    }
+}

@@ -118,18 +118,19 @@ pub async fn connect(location: &Location, max_connections: u32) -> Result<Db, St
             let options: PgConnectOptions = url.parse()?;
             // One connection first: the pool would report a refused
             // connection or a wrong password only as a timeout.
-            let first = tokio::time::timeout(PG_CONNECT_TIMEOUT, PgConnection::connect_with(&options))
-                .await
-                .map_err(|_| {
-                    StoreError::Connect(format!(
-                        "cannot connect to {}: no answer within {} s",
-                        describe_url(url),
-                        PG_CONNECT_TIMEOUT.as_secs()
-                    ))
-                })?
-                .map_err(|e| {
-                    StoreError::Connect(format!("cannot connect to {}: {e}", describe_url(url)))
-                })?;
+            let first =
+                tokio::time::timeout(PG_CONNECT_TIMEOUT, PgConnection::connect_with(&options))
+                    .await
+                    .map_err(|_| {
+                        StoreError::Connect(format!(
+                            "cannot connect to {}: no answer within {} s",
+                            describe_url(url),
+                            PG_CONNECT_TIMEOUT.as_secs()
+                        ))
+                    })?
+                    .map_err(|e| {
+                        StoreError::Connect(format!("cannot connect to {}: {e}", describe_url(url)))
+                    })?;
             first.close().await.ok();
             let pool = PgPoolOptions::new()
                 .max_connections(max_connections)
