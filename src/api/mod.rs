@@ -11,8 +11,8 @@
 //!   its routes;
 //! - `metrics`: the Prometheus counters.
 //!
-//! Start-up order ([`Server::open`]): pool (WAL, busy timeout) and
-//! migrations, the admin key, recovery of interrupted jobs, workers. Then
+//! Start-up order ([`Server::open`]): pool (SQLite: WAL, busy timeout; or
+//! PostgreSQL with `Config::database_url`) and migrations, the admin key, recovery of interrupted jobs, workers. Then
 //! [`serve`] binds nothing itself: the caller passes the listener and the
 //! shutdown future, so tests run on port 0.
 
