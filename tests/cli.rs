@@ -616,6 +616,43 @@ fn eval_refuses_invalid_epsilon_with_one_line_error() {
     assert!(line.contains("epsilon"), "{line}");
 }
 
+/// A bad `--database-url` stops `serve` at once with one clear line that
+/// never shows the password, and creates no SQLite data directory.
+#[test]
+fn serve_refuses_a_bad_database_url_with_one_line_error() {
+    let dir = Dir::new();
+    let data = dir.path("data");
+    for (url, expected) in [
+        (
+            "mysql://u:hunter2@localhost/db",
+            "must start with postgres://",
+        ),
+        (
+            "postgres://u:hunter2@localhost/db?sslmode=bogus",
+            "not a valid PostgreSQL URL",
+        ),
+        (
+            // Port 1 on loopback: nothing listens, the connection is refused.
+            "postgres://u:hunter2@127.0.0.1:1/db",
+            "cannot connect to postgres://u@127.0.0.1:1/db",
+        ),
+    ] {
+        let run = privboost([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--data-dir",
+            arg(&data),
+            "--database-url",
+            url,
+        ]);
+        let line = run.error(&[]);
+        assert!(line.contains(expected), "{line}{}", run.context());
+        assert!(!line.contains("hunter2"), "the password leaked: {line}");
+        assert!(!data.exists(), "a data directory was created for {url}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 4. schema propose
 // ---------------------------------------------------------------------------

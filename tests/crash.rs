@@ -4,6 +4,11 @@
 //! every restart (see `common/invariants.rs`); at the end every job must
 //! reach a final state.
 //!
+//! On PostgreSQL (`PRIVBOOST_TEST_POSTGRES_URL`, CI's `.ci/postgres`) the
+//! same cycles run against 3 replicas sharing one database: each cycle
+//! kills one replica at random while the clients use all three, restarts
+//! it, and checks the invariants on the database.
+//!
 //! `cargo test --test crash` runs 20 cycles. `PRIVBOOST_CRASH_CYCLES=500`
 //! runs more; `PRIVBOOST_CRASH_SEED=N` replays the random choices of a run
 //! (kill delays, phases, workloads; the server's timing still varies).
@@ -16,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::invariants::{self, Expectations, ExpectedRows};
+use common::invariants::{self, Expectations, ExpectedRows, Store};
 use common::process::ChildServer;
 use common::{ADMIN_KEY, SMALL_SCHEMA};
 use rand::rngs::StdRng;
@@ -51,7 +56,7 @@ enum Kind {
 
 /// The state the client tasks of one run share.
 struct Run {
-    db: std::path::PathBuf,
+    db: Store,
     mushroom_schema: String,
     mushroom_csv: Vec<u8>,
     mushroom_rows: ExpectedRows,
@@ -317,19 +322,37 @@ fn env_number(name: &str) -> Option<u64> {
     })
 }
 
-fn start(dir: &Path) -> ChildServer {
-    ChildServer::start(
-        &dir.join("data"),
-        &dir.join("server.log"),
-        &[
-            "--workers",
-            "2",
-            "--job-lease",
-            LEASE_SECS,
-            "--max-active-jobs",
-            "100",
-        ],
-    )
+/// Start replica `i`: on SQLite the one server of the file in `dir/data`;
+/// on PostgreSQL one of several on `database_url`.
+fn start(dir: &Path, i: usize, database_url: Option<&str>) -> ChildServer {
+    let mut args = vec![
+        "--workers",
+        "2",
+        "--job-lease",
+        LEASE_SECS,
+        "--max-active-jobs",
+        "100",
+    ];
+    match database_url {
+        None => ChildServer::start(&dir.join("data"), &dir.join("server.log"), &args),
+        Some(url) => {
+            args.extend(["--database-url", url]);
+            ChildServer::start(
+                &dir.join(format!("data-{i}")),
+                &dir.join(format!("server-{i}.log")),
+                &args,
+            )
+        }
+    }
+}
+
+/// Start every replica that is not running.
+fn start_missing(dir: &Path, servers: &mut [Option<ChildServer>], database_url: Option<&str>) {
+    for (i, s) in servers.iter_mut().enumerate() {
+        if s.is_none() {
+            *s = Some(start(dir, i, database_url));
+        }
+    }
 }
 
 /// Wait until `ready` or `limit` passes.
@@ -371,6 +394,26 @@ async fn check_or_fail(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_at_random_moments_keeps_every_invariant() {
+    crash_cycles(None, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_of_replicas_on_postgres_keeps_every_invariant() {
+    let Some(server) = common::postgres::server_url("the PostgreSQL crash test") else {
+        return;
+    };
+    let database_url = common::postgres::fresh_database(&server).await;
+    crash_cycles(Some(database_url), 3).await;
+}
+
+/// The kill cycles on SQLite (`database_url` `None`, one server) or on
+/// PostgreSQL with `replicas` servers.
+async fn crash_cycles(database_url: Option<String>, replicas: usize) {
+    let backend = if database_url.is_some() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
     let cycles = env_number("PRIVBOOST_CRASH_CYCLES").map_or(DEFAULT_CYCLES, |c| c as usize);
     let seed = env_number("PRIVBOOST_CRASH_SEED").unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -378,13 +421,18 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
             .unwrap()
             .as_nanos() as u64
     });
-    println!("crash test: {cycles} cycles, seed {seed} (replay: PRIVBOOST_CRASH_SEED={seed})");
+    println!(
+        "crash test ({backend}, {replicas} replicas): {cycles} cycles, seed {seed} (replay: PRIVBOOST_CRASH_SEED={seed})"
+    );
     let began = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let mushroom_schema = std::fs::read_to_string(common::mushroom_schema()).unwrap();
     let mushroom_csv = std::fs::read(common::mushroom_csv()).unwrap();
     let run = Arc::new(Run {
-        db: dir.path().join("data/privboost.db"),
+        db: match &database_url {
+            Some(url) => Store::Postgres(url.clone()),
+            None => Store::Sqlite(dir.path().join("data/privboost.db")),
+        },
         mushroom_rows: invariants::expected_rows(&mushroom_schema, &mushroom_csv),
         mushroom_schema,
         mushroom_csv,
@@ -402,8 +450,11 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
     });
     let mut rng = StdRng::seed_from_u64(seed);
     let mut kills = KillStats::default();
+    let mut servers: Vec<Option<ChildServer>> = (0..replicas).map(|_| None).collect();
     for cycle in 0..cycles {
-        let server = start(dir.path());
+        start_missing(dir.path(), &mut servers, database_url.as_deref());
+        let urls: Vec<String> = servers.iter().flatten().map(|s| s.url.clone()).collect();
+        let server = servers[0].as_ref().expect("started");
         let client = Client::builder()
             .timeout(Duration::from_secs(60))
             .build()
@@ -415,7 +466,7 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
         } else {
             let counts = check_or_fail(
                 &run,
-                &server,
+                server,
                 &client,
                 false,
                 &format!("after restart {cycle}"),
@@ -441,7 +492,7 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
             let task_rng = StdRng::seed_from_u64(rng.random());
             tasks.push(tokio::spawn(run.clone().work(
                 client.clone(),
-                server.url.clone(),
+                urls[t % urls.len()].clone(),
                 task_rng,
                 phase,
                 stop.clone(),
@@ -480,7 +531,14 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
         kills.submit_in_flight += usize::from(in_flight(Kind::Submit) > 0);
         kills.cancel_in_flight += usize::from(in_flight(Kind::Cancel) > 0);
         kills.training += usize::from(run.training_seen.load(Ordering::SeqCst));
-        server.kill();
+        // On SQLite the one server; on PostgreSQL a replica at random
+        // (the others keep serving their clients until the cycle ends).
+        let victim = if replicas > 1 {
+            rng.random_range(0..replicas)
+        } else {
+            0
+        };
+        servers[victim].take().expect("running").kill();
         stop.store(true, Ordering::SeqCst);
         for t in tasks {
             t.await.unwrap();
@@ -488,17 +546,10 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
     }
 
     // Last start: everything must settle into final states.
-    let server = start(dir.path());
+    start_missing(dir.path(), &mut servers, database_url.as_deref());
+    let server = servers[0].as_ref().expect("started");
     let client = Client::new();
-    check_or_fail(
-        &run,
-        &server,
-        &client,
-        false,
-        "after the last restart",
-        seed,
-    )
-    .await;
+    check_or_fail(&run, server, &client, false, "after the last restart", seed).await;
     let open = invariants::wait_until_no_job_is_open(&run.db, Duration::from_secs(120)).await;
     assert_eq!(
         open,
@@ -506,17 +557,19 @@ async fn sigkill_at_random_moments_keeps_every_invariant() {
         "{open} jobs still queued or running after 120 s (seed {seed}); log {}",
         server.log.display()
     );
-    let counts = check_or_fail(&run, &server, &client, true, "at the end", seed).await;
+    let counts = check_or_fail(&run, server, &client, true, "at the end", seed).await;
     assert_eq!(
         counts.final_jobs, counts.jobs,
         "every job ends in a final state"
     );
-    server.terminate();
+    for s in servers.into_iter().flatten() {
+        s.terminate();
+    }
 
     let statuses = run.statuses.lock().unwrap();
     let requests: usize = statuses.values().sum();
     println!(
-        "crash test: {cycles} cycles in {:.1} s; kills by phase {:?}; kills with an upload in flight {}, a submission in flight {}, a cancel in flight {}, a training running {}",
+        "crash test ({backend}): {cycles} cycles in {:.1} s; kills by phase {:?}; kills with an upload in flight {}, a submission in flight {}, a cancel in flight {}, a training running {}",
         began.elapsed().as_secs_f64(),
         kills.by_phase,
         kills.upload_in_flight,

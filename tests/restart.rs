@@ -114,6 +114,7 @@ async fn crash_with_running_job_reruns_under_the_same_charge() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
+    let database = common::postgres::child_args_for_path(&dir.path().join("privboost.db")).await;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_privboost"))
         .args([
             "serve",
@@ -126,6 +127,7 @@ async fn crash_with_running_job_reruns_under_the_same_charge() {
         ])
         .arg("--data-dir")
         .arg(dir.path())
+        .args(&database)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

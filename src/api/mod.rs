@@ -11,8 +11,8 @@
 //!   its routes;
 //! - `metrics`: the Prometheus counters.
 //!
-//! Start-up order ([`Server::open`]): pool (WAL, busy timeout) and
-//! migrations, the admin key, recovery of interrupted jobs, workers. Then
+//! Start-up order ([`Server::open`]): pool (SQLite: WAL, busy timeout; or
+//! PostgreSQL with `Config::database_url`) and migrations, the admin key, recovery of interrupted jobs, workers. Then
 //! [`serve`] binds nothing itself: the caller passes the listener and the
 //! shutdown future, so tests run on port 0.
 
@@ -43,7 +43,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::http::{Method, StatusCode};
 use axum::routing::{MethodFilter, MethodRouter, on};
-use sqlx::SqlitePool;
+
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::LatencyUnit;
@@ -61,8 +61,11 @@ pub use rate_limit::RateLimit;
 /// Checked service settings (built by `privboost serve` from flags and env).
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The SQLite file.
+    /// The SQLite file (the embedded default).
     pub db_path: PathBuf,
+    /// A PostgreSQL URL: when set, the store is that database (shared by
+    /// every replica started with the same URL) and `db_path` is unused.
+    pub database_url: Option<String>,
     /// Training workers (concurrent trainings).
     pub workers: usize,
     /// Use this admin key instead of generating one on first start.
@@ -95,6 +98,7 @@ impl Config {
     pub fn new(db_path: PathBuf) -> Config {
         Config {
             db_path,
+            database_url: None,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             admin_key: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
@@ -149,7 +153,7 @@ pub const MAX_EPSILON: f64 = 1000.0;
 /// What handlers share.
 #[derive(Clone)]
 pub struct AppState {
-    pool: SqlitePool,
+    pool: crate::store::Db,
     jobs: JobQueue,
     config: Arc<Config>,
     metrics: Arc<metrics::Metrics>,
@@ -182,7 +186,11 @@ impl Server {
     /// re-queue jobs a crash left running, and start the workers.
     pub async fn open(config: Config) -> Result<Server, StartError> {
         // One connection per worker for writing results, plus request traffic.
-        let pool = store::open(&config.db_path, (config.workers as u32 + 8).max(8)).await?;
+        let location = match &config.database_url {
+            Some(url) => store::Location::from_url(url)?,
+            None => store::Location::SqliteFile(config.db_path.clone()),
+        };
+        let pool = store::connect(&location, (config.workers as u32 + 8).max(8)).await?;
         let new_admin_key = bootstrap_admin(&pool, config.admin_key.as_deref()).await?;
         let recovered = store::jobs::requeue_expired(&pool, config.job_lease).await?;
         if recovered > 0 {
@@ -224,7 +232,7 @@ impl Server {
 const MIN_CONFIGURED_ADMIN_KEY_LEN: usize = 32;
 
 async fn bootstrap_admin(
-    pool: &SqlitePool,
+    pool: &crate::store::Db,
     configured: Option<&str>,
 ) -> Result<Option<String>, StoreError> {
     if let Some(secret) = configured {

@@ -74,8 +74,7 @@ async fn live() -> impl IntoResponse {
 }
 
 async fn ready(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    sqlx::query("SELECT 1")
-        .execute(&state.pool)
+    crate::store::ping(&state.pool)
         .await
         .map_err(|_| ApiError::Unavailable)?;
     Ok(axum::Json(json!({"ready": true})))

@@ -34,8 +34,7 @@ async fn healthz() -> impl IntoResponse {
 }
 
 async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    sqlx::query("SELECT 1")
-        .execute(&state.pool)
+    crate::store::ping(&state.pool)
         .await
         .map_err(|_| ApiError::Unavailable)?;
     Ok(axum::Json(json!({"status": "ready"})))

@@ -1,4 +1,6 @@
-//! `privboost serve`: the REST service on one SQLite file (SPEC §6).
+//! `privboost serve`: the REST service on one SQLite file (SPEC §6), or on
+//! a PostgreSQL database shared by several replicas (`--database-url`,
+//! docs/deploy.md).
 //!
 //! Start-up order: tracing, config, the store (WAL, migrations), the admin
 //! key, recovery of interrupted jobs, the workers, bind, serve. Ctrl-C or
@@ -29,8 +31,15 @@ pub struct ServeArgs {
     #[arg(long, env = "PRIVBOOST_METRICS_BIND")]
     metrics_bind: Option<SocketAddr>,
     /// Directory of the SQLite file `privboost.db` (created if missing).
+    /// Unused with --database-url.
     #[arg(long, env = "PRIVBOOST_DATA_DIR", default_value = "./privboost-data")]
     data_dir: PathBuf,
+    /// Keep everything in this PostgreSQL database instead of the SQLite
+    /// file (postgres://user:password@host:port/database): every replica
+    /// started with the same URL shares one ledger, one job queue and the
+    /// datasets (docs/deploy.md).
+    #[arg(long, env = "PRIVBOOST_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
     /// Training workers (trainings that run at once); default: the number of cores.
     #[arg(long, env = "PRIVBOOST_WORKERS")]
     workers: Option<usize>,
@@ -89,6 +98,10 @@ impl ServeArgs {
             "--request-timeout must be at least 1"
         );
         let mut c = Config::new(self.data_dir.join("privboost.db"));
+        if let Some(url) = &self.database_url {
+            privboost::store::Location::from_url(url).map_err(|e| anyhow::anyhow!("{e}"))?;
+            c.database_url = Some(url.clone());
+        }
         if let Some(w) = self.workers {
             c.workers = w;
         }
@@ -142,14 +155,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .init();
     }
     let config = args.config()?;
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("creating the data directory {}", args.data_dir.display()))?;
+    if config.database_url.is_none() {
+        std::fs::create_dir_all(&args.data_dir)
+            .with_context(|| format!("creating the data directory {}", args.data_dir.display()))?;
+    }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
-        let db = config.db_path.clone();
+        // What the logs and errors name: the file, or the database without
+        // its password.
+        let db = match &config.database_url {
+            Some(url) => privboost::store::describe_url(url),
+            None => config.db_path.display().to_string(),
+        };
         let server = Server::open(config)
             .await
-            .with_context(|| format!("opening {}", db.display()))?;
+            .with_context(|| format!("opening {db}"))?;
         if let Some(key) = &server.new_admin_key {
             // Printed once, to stdout only (never logged): it is not stored.
             println!("privboost: created the admin API key (shown only now, keep it safe):\n{key}");
@@ -175,7 +195,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             None => None,
         };
-        tracing::info!(%address, database = %db.display(), "privboost serving");
+        tracing::info!(%address, database = %db, "privboost serving");
         api::serve_with_metrics(listener, metrics, server, shutdown_signal())
             .await
             .context("serving")?;

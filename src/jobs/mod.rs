@@ -25,7 +25,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqlx::SqlitePool;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, error, info, info_span, warn};
@@ -97,7 +96,7 @@ pub struct JobControl {
 }
 
 struct Inner {
-    pool: SqlitePool,
+    pool: crate::store::Db,
     /// Wakes one idle worker; each worker that claims a job wakes the next,
     /// so a burst of submissions reaches every idle worker.
     notify: Notify,
@@ -136,7 +135,7 @@ impl JobQueue {
     /// A running job whose worker has not renewed its lease for `lease` is
     /// re-queued (its process died).
     pub fn start(
-        pool: SqlitePool,
+        pool: crate::store::Db,
         workers: usize,
         lease: Duration,
         shutdown: watch::Receiver<bool>,

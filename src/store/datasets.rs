@@ -2,7 +2,6 @@
 //! and the analysts an owner granted access to.
 
 use serde::Serialize;
-use sqlx::SqlitePool;
 
 use super::encoded::{self, EncodedRows};
 use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
@@ -95,10 +94,19 @@ macro_rules! select_datasets {
 
 /// The condition "the caller (bound twice) owns or was granted `d`".
 macro_rules! visible_to {
-    () => {
-        "(d.owner_id = ? OR EXISTS (SELECT 1 FROM grants g WHERE g.dataset_id = d.id AND g.key_id = ?))"
+    ($a:literal, $b:literal) => {
+        concat!(
+            "(d.owner_id = ",
+            $a,
+            " OR EXISTS (SELECT 1 FROM grants g WHERE g.dataset_id = d.id AND g.key_id = ",
+            $b,
+            "))"
+        )
     };
 }
+
+/// The largest chunk of a dataset's encoded rows on PostgreSQL (1 MiB).
+const ROW_CHUNK_BYTES: usize = 1 << 20;
 
 /// A new dataset to store.
 pub(crate) struct NewDataset<'a> {
@@ -124,23 +132,24 @@ pub(crate) enum Created {
 /// Store a dataset, its rows and its initial total in one transaction.
 /// `respond` builds the response to record under the idempotency key.
 pub(crate) async fn create(
-    pool: &SqlitePool,
+    db: &super::Db,
     new: NewDataset<'_>,
     idem: Option<&IdemRequest>,
     respond: impl FnOnce(&DatasetInfo) -> StoredResponse,
 ) -> Result<Created, StoreError> {
-    let rows: EncodedRows = encoded::encode(new.data)?;
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    if let Some(req) = idem {
-        match idempotency::lookup(&mut tx, req).await? {
-            Lookup::New => {}
-            Lookup::Replay(r) => return Ok(Created::Replay(r)),
-            Lookup::Mismatch => return Ok(Created::Mismatch),
+    super::with_db!(db, |pool, pg| {
+        let rows: EncodedRows = encoded::encode(new.data)?;
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        if let Some(req) = idem {
+            match idempotency::lookup(&mut tx, req).await? {
+                Lookup::New => {}
+                Lookup::Replay(r) => return Ok(Created::Replay(r)),
+                Lookup::Mismatch => return Ok(Created::Mismatch),
+            }
         }
-    }
-    let id = new_id("ds");
-    sqlx::query(
-        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting) VALUES (?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?)",
+        let id = new_id("ds");
+        sqlx::query(
+        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting) VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8, $9)",
     )
     .bind(&id)
     .bind(new.owner_id)
@@ -153,44 +162,71 @@ pub(crate) async fn create(
     .bind(new.accounting.as_str())
     .execute(&mut *tx)
     .await?;
-    sqlx::query("INSERT INTO dataset_rows (dataset_id, n_rows, n_cols, features, labels) VALUES (?, ?, ?, ?, ?)")
-        .bind(&id)
-        .bind(rows.n_rows as i64)
-        .bind(rows.n_cols as i64)
-        .bind(&rows.features)
-        .bind(&rows.labels)
-        .execute(&mut *tx)
-        .await?;
-    ledger::append_total(&mut tx, &id, new.total, new.owner_id).await?;
-    let row: DatasetRow = sqlx::query_as(select_datasets!("WHERE d.id = ?"))
-        .bind(&id)
-        .fetch_one(&mut *tx)
-        .await?;
-    let (_, info) = row.into_domain()?;
-    if let Some(req) = idem {
-        idempotency::record(&mut tx, req, &respond(&info)).await?;
-    }
-    tx.commit().await?;
-    Ok(Created::New(info))
+        if pg {
+            // PostgreSQL: a header row and the bytes in chunks
+            // (migrations/postgres/0001_init.sql says why).
+            sqlx::query(
+                "INSERT INTO dataset_rows (dataset_id, n_rows, n_cols) VALUES ($1, $2, $3)",
+            )
+            .bind(&id)
+            .bind(rows.n_rows as i64)
+            .bind(rows.n_cols as i64)
+            .execute(&mut *tx)
+            .await?;
+            for (part, bytes) in [("features", &rows.features), ("labels", &rows.labels)] {
+                for (idx, chunk) in bytes.chunks(ROW_CHUNK_BYTES).enumerate() {
+                    sqlx::query("INSERT INTO dataset_row_chunks (dataset_id, part, idx, bytes) VALUES ($1, $2, $3, $4)")
+                        .bind(&id)
+                        .bind(part)
+                        .bind(idx as i64)
+                        .bind(chunk)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+        } else {
+            sqlx::query("INSERT INTO dataset_rows (dataset_id, n_rows, n_cols, features, labels) VALUES ($1, $2, $3, $4, $5)")
+                .bind(&id)
+                .bind(rows.n_rows as i64)
+                .bind(rows.n_cols as i64)
+                .bind(&rows.features)
+                .bind(&rows.labels)
+                .execute(&mut *tx)
+                .await?;
+        }
+        ledger::append_total(&mut tx, &id, new.total, new.owner_id).await?;
+        let row: DatasetRow = sqlx::query_as(select_datasets!("WHERE d.id = $1"))
+            .bind(&id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let (_, info) = row.into_domain()?;
+        if let Some(req) = idem {
+            idempotency::record(&mut tx, req, &respond(&info)).await?;
+        }
+        tx.commit().await?;
+        Ok(Created::New(info))
+    })
 }
 
 /// The dataset if the caller owns it or was granted it; `None` otherwise
 /// (the API answers 404 either way, SPEC §6).
 pub(crate) async fn get_visible(
-    pool: &SqlitePool,
+    db: &super::Db,
     id: &str,
     caller_id: &str,
 ) -> Result<Option<DatasetInfo>, StoreError> {
-    let row: Option<DatasetRow> = sqlx::query_as(concat!(
-        select_datasets!("WHERE d.id = ? AND "),
-        visible_to!()
-    ))
-    .bind(id)
-    .bind(caller_id)
-    .bind(caller_id)
-    .fetch_optional(pool)
-    .await?;
-    row.map(|r| r.into_domain().map(|(_, d)| d)).transpose()
+    super::with_db!(db, |pool, pg| {
+        let row: Option<DatasetRow> = sqlx::query_as(concat!(
+            select_datasets!("WHERE d.id = $1 AND "),
+            visible_to!("$2", "$3")
+        ))
+        .bind(id)
+        .bind(caller_id)
+        .bind(caller_id)
+        .fetch_optional(pool)
+        .await?;
+        row.map(|r| r.into_domain().map(|(_, d)| d)).transpose()
+    })
 }
 
 /// What [`mark_public_test_data`] did.
@@ -206,186 +242,199 @@ pub(crate) enum MarkPublic {
 /// Declare `id` public test data, if `owner_id` owns it and it is not
 /// deleted. One-way: the time of the first declaration stays.
 pub(crate) async fn mark_public_test_data(
-    pool: &SqlitePool,
+    db: &super::Db,
     id: &str,
     owner_id: &str,
 ) -> Result<MarkPublic, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let row: Option<DatasetRow> =
-        sqlx::query_as(select_datasets!("WHERE d.id = ? AND d.owner_id = ?"))
-            .bind(id)
-            .bind(owner_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let Some(row) = row else {
-        return Ok(MarkPublic::NotOwned);
-    };
-    if row.state != "ready" {
-        return Ok(MarkPublic::Deleted);
-    }
-    sqlx::query(
-        "UPDATE datasets SET public_test_data_at = ? WHERE id = ? AND public_test_data_at IS NULL",
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        let row: Option<DatasetRow> =
+            sqlx::query_as(select_datasets!("WHERE d.id = $1 AND d.owner_id = $2"))
+                .bind(id)
+                .bind(owner_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(row) = row else {
+            return Ok(MarkPublic::NotOwned);
+        };
+        if row.state != "ready" {
+            return Ok(MarkPublic::Deleted);
+        }
+        sqlx::query(
+        "UPDATE datasets SET public_test_data_at = $1 WHERE id = $2 AND public_test_data_at IS NULL",
     )
     .bind(now())
     .bind(id)
     .execute(&mut *tx)
     .await?;
-    let row: DatasetRow = sqlx::query_as(select_datasets!("WHERE d.id = ?"))
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(MarkPublic::Marked(Box::new(row.into_domain()?.1)))
+        let row: DatasetRow = sqlx::query_as(select_datasets!("WHERE d.id = $1"))
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(MarkPublic::Marked(Box::new(row.into_domain()?.1)))
+    })
 }
 
 /// A page of the datasets the caller owns or was granted.
 pub(crate) async fn list_visible(
-    pool: &SqlitePool,
+    db: &super::Db,
     caller_id: &str,
     after: i64,
     page_size: u32,
 ) -> Result<Page<DatasetInfo>, StoreError> {
-    let rows: Vec<DatasetRow> = sqlx::query_as(concat!(
-        select_datasets!("WHERE d.seq > ? AND "),
-        visible_to!(),
-        " ORDER BY d.seq LIMIT ?"
-    ))
-    .bind(after)
-    .bind(caller_id)
-    .bind(caller_id)
-    .bind(i64::from(page_size) + 1)
-    .fetch_all(pool)
-    .await?;
-    let rows = rows
-        .into_iter()
-        .map(DatasetRow::into_domain)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page::from_rows(rows, page_size))
+    super::with_db!(db, |pool, pg| {
+        let rows: Vec<DatasetRow> = sqlx::query_as(concat!(
+            select_datasets!("WHERE d.seq > $1 AND "),
+            visible_to!("$2", "$3"),
+            " ORDER BY d.seq LIMIT $4"
+        ))
+        .bind(after)
+        .bind(caller_id)
+        .bind(caller_id)
+        .bind(i64::from(page_size) + 1)
+        .fetch_all(pool)
+        .await?;
+        let rows = rows
+            .into_iter()
+            .map(DatasetRow::into_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page::from_rows(rows, page_size))
+    })
 }
 
 /// Delete a dataset: purge its rows, keep the record and the ledger as a
 /// tombstone, cancel (and refund) its queued jobs that never started, and
 /// ask its running jobs to stop. Returns the ids of the jobs asked to stop.
-pub(crate) async fn delete(
-    pool: &SqlitePool,
-    id: &str,
-    by: &str,
-) -> Result<Vec<String>, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    sqlx::query("DELETE FROM dataset_rows WHERE dataset_id = ?")
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query(
-        "UPDATE datasets SET state = 'deleted', deleted_at = ? WHERE id = ? AND state <> 'deleted'",
+pub(crate) async fn delete(db: &super::Db, id: &str, by: &str) -> Result<Vec<String>, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        super::db::lock_dataset(&mut tx, id).await?;
+        sqlx::query("DELETE FROM dataset_rows WHERE dataset_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+        "UPDATE datasets SET state = 'deleted', deleted_at = $1 WHERE id = $2 AND state <> 'deleted'",
     )
     .bind(now())
     .bind(id)
     .execute(&mut *tx)
     .await?;
-    let refundable: Vec<(String,)> = sqlx::query_as(
-        "SELECT id FROM jobs WHERE dataset_id = ? AND state = 'queued' AND started_at IS NULL ORDER BY seq",
-    )
+        // On PostgreSQL the rows are locked, so a worker's claim or a
+        // cancel of one of them either went first (and the row no longer
+        // matches once its lock is released) or waits for this delete.
+        let refundable: Vec<(String,)> = sqlx::query_as(if pg {
+            "SELECT id FROM jobs WHERE dataset_id = $1 AND state = 'queued' AND started_at IS NULL ORDER BY seq FOR UPDATE"
+        } else {
+            "SELECT id FROM jobs WHERE dataset_id = $1 AND state = 'queued' AND started_at IS NULL ORDER BY seq"
+        })
     .bind(id)
     .fetch_all(&mut *tx)
     .await?;
-    for (job_id,) in refundable {
-        sqlx::query("UPDATE jobs SET state = 'cancelled', finished_at = ?, error = 'the dataset was deleted' WHERE id = ?")
+        for (job_id,) in refundable {
+            sqlx::query("UPDATE jobs SET state = 'cancelled', finished_at = $1, error = 'the dataset was deleted' WHERE id = $2")
             .bind(now())
             .bind(&job_id)
             .execute(&mut *tx)
             .await?;
-        ledger::append_refund(&mut tx, id, &job_id, Some(by)).await?;
-    }
-    let stopping: Vec<(String,)> = sqlx::query_as(
-        "UPDATE jobs SET cancel_requested = 1 WHERE dataset_id = ? AND state IN ('queued', 'running') RETURNING id",
+            ledger::append_refund(&mut tx, id, &job_id, Some(by)).await?;
+        }
+        let stopping: Vec<(String,)> = sqlx::query_as(
+        "UPDATE jobs SET cancel_requested = 1 WHERE dataset_id = $1 AND state IN ('queued', 'running') RETURNING id",
     )
     .bind(id)
     .fetch_all(&mut *tx)
     .await?;
-    tx.commit().await?;
-    Ok(stopping.into_iter().map(|(j,)| j).collect())
+        tx.commit().await?;
+        Ok(stopping.into_iter().map(|(j,)| j).collect())
+    })
 }
 
 /// Grant an analyst key access; false if the key is not an active analyst.
 pub(crate) async fn grant(
-    pool: &SqlitePool,
+    db: &super::Db,
     dataset_id: &str,
     key_id: &str,
 ) -> Result<bool, StoreError> {
-    let done = sqlx::query(
-        "INSERT OR IGNORE INTO grants (dataset_id, key_id, created_at) SELECT ?, id, ? FROM api_keys WHERE id = ? AND role = 'analyst' AND revoked_at IS NULL",
+    super::with_db!(db, |pool, pg| {
+        let done = sqlx::query(
+        if pg {
+            "INSERT INTO grants (dataset_id, key_id, created_at) SELECT $1, id, $2 FROM api_keys WHERE id = $3 AND role = 'analyst' AND revoked_at IS NULL ON CONFLICT DO NOTHING"
+        } else {
+            "INSERT OR IGNORE INTO grants (dataset_id, key_id, created_at) SELECT $1, id, $2 FROM api_keys WHERE id = $3 AND role = 'analyst' AND revoked_at IS NULL"
+        },
     )
     .bind(dataset_id)
     .bind(now())
     .bind(key_id)
     .execute(pool)
     .await?;
-    if done.rows_affected() == 1 {
-        return Ok(true);
-    }
-    // Already granted counts as success (PUT is idempotent).
-    let n: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM grants WHERE dataset_id = ? AND key_id = ?")
-            .bind(dataset_id)
-            .bind(key_id)
-            .fetch_one(pool)
-            .await?;
-    Ok(n == 1)
+        if done.rows_affected() == 1 {
+            return Ok(true);
+        }
+        // Already granted counts as success (PUT is idempotent).
+        let n: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM grants WHERE dataset_id = $1 AND key_id = $2")
+                .bind(dataset_id)
+                .bind(key_id)
+                .fetch_one(pool)
+                .await?;
+        Ok(n == 1)
+    })
 }
 
 /// Remove a grant; false if there was none.
 pub(crate) async fn revoke_grant(
-    pool: &SqlitePool,
+    db: &super::Db,
     dataset_id: &str,
     key_id: &str,
 ) -> Result<bool, StoreError> {
-    let done = sqlx::query("DELETE FROM grants WHERE dataset_id = ? AND key_id = ?")
-        .bind(dataset_id)
-        .bind(key_id)
-        .execute(pool)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    super::with_db!(db, |pool, pg| {
+        let done = sqlx::query("DELETE FROM grants WHERE dataset_id = $1 AND key_id = $2")
+            .bind(dataset_id)
+            .bind(key_id)
+            .execute(pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    })
 }
 
 /// The analyst key ids granted access.
-pub(crate) async fn grants(pool: &SqlitePool, dataset_id: &str) -> Result<Vec<String>, StoreError> {
-    let rows: Vec<(String,)> = sqlx::query_as(
-        "SELECT key_id FROM grants WHERE dataset_id = ? ORDER BY created_at, key_id",
-    )
-    .bind(dataset_id)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(|(k,)| k).collect())
+pub(crate) async fn grants(db: &super::Db, dataset_id: &str) -> Result<Vec<String>, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT key_id FROM grants WHERE dataset_id = $1 ORDER BY created_at, key_id",
+        )
+        .bind(dataset_id)
+        .fetch_all(pool)
+        .await?;
+        Ok(rows.into_iter().map(|(k,)| k).collect())
+    })
 }
 
 /// `(schema_json, n_rows, n_cols, features, labels)` as read.
-type StoredRows = (String, i64, i64, Vec<u8>, Vec<u8>);
+pub(super) type StoredRows = (String, i64, i64, Vec<u8>, Vec<u8>);
 
 /// The training rows of a claimed job's dataset, with its schema JSON.
 /// Only a [`ClaimedJob`] (whose charge was admitted) opens rows. `None` when
 /// the rows were deleted.
 pub(crate) async fn load_rows(
-    pool: &SqlitePool,
+    db: &super::Db,
     job: &ClaimedJob,
 ) -> Result<Option<(String, Dataset)>, StoreError> {
-    rows_of(pool, &job.dataset_id).await
+    rows_of(db, &job.dataset_id).await
 }
 
 /// The rows of a dataset. Private to the store: callers outside it hold a
 /// proof that a charge was admitted ([`ClaimedJob`], or an admitted
 /// evaluation in `super::evaluations`).
 pub(super) async fn rows_of(
-    pool: &SqlitePool,
+    db: &super::Db,
     dataset_id: &str,
 ) -> Result<Option<(String, Dataset)>, StoreError> {
-    let row: Option<StoredRows> = sqlx::query_as(
-        "SELECT d.schema_json, r.n_rows, r.n_cols, r.features, r.labels FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id WHERE r.dataset_id = ?",
-    )
-    .bind(dataset_id)
-    .fetch_optional(pool)
-    .await?;
-    let Some((schema_json, n_rows, n_cols, features, labels)) = row else {
+    let Some((schema_json, n_rows, n_cols, features, labels)) = stored_rows(db, dataset_id).await?
+    else {
         return Ok(None);
     };
     let rows = EncodedRows {
@@ -398,4 +447,26 @@ pub(super) async fn rows_of(
         .map_err(|e| StoreError::Corrupt(format!("stored schema: {e}")))?;
     let regression = matches!(schema.task(), crate::data::Task::Regression { .. });
     Ok(Some((schema_json, encoded::decode(&rows, regression)?)))
+}
+
+/// A dataset's rows as stored (bytes still encoded).
+pub(super) async fn stored_rows(
+    db: &super::Db,
+    dataset_id: &str,
+) -> Result<Option<StoredRows>, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        // On PostgreSQL the chunks are joined in order by the one
+        // statement, so the bytes come from a single snapshot.
+        Ok(sqlx::query_as(if pg {
+            "SELECT d.schema_json, r.n_rows, r.n_cols, \
+             COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'features'), ''::bytea), \
+             COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'labels'), ''::bytea) \
+             FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id WHERE r.dataset_id = $1"
+        } else {
+            "SELECT d.schema_json, r.n_rows, r.n_cols, r.features, r.labels FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id WHERE r.dataset_id = $1"
+        })
+        .bind(dataset_id)
+        .fetch_optional(pool)
+        .await?)
+    })
 }

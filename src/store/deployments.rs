@@ -8,7 +8,6 @@
 //! one, and concurrent moves are numbered one after the other: none is lost.
 
 use serde::Serialize;
-use sqlx::{Sqlite, SqlitePool, Transaction};
 
 use super::{Page, StoreError, now};
 
@@ -72,16 +71,17 @@ pub(crate) enum Put {
 
 /// Append version `version` and point the deployment at it, in `tx`.
 async fn append(
-    tx: &mut Transaction<'_, Sqlite>,
+    conn: impl Into<super::db::Conn<'_>>,
     seq: i64,
     version: i64,
     model_id: &str,
     by: &str,
     rollback_of: Option<i64>,
 ) -> Result<Deployment, StoreError> {
-    let at = now();
-    sqlx::query(
-        "INSERT INTO deployment_versions (deployment_seq, version, model_id, moved_by, created_at, rollback_of) VALUES (?, ?, ?, ?, ?, ?)",
+    super::with_conn!(conn.into(), |conn, pg| {
+        let at = now();
+        sqlx::query(
+        "INSERT INTO deployment_versions (deployment_seq, version, model_id, moved_by, created_at, rollback_of) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(seq)
     .bind(version)
@@ -89,45 +89,57 @@ async fn append(
     .bind(by)
     .bind(&at)
     .bind(rollback_of)
-    .execute(&mut **tx)
+    .execute(&mut *conn)
     .await?;
-    sqlx::query("UPDATE deployments SET model_id = ?, version = ?, updated_at = ? WHERE seq = ?")
+        sqlx::query(
+            "UPDATE deployments SET model_id = $1, version = $2, updated_at = $3 WHERE seq = $4",
+        )
         .bind(model_id)
         .bind(version)
         .bind(&at)
         .bind(seq)
-        .execute(&mut **tx)
+        .execute(&mut *conn)
         .await?;
-    Ok(sqlx::query_as(select_deployments!("WHERE seq = ?"))
-        .bind(seq)
-        .fetch_one(&mut **tx)
-        .await?)
+        Ok(sqlx::query_as(select_deployments!("WHERE seq = $1"))
+            .bind(seq)
+            .fetch_one(&mut *conn)
+            .await?)
+    })
 }
 
 /// Create `owner`'s deployment `name` at `model_id`, or move it there
 /// (appending a version, even when it already serves that model: the
 /// history records every move). The caller has checked access to the model.
 pub(crate) async fn put(
-    pool: &SqlitePool,
+    db: &super::Db,
     owner: &str,
     name: &str,
     model_id: &str,
 ) -> Result<Put, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let current: Option<Deployment> =
-        sqlx::query_as(select_deployments!("WHERE created_by = ? AND name = ?"))
-            .bind(owner)
-            .bind(name)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let out = match current {
-        Some(d) => {
-            Put::Updated(append(&mut tx, d.seq, d.version + 1, model_id, owner, None).await?)
-        }
-        None => {
-            let at = now();
-            let seq: i64 = sqlx::query_scalar(
-                "INSERT INTO deployments (name, model_id, version, created_by, created_at, updated_at) VALUES (?, ?, 1, ?, ?, ?) RETURNING seq",
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        // PostgreSQL: one move of this owner's deployments at a time, so
+        // two PUTs of a new name cannot both insert it.
+        super::db::lock_key(&mut tx, owner).await?;
+        // ...and its row locked against a rollback computing the same
+        // next version.
+        let current: Option<Deployment> = sqlx::query_as(if pg {
+            select_deployments!("WHERE created_by = $1 AND name = $2 FOR UPDATE")
+        } else {
+            select_deployments!("WHERE created_by = $1 AND name = $2")
+        })
+        .bind(owner)
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let out = match current {
+            Some(d) => {
+                Put::Updated(append(&mut tx, d.seq, d.version + 1, model_id, owner, None).await?)
+            }
+            None => {
+                let at = now();
+                let seq: i64 = sqlx::query_scalar(
+                "INSERT INTO deployments (name, model_id, version, created_by, created_at, updated_at) VALUES ($1, $2, 1, $3, $4, $5) RETURNING seq",
             )
             .bind(name)
             .bind(model_id)
@@ -136,11 +148,12 @@ pub(crate) async fn put(
             .bind(&at)
             .fetch_one(&mut *tx)
             .await?;
-            Put::Created(append(&mut tx, seq, 1, model_id, owner, None).await?)
-        }
-    };
-    tx.commit().await?;
-    Ok(out)
+                Put::Created(append(&mut tx, seq, 1, model_id, owner, None).await?)
+            }
+        };
+        tx.commit().await?;
+        Ok(out)
+    })
 }
 
 /// What [`rollback`] did.
@@ -158,37 +171,45 @@ pub(crate) enum Rollback {
 /// Roll `seq` back to version `to` (default: the version before the
 /// current one) by appending a new version serving that version's model.
 pub(crate) async fn rollback(
-    pool: &SqlitePool,
+    db: &super::Db,
     seq: i64,
     to: Option<i64>,
     by: &str,
 ) -> Result<Rollback, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let Some(current): Option<Deployment> = sqlx::query_as(select_deployments!("WHERE seq = ?"))
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        // PostgreSQL: the deployment's row stays locked until the new
+        // version is written (a concurrent move waits, then numbers after it).
+        let Some(current): Option<Deployment> = sqlx::query_as(if pg {
+            select_deployments!("WHERE seq = $1 FOR UPDATE")
+        } else {
+            select_deployments!("WHERE seq = $1")
+        })
         .bind(seq)
         .fetch_optional(&mut *tx)
         .await?
-    else {
-        return Ok(Rollback::Gone);
-    };
-    let target = match to {
-        Some(v) => v,
-        None if current.version <= 1 => return Ok(Rollback::NoPrevious),
-        None => current.version - 1,
-    };
-    let model: Option<String> = sqlx::query_scalar(
-        "SELECT model_id FROM deployment_versions WHERE deployment_seq = ? AND version = ?",
-    )
-    .bind(seq)
-    .bind(target)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(model) = model else {
-        return Ok(Rollback::UnknownVersion);
-    };
-    let d = append(&mut tx, seq, current.version + 1, &model, by, Some(target)).await?;
-    tx.commit().await?;
-    Ok(Rollback::Done(d))
+        else {
+            return Ok(Rollback::Gone);
+        };
+        let target = match to {
+            Some(v) => v,
+            None if current.version <= 1 => return Ok(Rollback::NoPrevious),
+            None => current.version - 1,
+        };
+        let model: Option<String> = sqlx::query_scalar(
+            "SELECT model_id FROM deployment_versions WHERE deployment_seq = $1 AND version = $2",
+        )
+        .bind(seq)
+        .bind(target)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(model) = model else {
+            return Ok(Rollback::UnknownVersion);
+        };
+        let d = append(&mut tx, seq, current.version + 1, &model, by, Some(target)).await?;
+        tx.commit().await?;
+        Ok(Rollback::Done(d))
+    })
 }
 
 /// The deployment a path's `name` means to `caller_id`:
@@ -198,95 +219,105 @@ pub(crate) async fn rollback(
 ///   owner choosing the same name cannot take over the traffic of keys that
 ///   use the plain name).
 pub(crate) async fn resolve(
-    pool: &SqlitePool,
+    db: &super::Db,
     name: &str,
     caller_id: &str,
 ) -> Result<Option<Deployment>, StoreError> {
-    if let Some((owner, plain)) = name.split_once(':') {
-        return Ok(
-            sqlx::query_as(select_deployments!("WHERE created_by = ? AND name = ?"))
-                .bind(owner)
-                .bind(plain)
-                .fetch_optional(pool)
-                .await?,
-        );
-    }
-    Ok(sqlx::query_as(select_deployments!(
-        "WHERE name = ? ORDER BY created_by = ? DESC, seq LIMIT 1"
-    ))
-    .bind(name)
-    .bind(caller_id)
-    .fetch_optional(pool)
-    .await?)
+    super::with_db!(db, |pool, pg| {
+        if let Some((owner, plain)) = name.split_once(':') {
+            return Ok(
+                sqlx::query_as(select_deployments!("WHERE created_by = $1 AND name = $2"))
+                    .bind(owner)
+                    .bind(plain)
+                    .fetch_optional(pool)
+                    .await?,
+            );
+        }
+        Ok(sqlx::query_as(select_deployments!(
+            "WHERE name = $1 ORDER BY created_by = $2 DESC, seq LIMIT 1"
+        ))
+        .bind(name)
+        .bind(caller_id)
+        .fetch_optional(pool)
+        .await?)
+    })
 }
 
 /// One version of a deployment.
 pub(crate) async fn version(
-    pool: &SqlitePool,
+    db: &super::Db,
     seq: i64,
     version: i64,
 ) -> Result<Option<DeploymentVersion>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT version, model_id, moved_by, created_at, rollback_of FROM deployment_versions WHERE deployment_seq = ? AND version = ?",
+    super::with_db!(db, |pool, pg| {
+        Ok(sqlx::query_as(
+        "SELECT version, model_id, moved_by, created_at, rollback_of FROM deployment_versions WHERE deployment_seq = $1 AND version = $2",
     )
     .bind(seq)
     .bind(version)
     .fetch_optional(pool)
     .await?)
+    })
 }
 
 /// The latest version of deployment `seq` that served `model_id`, if any.
 pub(crate) async fn latest_serving(
-    pool: &SqlitePool,
+    db: &super::Db,
     seq: i64,
     model_id: &str,
 ) -> Result<Option<i64>, StoreError> {
-    Ok(sqlx::query_scalar::<_, Option<i64>>(
-        "SELECT MAX(version) FROM deployment_versions WHERE deployment_seq = ? AND model_id = ?",
+    super::with_db!(db, |pool, pg| {
+        Ok(sqlx::query_scalar::<_, Option<i64>>(
+        "SELECT MAX(version) FROM deployment_versions WHERE deployment_seq = $1 AND model_id = $2",
     )
     .bind(seq)
     .bind(model_id)
     .fetch_one(pool)
     .await?)
+    })
 }
 
 /// A page of a deployment's history, oldest first (`after` is a version).
 pub(crate) async fn history(
-    pool: &SqlitePool,
+    db: &super::Db,
     seq: i64,
     after: i64,
     page_size: u32,
 ) -> Result<Page<DeploymentVersion>, StoreError> {
-    let rows: Vec<DeploymentVersion> = sqlx::query_as(
-        "SELECT version, model_id, moved_by, created_at, rollback_of FROM deployment_versions WHERE deployment_seq = ? AND version > ? ORDER BY version LIMIT ?",
+    super::with_db!(db, |pool, pg| {
+        let rows: Vec<DeploymentVersion> = sqlx::query_as(
+        "SELECT version, model_id, moved_by, created_at, rollback_of FROM deployment_versions WHERE deployment_seq = $1 AND version > $2 ORDER BY version LIMIT $3",
     )
     .bind(seq)
     .bind(after)
     .bind(i64::from(page_size) + 1)
     .fetch_all(pool)
     .await?;
-    Ok(Page::from_rows(
-        rows.into_iter().map(|v| (v.version, v)).collect(),
-        page_size,
-    ))
+        Ok(Page::from_rows(
+            rows.into_iter().map(|v| (v.version, v)).collect(),
+            page_size,
+        ))
+    })
 }
 
 /// A page of deployments.
 pub(crate) async fn list(
-    pool: &SqlitePool,
+    db: &super::Db,
     after: i64,
     page_size: u32,
 ) -> Result<Page<Deployment>, StoreError> {
-    let rows: Vec<Deployment> =
-        sqlx::query_as(select_deployments!("WHERE seq > ? ORDER BY seq LIMIT ?"))
-            .bind(after)
-            .bind(i64::from(page_size) + 1)
-            .fetch_all(pool)
-            .await?;
-    Ok(Page::from_rows(
-        rows.into_iter().map(|d| (d.seq, d)).collect(),
-        page_size,
-    ))
+    super::with_db!(db, |pool, pg| {
+        let rows: Vec<Deployment> =
+            sqlx::query_as(select_deployments!("WHERE seq > $1 ORDER BY seq LIMIT $2"))
+                .bind(after)
+                .bind(i64::from(page_size) + 1)
+                .fetch_all(pool)
+                .await?;
+        Ok(Page::from_rows(
+            rows.into_iter().map(|d| (d.seq, d)).collect(),
+            page_size,
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -316,29 +347,21 @@ mod tests {
         ] {
             sqlx::raw_sql(sql).execute(&pool).await.unwrap();
         }
-        let d = super::resolve(&pool, "prod", "key_b")
-            .await
-            .unwrap()
-            .unwrap();
+        let db = crate::store::Db::Sqlite(pool.clone());
+        let d = super::resolve(&db, "prod", "key_b").await.unwrap().unwrap();
         assert_eq!((d.seq, d.version, d.model_id.as_str()), (7, 1, "m"));
         assert_eq!(d.created_at, "2026-01-01T00:00:00Z");
-        let v = super::version(&pool, 7, 1).await.unwrap().unwrap();
+        let v = super::version(&db, 7, 1).await.unwrap().unwrap();
         assert_eq!((v.model_id.as_str(), v.moved_by.as_str()), ("m", "key_a"));
         // Another key's `prod` is a new deployment; the plain name still
         // means the first one to everyone but its creator.
-        let super::Put::Created(b) = super::put(&pool, "key_b", "prod", "m").await.unwrap() else {
+        let super::Put::Created(b) = super::put(&db, "key_b", "prod", "m").await.unwrap() else {
             panic!("expected a new deployment");
         };
         assert!(b.seq > 7);
-        let seen = super::resolve(&pool, "prod", "key_x")
-            .await
-            .unwrap()
-            .unwrap();
+        let seen = super::resolve(&db, "prod", "key_x").await.unwrap().unwrap();
         assert_eq!(seen.seq, 7);
-        let own = super::resolve(&pool, "prod", "key_b")
-            .await
-            .unwrap()
-            .unwrap();
+        let own = super::resolve(&db, "prod", "key_b").await.unwrap().unwrap();
         assert_eq!(own.seq, b.seq);
         // The history is append-only.
         assert!(

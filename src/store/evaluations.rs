@@ -4,7 +4,6 @@
 //! released result.
 
 use serde::Serialize;
-use sqlx::SqlitePool;
 
 use super::ledger::{self, Amount, BudgetState};
 use super::{StoreError, new_id, now};
@@ -58,36 +57,38 @@ pub(crate) enum Admission {
 /// Charge `epsilon` (pure DP) to `dataset_id`'s ledger and record the
 /// evaluation, in one `BEGIN IMMEDIATE` transaction (see `jobs::submit`).
 pub(crate) async fn admit(
-    pool: &SqlitePool,
+    db: &super::Db,
     model_id: &str,
     dataset_id: &str,
     requested_by: &str,
     epsilon: f64,
 ) -> Result<Admission, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let state: Option<String> = sqlx::query_scalar("SELECT state FROM datasets WHERE id = ?")
-        .bind(dataset_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if state.as_deref() != Some("ready") {
-        return Ok(Admission::DatasetGone);
-    }
-    let charge = Amount {
-        epsilon,
-        delta: 0.0,
-    };
-    let budget = ledger::budget_on(&mut tx, dataset_id).await?;
-    // The metric releases are pure epsilon-DP (privacy::metrics).
-    let loss = Loss::Pure { epsilon };
-    if !budget.admits(&loss) {
-        return Ok(Admission::OverBudget {
-            requested: charge,
-            budget,
-        });
-    }
-    let id = new_id("eval");
-    sqlx::query(
-        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon, state, created_at) VALUES (?, ?, ?, ?, ?, 'admitted', ?)",
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        super::db::lock_dataset(&mut tx, dataset_id).await?;
+        let state: Option<String> = sqlx::query_scalar("SELECT state FROM datasets WHERE id = $1")
+            .bind(dataset_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if state.as_deref() != Some("ready") {
+            return Ok(Admission::DatasetGone);
+        }
+        let charge = Amount {
+            epsilon,
+            delta: 0.0,
+        };
+        let budget = ledger::budget_on(&mut tx, dataset_id).await?;
+        // The metric releases are pure epsilon-DP (privacy::metrics).
+        let loss = Loss::Pure { epsilon };
+        if !budget.admits(&loss) {
+            return Ok(Admission::OverBudget {
+                requested: charge,
+                budget,
+            });
+        }
+        let id = new_id("eval");
+        sqlx::query(
+        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon, state, created_at) VALUES ($1, $2, $3, $4, $5, 'admitted', $6)",
     )
     .bind(&id)
     .bind(model_id)
@@ -97,38 +98,40 @@ pub(crate) async fn admit(
     .bind(now())
     .execute(&mut *tx)
     .await?;
-    ledger::append_charge(&mut tx, dataset_id, &id, &loss, requested_by).await?;
-    tx.commit().await?;
-    Ok(Admission::New(AdmittedEvaluation {
-        id,
-        dataset_id: dataset_id.to_owned(),
-    }))
+        ledger::append_charge(&mut tx, dataset_id, &id, &loss, requested_by).await?;
+        tx.commit().await?;
+        Ok(Admission::New(AdmittedEvaluation {
+            id,
+            dataset_id: dataset_id.to_owned(),
+        }))
+    })
 }
 
 /// Record an evaluation on public test data: no charge, no ledger entry,
 /// `public` set and epsilon 0. `DatasetGone` if the dataset is deleted;
 /// `None` if it is not (or no longer visible as) public test data.
 pub(crate) async fn admit_public(
-    pool: &SqlitePool,
+    db: &super::Db,
     model_id: &str,
     dataset_id: &str,
     requested_by: &str,
 ) -> Result<Option<Admission>, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let row: Option<(String, Option<String>)> =
-        sqlx::query_as("SELECT state, public_test_data_at FROM datasets WHERE id = ?")
-            .bind(dataset_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    match row {
-        Some((state, _)) if state != "ready" => return Ok(Some(Admission::DatasetGone)),
-        None => return Ok(Some(Admission::DatasetGone)),
-        Some((_, None)) => return Ok(None),
-        Some((_, Some(_))) => {}
-    }
-    let id = new_id("eval");
-    sqlx::query(
-        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon, public, state, created_at) VALUES (?, ?, ?, ?, 0, 1, 'admitted', ?)",
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        let row: Option<(String, Option<String>)> =
+            sqlx::query_as("SELECT state, public_test_data_at FROM datasets WHERE id = $1")
+                .bind(dataset_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        match row {
+            Some((state, _)) if state != "ready" => return Ok(Some(Admission::DatasetGone)),
+            None => return Ok(Some(Admission::DatasetGone)),
+            Some((_, None)) => return Ok(None),
+            Some((_, Some(_))) => {}
+        }
+        let id = new_id("eval");
+        sqlx::query(
+        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon, public, state, created_at) VALUES ($1, $2, $3, $4, 0, 1, 'admitted', $5)",
     )
     .bind(&id)
     .bind(model_id)
@@ -137,35 +140,37 @@ pub(crate) async fn admit_public(
     .bind(now())
     .execute(&mut *tx)
     .await?;
-    tx.commit().await?;
-    Ok(Some(Admission::New(AdmittedEvaluation {
-        id,
-        dataset_id: dataset_id.to_owned(),
-    })))
+        tx.commit().await?;
+        Ok(Some(Admission::New(AdmittedEvaluation {
+            id,
+            dataset_id: dataset_id.to_owned(),
+        })))
+    })
 }
 
 /// The rows of an admitted evaluation's dataset, with its schema JSON
 /// (`None` when the rows were deleted since).
 pub(crate) async fn load_rows(
-    pool: &SqlitePool,
+    db: &super::Db,
     evaluation: &AdmittedEvaluation,
 ) -> Result<Option<(String, Dataset)>, StoreError> {
-    super::datasets::rows_of(pool, &evaluation.dataset_id).await
+    super::datasets::rows_of(db, &evaluation.dataset_id).await
 }
 
 /// Record the outcome: the released result, or why there is none (the
 /// charge stays: the rows may have been read).
 pub(crate) async fn finish(
-    pool: &SqlitePool,
+    db: &super::Db,
     id: &str,
     outcome: Result<&serde_json::Value, &str>,
 ) -> Result<(), StoreError> {
-    let (state, result, error) = match outcome {
-        Ok(v) => ("done", Some(v.to_string()), None),
-        Err(e) => ("failed", None, Some(e.to_owned())),
-    };
-    sqlx::query(
-        "UPDATE evaluations SET state = ?, result_json = ?, error = ?, finished_at = ? WHERE id = ? AND state = 'admitted'",
+    super::with_db!(db, |pool, pg| {
+        let (state, result, error) = match outcome {
+            Ok(v) => ("done", Some(v.to_string()), None),
+            Err(e) => ("failed", None, Some(e.to_owned())),
+        };
+        sqlx::query(
+        "UPDATE evaluations SET state = $1, result_json = $2, error = $3, finished_at = $4 WHERE id = $5 AND state = 'admitted'",
     )
     .bind(state)
     .bind(result)
@@ -174,21 +179,24 @@ pub(crate) async fn finish(
     .bind(id)
     .execute(pool)
     .await?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// An evaluation, if the caller requested it or owns its dataset.
 pub(crate) async fn get_visible(
-    pool: &SqlitePool,
+    db: &super::Db,
     id: &str,
     caller_id: &str,
 ) -> Result<Option<EvaluationRecord>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT e.id, e.model_id, e.dataset_id, e.requested_by, e.epsilon, e.public, e.state, e.result_json, e.error, e.created_at, e.finished_at FROM evaluations e JOIN datasets d ON d.id = e.dataset_id WHERE e.id = ? AND (e.requested_by = ? OR d.owner_id = ?)",
+    super::with_db!(db, |pool, pg| {
+        Ok(sqlx::query_as(
+        "SELECT e.id, e.model_id, e.dataset_id, e.requested_by, e.epsilon, (e.public <> 0) AS public, e.state, e.result_json, e.error, e.created_at, e.finished_at FROM evaluations e JOIN datasets d ON d.id = e.dataset_id WHERE e.id = $1 AND (e.requested_by = $2 OR d.owner_id = $3)",
     )
     .bind(id)
     .bind(caller_id)
     .bind(caller_id)
     .fetch_optional(pool)
     .await?)
+    })
 }

@@ -5,7 +5,6 @@
 //! charge) twice, even when the two copies race.
 
 use sha2::{Digest, Sha256};
-use sqlx::SqliteConnection;
 
 use super::{StoreError, keys::hex, now};
 
@@ -67,35 +66,48 @@ pub(crate) enum Lookup {
 
 /// Look the key up (inside the creating transaction).
 pub(crate) async fn lookup(
-    conn: &mut SqliteConnection,
+    conn: impl Into<super::db::Conn<'_>>,
     req: &IdemRequest,
 ) -> Result<Lookup, StoreError> {
-    let row: Option<(String, i64, Option<String>, String)> = sqlx::query_as(
-        "SELECT request_hash, status, location, body FROM idempotency WHERE key_id = ? AND idem_key = ?",
+    super::with_conn!(conn.into(), |conn, pg| {
+        if pg {
+            // Two copies of a request racing on different replicas: the
+            // second waits here until the first commits, then replays it
+            // (SQLite's BEGIN IMMEDIATE already runs them one at a time).
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ' ' || $2, 0))")
+                .bind(&req.key_id)
+                .bind(&req.idem_key)
+                .execute(&mut *conn)
+                .await?;
+        }
+        let row: Option<(String, i64, Option<String>, String)> = sqlx::query_as(
+        "SELECT request_hash, status, location, body FROM idempotency WHERE key_id = $1 AND idem_key = $2",
     )
     .bind(&req.key_id)
     .bind(&req.idem_key)
     .fetch_optional(&mut *conn)
     .await?;
-    Ok(match row {
-        None => Lookup::New,
-        Some((hash, _, _, _)) if hash != req.request_hash => Lookup::Mismatch,
-        Some((_, status, location, body)) => Lookup::Replay(StoredResponse {
-            status: u16::try_from(status).map_err(|_| StoreError::Corrupt("status".into()))?,
-            location,
-            body,
-        }),
+        Ok(match row {
+            None => Lookup::New,
+            Some((hash, _, _, _)) if hash != req.request_hash => Lookup::Mismatch,
+            Some((_, status, location, body)) => Lookup::Replay(StoredResponse {
+                status: u16::try_from(status).map_err(|_| StoreError::Corrupt("status".into()))?,
+                location,
+                body,
+            }),
+        })
     })
 }
 
 /// Record the response (inside the creating transaction).
 pub(crate) async fn record(
-    conn: &mut SqliteConnection,
+    conn: impl Into<super::db::Conn<'_>>,
     req: &IdemRequest,
     response: &StoredResponse,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO idempotency (key_id, idem_key, request_hash, status, location, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    super::with_conn!(conn.into(), |conn, pg| {
+        sqlx::query(
+        "INSERT INTO idempotency (key_id, idem_key, request_hash, status, location, body, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(&req.key_id)
     .bind(&req.idem_key)
@@ -106,5 +118,6 @@ pub(crate) async fn record(
     .bind(now())
     .execute(&mut *conn)
     .await?;
-    Ok(())
+        Ok(())
+    })
 }

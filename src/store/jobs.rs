@@ -8,7 +8,6 @@
 //! and never refunded.
 
 use serde::Serialize;
-use sqlx::SqlitePool;
 
 use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
 use super::ledger::{self, Amount, BudgetState};
@@ -118,8 +117,14 @@ macro_rules! select_jobs {
 
 /// "The caller (bound twice) owns or was granted the job's dataset."
 macro_rules! job_visible_to {
-    () => {
-        "EXISTS (SELECT 1 FROM datasets d WHERE d.id = j.dataset_id AND (d.owner_id = ? OR EXISTS (SELECT 1 FROM grants g WHERE g.dataset_id = d.id AND g.key_id = ?)))"
+    ($a:literal, $b:literal) => {
+        concat!(
+            "EXISTS (SELECT 1 FROM datasets d WHERE d.id = j.dataset_id AND (d.owner_id = ",
+            $a,
+            " OR EXISTS (SELECT 1 FROM grants g WHERE g.dataset_id = d.id AND g.key_id = ",
+            $b,
+            ")))"
+        )
     };
 }
 
@@ -161,48 +166,52 @@ pub(crate) enum Submitted {
 /// and our write of the charge. The caller has checked the parameters and
 /// the caller's access to the dataset.
 pub(crate) async fn submit(
-    pool: &SqlitePool,
+    db: &super::Db,
     new: NewJob<'_>,
     idem: Option<&IdemRequest>,
     respond: impl FnOnce(&JobRecord) -> StoredResponse,
 ) -> Result<Submitted, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    if let Some(req) = idem {
-        match idempotency::lookup(&mut tx, req).await? {
-            Lookup::New => {}
-            Lookup::Replay(r) => return Ok(Submitted::Replay(r)),
-            Lookup::Mismatch => return Ok(Submitted::Mismatch),
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        if let Some(req) = idem {
+            match idempotency::lookup(&mut tx, req).await? {
+                Lookup::New => {}
+                Lookup::Replay(r) => return Ok(Submitted::Replay(r)),
+                Lookup::Mismatch => return Ok(Submitted::Mismatch),
+            }
         }
-    }
-    let state: Option<String> = sqlx::query_scalar("SELECT state FROM datasets WHERE id = ?")
-        .bind(new.dataset_id)
-        .fetch_optional(&mut *tx)
+        super::db::lock_dataset(&mut tx, new.dataset_id).await?;
+        let state: Option<String> = sqlx::query_scalar("SELECT state FROM datasets WHERE id = $1")
+            .bind(new.dataset_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if state.as_deref() != Some("ready") {
+            return Ok(Submitted::DatasetGone);
+        }
+        // The per-key limit counts across datasets: lock the key too.
+        super::db::lock_key(&mut tx, new.submitted_by).await?;
+        let active: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM jobs WHERE submitted_by = $1 AND state IN ('queued', 'running')",
+        )
+        .bind(new.submitted_by)
+        .fetch_one(&mut *tx)
         .await?;
-    if state.as_deref() != Some("ready") {
-        return Ok(Submitted::DatasetGone);
-    }
-    let active: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM jobs WHERE submitted_by = ? AND state IN ('queued', 'running')",
-    )
-    .bind(new.submitted_by)
-    .fetch_one(&mut *tx)
-    .await?;
-    if active >= i64::from(new.max_active_per_key) {
-        return Ok(Submitted::TooManyActive);
-    }
-    let budget = ledger::budget_on(&mut tx, new.dataset_id).await?;
-    let (epsilon, delta) = new.loss.basic();
-    let charge = Amount { epsilon, delta };
-    if !budget.admits(&new.loss) {
-        // Dropping the transaction rolls it back: nothing changes.
-        return Ok(Submitted::OverBudget {
-            requested: charge,
-            budget,
-        });
-    }
-    let id = new_id("job");
-    sqlx::query(
-        "INSERT INTO jobs (id, dataset_id, submitted_by, state, params_json, tau, epsilon, delta, created_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+        if active >= i64::from(new.max_active_per_key) {
+            return Ok(Submitted::TooManyActive);
+        }
+        let budget = ledger::budget_on(&mut tx, new.dataset_id).await?;
+        let (epsilon, delta) = new.loss.basic();
+        let charge = Amount { epsilon, delta };
+        if !budget.admits(&new.loss) {
+            // Dropping the transaction rolls it back: nothing changes.
+            return Ok(Submitted::OverBudget {
+                requested: charge,
+                budget,
+            });
+        }
+        let id = new_id("job");
+        sqlx::query(
+        "INSERT INTO jobs (id, dataset_id, submitted_by, state, params_json, tau, epsilon, delta, created_at) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $8)",
     )
     .bind(&id)
     .bind(new.dataset_id)
@@ -214,17 +223,18 @@ pub(crate) async fn submit(
     .bind(now())
     .execute(&mut *tx)
     .await?;
-    ledger::append_charge(&mut tx, new.dataset_id, &id, &new.loss, new.submitted_by).await?;
-    let row: JobRow = sqlx::query_as(select_jobs!("WHERE j.id = ?"))
-        .bind(&id)
-        .fetch_one(&mut *tx)
-        .await?;
-    let (_, job) = row.into_domain()?;
-    if let Some(req) = idem {
-        idempotency::record(&mut tx, req, &respond(&job)).await?;
-    }
-    tx.commit().await?;
-    Ok(Submitted::New(job))
+        ledger::append_charge(&mut tx, new.dataset_id, &id, &new.loss, new.submitted_by).await?;
+        let row: JobRow = sqlx::query_as(select_jobs!("WHERE j.id = $1"))
+            .bind(&id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let (_, job) = row.into_domain()?;
+        if let Some(req) = idem {
+            idempotency::record(&mut tx, req, &respond(&job)).await?;
+        }
+        tx.commit().await?;
+        Ok(Submitted::New(job))
+    })
 }
 
 /// A job a worker claimed. Only [`claim`] makes one, and only jobs whose
@@ -249,37 +259,47 @@ fn unix_now() -> i64 {
 /// Claim the oldest queued job (one atomic statement, so two workers or two
 /// processes never claim the same job). Sets `started_at` on first claim:
 /// from here on the charge is final.
-pub(crate) async fn claim(pool: &SqlitePool) -> Result<Option<ClaimedJob>, StoreError> {
-    let row: Option<(String, String, String, i64, i64)> = sqlx::query_as(
-        "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, ?), attempts = attempts + 1, rounds_done = 0, heartbeat = ? \
-         WHERE seq = (SELECT seq FROM jobs WHERE state = 'queued' ORDER BY seq LIMIT 1) AND state = 'queued' \
-         RETURNING id, dataset_id, params_json, cancel_requested, attempts",
-    )
+pub(crate) async fn claim(db: &super::Db) -> Result<Option<ClaimedJob>, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        // On PostgreSQL the oldest queued job that no other replica is
+        // claiming (or cancelling) right now: `SKIP LOCKED` passes over
+        // rows locked by others instead of waiting for them.
+        let row: Option<(String, String, String, i64, i64)> = sqlx::query_as(if pg {
+            "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, $1), attempts = attempts + 1, rounds_done = 0, heartbeat = $2 \
+             WHERE seq = (SELECT seq FROM jobs WHERE state = 'queued' ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) AND state = 'queued' \
+             RETURNING id, dataset_id, params_json, cancel_requested, attempts"
+        } else {
+            "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, $1), attempts = attempts + 1, rounds_done = 0, heartbeat = $2 \
+             WHERE seq = (SELECT seq FROM jobs WHERE state = 'queued' ORDER BY seq LIMIT 1) AND state = 'queued' \
+             RETURNING id, dataset_id, params_json, cancel_requested, attempts"
+        })
     .bind(now())
     .bind(unix_now())
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(
-        |(id, dataset_id, params_json, cancel, attempt)| ClaimedJob {
-            id,
-            dataset_id,
-            params_json,
-            cancel_requested: cancel != 0,
-            attempt,
-        },
-    ))
+        Ok(row.map(
+            |(id, dataset_id, params_json, cancel, attempt)| ClaimedJob {
+                id,
+                dataset_id,
+                params_json,
+                cancel_requested: cancel != 0,
+                attempt,
+            },
+        ))
+    })
 }
 
 /// Renew a running job's lease and record its progress. Returns
 /// `Some(cancel_requested)` while the job is still this worker's, `None` if
 /// the lease was lost (another worker re-claimed it, or it was cancelled).
 pub(crate) async fn heartbeat(
-    pool: &SqlitePool,
+    db: &super::Db,
     job: &ClaimedJob,
     rounds_done: u32,
 ) -> Result<Option<bool>, StoreError> {
-    let row: Option<(i64,)> = sqlx::query_as(
-        "UPDATE jobs SET heartbeat = ?, rounds_done = ? WHERE id = ? AND attempts = ? AND state = 'running' RETURNING cancel_requested",
+    super::with_db!(db, |pool, pg| {
+        let row: Option<(i64,)> = sqlx::query_as(
+        "UPDATE jobs SET heartbeat = $1, rounds_done = $2 WHERE id = $3 AND attempts = $4 AND state = 'running' RETURNING cancel_requested",
     )
     .bind(unix_now())
     .bind(i64::from(rounds_done))
@@ -287,23 +307,25 @@ pub(crate) async fn heartbeat(
     .bind(job.attempt)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(c,)| c != 0))
+        Ok(row.map(|(c,)| c != 0))
+    })
 }
 
 /// Record success: finish the job and store its model in one transaction.
 /// Returns false (and stores nothing) if this run lost its lease: at most
 /// one model is ever released per job.
 pub(crate) async fn succeed(
-    pool: &SqlitePool,
+    db: &super::Db,
     job: &ClaimedJob,
     model_id: &str,
     model_json: &str,
     tau: u32,
 ) -> Result<bool, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let created_at = now();
-    let done = sqlx::query(
-        "UPDATE jobs SET state = 'succeeded', model_id = ?, rounds_done = ?, finished_at = ? WHERE id = ? AND attempts = ? AND state = 'running'",
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        let created_at = now();
+        let done = sqlx::query(
+        "UPDATE jobs SET state = 'succeeded', model_id = $1, rounds_done = $2, finished_at = $3 WHERE id = $4 AND attempts = $5 AND state = 'running'",
     )
     .bind(model_id)
     .bind(i64::from(tau))
@@ -312,10 +334,10 @@ pub(crate) async fn succeed(
     .bind(job.attempt)
     .execute(&mut *tx)
     .await?;
-    if done.rows_affected() != 1 {
-        return Ok(false);
-    }
-    sqlx::query("INSERT INTO models (id, job_id, dataset_id, model_json, created_at) VALUES (?, ?, ?, ?, ?)")
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query("INSERT INTO models (id, job_id, dataset_id, model_json, created_at) VALUES ($1, $2, $3, $4, $5)")
         .bind(model_id)
         .bind(&job.id)
         .bind(&job.dataset_id)
@@ -323,20 +345,22 @@ pub(crate) async fn succeed(
         .bind(&created_at)
         .execute(&mut *tx)
         .await?;
-    tx.commit().await?;
-    Ok(true)
+        tx.commit().await?;
+        Ok(true)
+    })
 }
 
 /// Finish this run of a job as `failed` or `cancelled` with a fixed message.
 pub(crate) async fn finish(
-    pool: &SqlitePool,
+    db: &super::Db,
     job: &ClaimedJob,
     state: &'static str,
     rounds_done: u32,
     message: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE jobs SET state = ?, rounds_done = ?, error = ?, finished_at = ? WHERE id = ? AND attempts = ? AND state = 'running'",
+    super::with_db!(db, |pool, pg| {
+        sqlx::query(
+        "UPDATE jobs SET state = $1, rounds_done = $2, error = $3, finished_at = $4 WHERE id = $5 AND attempts = $6 AND state = 'running'",
     )
     .bind(state)
     .bind(i64::from(rounds_done))
@@ -346,80 +370,89 @@ pub(crate) async fn finish(
     .bind(job.attempt)
     .execute(pool)
     .await?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Put this run of a job back in the queue (shutdown): it keeps
 /// `started_at`, so its charge stays final and it re-runs under it.
-pub(crate) async fn requeue(pool: &SqlitePool, job: &ClaimedJob) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE jobs SET state = 'queued', rounds_done = 0, heartbeat = NULL WHERE id = ? AND attempts = ? AND state = 'running'",
+pub(crate) async fn requeue(db: &super::Db, job: &ClaimedJob) -> Result<(), StoreError> {
+    super::with_db!(db, |pool, pg| {
+        sqlx::query(
+        "UPDATE jobs SET state = 'queued', rounds_done = 0, heartbeat = NULL WHERE id = $1 AND attempts = $2 AND state = 'running'",
     )
     .bind(&job.id)
     .bind(job.attempt)
     .execute(pool)
     .await?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Re-queue `running` jobs whose lease expired (their process crashed or
 /// was killed). Returns how many. They keep `started_at`: they re-run under
 /// their existing charge.
 pub(crate) async fn requeue_expired(
-    pool: &SqlitePool,
+    db: &super::Db,
     lease: std::time::Duration,
 ) -> Result<u64, StoreError> {
-    let cutoff = unix_now() - i64::try_from(lease.as_secs()).unwrap_or(i64::MAX);
-    let done = sqlx::query(
-        "UPDATE jobs SET state = 'queued', rounds_done = 0, heartbeat = NULL WHERE state = 'running' AND (heartbeat IS NULL OR heartbeat < ?)",
+    super::with_db!(db, |pool, pg| {
+        let cutoff = unix_now() - i64::try_from(lease.as_secs()).unwrap_or(i64::MAX);
+        let done = sqlx::query(
+        "UPDATE jobs SET state = 'queued', rounds_done = 0, heartbeat = NULL WHERE state = 'running' AND (heartbeat IS NULL OR heartbeat < $1)",
     )
     .bind(cutoff)
     .execute(pool)
     .await?;
-    Ok(done.rows_affected())
+        Ok(done.rows_affected())
+    })
 }
 
 /// A job if the caller can see its dataset.
 pub(crate) async fn get_visible(
-    pool: &SqlitePool,
+    db: &super::Db,
     id: &str,
     caller_id: &str,
 ) -> Result<Option<JobRecord>, StoreError> {
-    let row: Option<JobRow> = sqlx::query_as(concat!(
-        select_jobs!("WHERE j.id = ? AND "),
-        job_visible_to!()
-    ))
-    .bind(id)
-    .bind(caller_id)
-    .bind(caller_id)
-    .fetch_optional(pool)
-    .await?;
-    row.map(|r| r.into_domain().map(|(_, j)| j)).transpose()
+    super::with_db!(db, |pool, pg| {
+        let row: Option<JobRow> = sqlx::query_as(concat!(
+            select_jobs!("WHERE j.id = $1 AND "),
+            job_visible_to!("$2", "$3")
+        ))
+        .bind(id)
+        .bind(caller_id)
+        .bind(caller_id)
+        .fetch_optional(pool)
+        .await?;
+        row.map(|r| r.into_domain().map(|(_, j)| j)).transpose()
+    })
 }
 
 /// A page of the jobs on datasets the caller can see.
 pub(crate) async fn list_visible(
-    pool: &SqlitePool,
+    db: &super::Db,
     caller_id: &str,
     after: i64,
     page_size: u32,
 ) -> Result<Page<JobRecord>, StoreError> {
-    let rows: Vec<JobRow> = sqlx::query_as(concat!(
-        select_jobs!("WHERE j.seq > ? AND "),
-        job_visible_to!(),
-        " ORDER BY j.seq LIMIT ?"
-    ))
-    .bind(after)
-    .bind(caller_id)
-    .bind(caller_id)
-    .bind(i64::from(page_size) + 1)
-    .fetch_all(pool)
-    .await?;
-    let rows = rows
-        .into_iter()
-        .map(JobRow::into_domain)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page::from_rows(rows, page_size))
+    super::with_db!(db, |pool, pg| {
+        let rows: Vec<JobRow> = sqlx::query_as(concat!(
+            select_jobs!("WHERE j.seq > $1 AND "),
+            job_visible_to!("$2", "$3"),
+            " ORDER BY j.seq LIMIT $4"
+        ))
+        .bind(after)
+        .bind(caller_id)
+        .bind(caller_id)
+        .bind(i64::from(page_size) + 1)
+        .fetch_all(pool)
+        .await?;
+        let rows = rows
+            .into_iter()
+            .map(JobRow::into_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page::from_rows(rows, page_size))
+    })
 }
 
 /// What [`cancel`] did.
@@ -436,62 +469,73 @@ pub(crate) enum Cancelled {
 
 /// Cancel a job (the caller has checked access).
 pub(crate) async fn cancel(
-    pool: &SqlitePool,
+    db: &super::Db,
     id: &str,
     by: &str,
 ) -> Result<Option<Cancelled>, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let Some(row) = sqlx::query_as::<_, JobRow>(select_jobs!("WHERE j.id = ?"))
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        // On PostgreSQL the job's row stays locked until the decision is
+        // written: a replica's claim skips it meanwhile, or went first and
+        // the row reads as running.
+        let Some(row) = sqlx::query_as::<_, JobRow>(if pg {
+            select_jobs!("WHERE j.id = $1 FOR UPDATE")
+        } else {
+            select_jobs!("WHERE j.id = $1")
+        })
         .bind(id)
         .fetch_optional(&mut *tx)
         .await?
-    else {
-        return Ok(None);
-    };
-    let (_, job) = row.into_domain()?;
-    let outcome = match (job.state.as_str(), job.started_at.is_some()) {
-        ("queued", false) => {
-            sqlx::query("UPDATE jobs SET state = 'cancelled', cancel_requested = 1, error = 'cancelled before it started; charge refunded', finished_at = ? WHERE id = ?")
+        else {
+            return Ok(None);
+        };
+        let (_, job) = row.into_domain()?;
+        let outcome = match (job.state.as_str(), job.started_at.is_some()) {
+            ("queued", false) => {
+                sqlx::query("UPDATE jobs SET state = 'cancelled', cancel_requested = 1, error = 'cancelled before it started; charge refunded', finished_at = $1 WHERE id = $2")
                 .bind(now())
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            ledger::append_refund(&mut tx, &job.dataset_id, id, Some(by)).await?;
-            Cancelled::Refunded
-        }
-        ("queued", true) => {
-            sqlx::query("UPDATE jobs SET state = 'cancelled', cancel_requested = 1, error = 'cancelled', finished_at = ? WHERE id = ?")
+                ledger::append_refund(&mut tx, &job.dataset_id, id, Some(by)).await?;
+                Cancelled::Refunded
+            }
+            ("queued", true) => {
+                sqlx::query("UPDATE jobs SET state = 'cancelled', cancel_requested = 1, error = 'cancelled', finished_at = $1 WHERE id = $2")
                 .bind(now())
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            Cancelled::Stopped
-        }
-        ("running", _) => {
-            sqlx::query("UPDATE jobs SET cancel_requested = 1 WHERE id = ?")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            Cancelled::Requested
-        }
-        _ => Cancelled::AlreadyFinal,
-    };
-    let row: JobRow = sqlx::query_as(select_jobs!("WHERE j.id = ?"))
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    let (_, job) = row.into_domain()?;
-    Ok(Some(outcome(job)))
+                Cancelled::Stopped
+            }
+            ("running", _) => {
+                sqlx::query("UPDATE jobs SET cancel_requested = 1 WHERE id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                Cancelled::Requested
+            }
+            _ => Cancelled::AlreadyFinal,
+        };
+        let row: JobRow = sqlx::query_as(select_jobs!("WHERE j.id = $1"))
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let (_, job) = row.into_domain()?;
+        Ok(Some(outcome(job)))
+    })
 }
 
 /// Number of jobs in each state (for /metrics).
-pub(crate) async fn count_by_state(pool: &SqlitePool) -> Result<Vec<(String, i64)>, StoreError> {
-    Ok(
-        sqlx::query_as("SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state")
-            .fetch_all(pool)
-            .await?,
-    )
+pub(crate) async fn count_by_state(db: &super::Db) -> Result<Vec<(String, i64)>, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        Ok(
+            sqlx::query_as("SELECT state, COUNT(*) FROM jobs GROUP BY state ORDER BY state")
+                .fetch_all(pool)
+                .await?,
+        )
+    })
 }
 
 #[cfg(test)]

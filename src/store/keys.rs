@@ -7,7 +7,6 @@ use rand::TryRng;
 use rand::rngs::SysRng;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use sqlx::SqlitePool;
 
 use super::{Page, StoreError, new_id, now};
 
@@ -104,15 +103,16 @@ pub(crate) fn generate_secret() -> Result<String, StoreError> {
 
 /// Store a key with the given secret; returns its record.
 pub(crate) async fn create(
-    pool: &SqlitePool,
+    db: &super::Db,
     role: Role,
     name: &str,
     secret: &str,
 ) -> Result<KeyInfo, StoreError> {
-    let id = new_id("key");
-    let created_at = now();
-    sqlx::query(
-        "INSERT INTO api_keys (id, role, name, key_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+    super::with_db!(db, |pool, pg| {
+        let id = new_id("key");
+        let created_at = now();
+        sqlx::query(
+        "INSERT INTO api_keys (id, role, name, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(&id)
     .bind(role.as_str())
@@ -121,86 +121,99 @@ pub(crate) async fn create(
     .bind(&created_at)
     .execute(pool)
     .await?;
-    Ok(KeyInfo {
-        id,
-        role,
-        name: name.to_owned(),
-        created_at,
-        revoked_at: None,
+        Ok(KeyInfo {
+            id,
+            role,
+            name: name.to_owned(),
+            created_at,
+            revoked_at: None,
+        })
     })
 }
 
 /// Whether any admin key exists (first start creates one).
-pub(crate) async fn admin_exists(pool: &SqlitePool) -> Result<bool, StoreError> {
-    let n: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM api_keys WHERE role = 'admin' AND revoked_at IS NULL",
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok(n > 0)
+pub(crate) async fn admin_exists(db: &super::Db) -> Result<bool, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM api_keys WHERE role = 'admin' AND revoked_at IS NULL",
+        )
+        .fetch_one(pool)
+        .await?;
+        Ok(n > 0)
+    })
 }
 
 /// Whether a key with this secret exists (active or not).
-pub(crate) async fn secret_exists(pool: &SqlitePool, secret: &str) -> Result<bool, StoreError> {
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE key_hash = ?")
-        .bind(hash_key(secret))
-        .fetch_one(pool)
-        .await?;
-    Ok(n > 0)
+pub(crate) async fn secret_exists(db: &super::Db, secret: &str) -> Result<bool, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE key_hash = $1")
+            .bind(hash_key(secret))
+            .fetch_one(pool)
+            .await?;
+        Ok(n > 0)
+    })
 }
 
 /// The active key with this hash.
 pub(crate) async fn find_by_hash(
-    pool: &SqlitePool,
+    db: &super::Db,
     hash: &str,
 ) -> Result<Option<KeyInfo>, StoreError> {
-    let row: Option<KeyRow> = sqlx::query_as(
-        "SELECT seq, id, role, name, created_at, revoked_at FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL",
+    super::with_db!(db, |pool, pg| {
+        let row: Option<KeyRow> = sqlx::query_as(
+        "SELECT seq, id, role, name, created_at, revoked_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
     )
     .bind(hash)
     .fetch_optional(pool)
     .await?;
-    row.map(|r| r.into_domain().map(|(_, k)| k)).transpose()
+        row.map(|r| r.into_domain().map(|(_, k)| k)).transpose()
+    })
 }
 
 /// One key by id.
-pub(crate) async fn get(pool: &SqlitePool, id: &str) -> Result<Option<KeyInfo>, StoreError> {
-    let row: Option<KeyRow> = sqlx::query_as(
-        "SELECT seq, id, role, name, created_at, revoked_at FROM api_keys WHERE id = ?",
-    )
-    .bind(id)
-    .fetch_optional(pool)
-    .await?;
-    row.map(|r| r.into_domain().map(|(_, k)| k)).transpose()
+pub(crate) async fn get(db: &super::Db, id: &str) -> Result<Option<KeyInfo>, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        let row: Option<KeyRow> = sqlx::query_as(
+            "SELECT seq, id, role, name, created_at, revoked_at FROM api_keys WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+        row.map(|r| r.into_domain().map(|(_, k)| k)).transpose()
+    })
 }
 
 /// A page of keys.
 pub(crate) async fn list(
-    pool: &SqlitePool,
+    db: &super::Db,
     after: i64,
     page_size: u32,
 ) -> Result<Page<KeyInfo>, StoreError> {
-    let rows: Vec<KeyRow> = sqlx::query_as(
-        "SELECT seq, id, role, name, created_at, revoked_at FROM api_keys WHERE seq > ? ORDER BY seq LIMIT ?",
+    super::with_db!(db, |pool, pg| {
+        let rows: Vec<KeyRow> = sqlx::query_as(
+        "SELECT seq, id, role, name, created_at, revoked_at FROM api_keys WHERE seq > $1 ORDER BY seq LIMIT $2",
     )
     .bind(after)
     .bind(i64::from(page_size) + 1)
     .fetch_all(pool)
     .await?;
-    let rows = rows
-        .into_iter()
-        .map(KeyRow::into_domain)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page::from_rows(rows, page_size))
+        let rows = rows
+            .into_iter()
+            .map(KeyRow::into_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page::from_rows(rows, page_size))
+    })
 }
 
 /// Revoke a key; false if there is no such active key.
-pub(crate) async fn revoke(pool: &SqlitePool, id: &str) -> Result<bool, StoreError> {
-    let done =
-        sqlx::query("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
-            .bind(now())
-            .bind(id)
-            .execute(pool)
-            .await?;
-    Ok(done.rows_affected() == 1)
+pub(crate) async fn revoke(db: &super::Db, id: &str) -> Result<bool, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        let done =
+            sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+                .bind(now())
+                .bind(id)
+                .execute(pool)
+                .await?;
+        Ok(done.rows_affected() == 1)
+    })
 }

@@ -13,7 +13,6 @@
 //! (epsilon, delta), so the filter can compose the tighter quantity.
 
 use serde::Serialize;
-use sqlx::{SqliteConnection, SqlitePool};
 
 use super::{Page, StoreError, now};
 use crate::privacy::filter::{Accounting, Charged, Loss, rho_budget};
@@ -140,131 +139,148 @@ fn entry_loss(loss_json: Option<&str>, epsilon: f64, delta: f64) -> Result<Loss,
 /// Read the budget inside a transaction (on a bare connection its reads
 /// would see different snapshots).
 pub(crate) async fn budget_on(
-    conn: &mut SqliteConnection,
+    conn: impl Into<super::db::Conn<'_>>,
     dataset_id: &str,
 ) -> Result<BudgetState, StoreError> {
-    let total: Option<(f64, f64)> = sqlx::query_as(
-        "SELECT epsilon, delta FROM ledger WHERE dataset_id = ? AND kind = 'total' ORDER BY seq DESC LIMIT 1",
+    super::with_conn!(conn.into(), |conn, pg| {
+        let total: Option<(f64, f64)> = sqlx::query_as(
+        "SELECT epsilon, delta FROM ledger WHERE dataset_id = $1 AND kind = 'total' ORDER BY seq DESC LIMIT 1",
     )
     .bind(dataset_id)
     .fetch_optional(&mut *conn)
     .await?;
-    let (epsilon, delta) =
-        total.ok_or_else(|| StoreError::Corrupt("dataset without a total".into()))?;
-    let total = Amount { epsilon, delta };
-    let accounting: Option<String> =
-        sqlx::query_scalar("SELECT accounting FROM datasets WHERE id = ?")
-            .bind(dataset_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-    let accounting = match accounting.as_deref() {
-        Some(name) => Accounting::parse(name)
-            .ok_or_else(|| StoreError::Corrupt(format!("unknown accounting {name}")))?,
-        None => Accounting::Basic,
-    };
-    // Summed in Rust in ledger order, so the result does not depend on
-    // SQLite's summation.
-    let entries: Vec<(String, f64, f64, Option<String>)> = sqlx::query_as(
-        "SELECT kind, epsilon, delta, loss_json FROM ledger WHERE dataset_id = ? AND kind IN ('charge', 'refund') ORDER BY seq",
+        let (epsilon, delta) =
+            total.ok_or_else(|| StoreError::Corrupt("dataset without a total".into()))?;
+        let total = Amount { epsilon, delta };
+        let accounting: Option<String> =
+            sqlx::query_scalar("SELECT accounting FROM datasets WHERE id = $1")
+                .bind(dataset_id)
+                .fetch_optional(&mut *conn)
+                .await?;
+        let accounting = match accounting.as_deref() {
+            Some(name) => Accounting::parse(name)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown accounting {name}")))?,
+            None => Accounting::Basic,
+        };
+        // Summed in Rust in ledger order, so the result does not depend on
+        // SQLite's summation.
+        let entries: Vec<(String, f64, f64, Option<String>)> = sqlx::query_as(
+        "SELECT kind, epsilon, delta, loss_json FROM ledger WHERE dataset_id = $1 AND kind IN ('charge', 'refund') ORDER BY seq",
     )
     .bind(dataset_id)
     .fetch_all(&mut *conn)
     .await?;
-    let mut charged = Amount::ZERO;
-    let mut sums = Charged::new();
-    for (kind, epsilon, delta, loss_json) in entries {
-        let a = Amount { epsilon, delta };
-        let loss = entry_loss(loss_json.as_deref(), epsilon, delta)?;
-        if kind == "charge" {
-            charged = charged.plus(a);
-            sums = sums.plus(&loss);
-        } else {
-            charged = charged.minus(a);
-            sums = sums.minus(&loss);
+        let mut charged = Amount::ZERO;
+        let mut sums = Charged::new();
+        for (kind, epsilon, delta, loss_json) in entries {
+            let a = Amount { epsilon, delta };
+            let loss = entry_loss(loss_json.as_deref(), epsilon, delta)?;
+            if kind == "charge" {
+                charged = charged.plus(a);
+                sums = sums.plus(&loss);
+            } else {
+                charged = charged.minus(a);
+                sums = sums.minus(&loss);
+            }
         }
-    }
-    let reserved: Vec<(f64, f64)> = sqlx::query_as(
-        "SELECT epsilon, delta FROM jobs WHERE dataset_id = ? AND state = 'queued' AND started_at IS NULL ORDER BY seq",
+        let reserved: Vec<(f64, f64)> = sqlx::query_as(
+        "SELECT epsilon, delta FROM jobs WHERE dataset_id = $1 AND state = 'queued' AND started_at IS NULL ORDER BY seq",
     )
     .bind(dataset_id)
     .fetch_all(&mut *conn)
     .await?;
-    let reserved = reserved
-        .into_iter()
-        .fold(Amount::ZERO, |acc, (epsilon, delta)| {
-            acc.plus(Amount { epsilon, delta })
+        let reserved = reserved
+            .into_iter()
+            .fold(Amount::ZERO, |acc, (epsilon, delta)| {
+                acc.plus(Amount { epsilon, delta })
+            });
+        let spent = charged.minus(reserved);
+        let filter = (accounting == Accounting::ZcdpFilter).then(|| {
+            let rho_total = rho_budget(total.epsilon, total.delta);
+            FilterBudget {
+                rho_total,
+                rho_charged: sums.rho,
+                rho_remaining: rho_total.zip(sums.rho).map(|(t, c)| t - c),
+                pure_only: sums.all_pure,
+            }
         });
-    let spent = charged.minus(reserved);
-    let filter = (accounting == Accounting::ZcdpFilter).then(|| {
-        let rho_total = rho_budget(total.epsilon, total.delta);
-        FilterBudget {
-            rho_total,
-            rho_charged: sums.rho,
-            rho_remaining: rho_total.zip(sums.rho).map(|(t, c)| t - c),
-            pure_only: sums.all_pure,
-        }
-    });
-    Ok(BudgetState {
-        total,
-        spent,
-        reserved,
-        remaining: total.minus(charged),
-        accounting,
-        filter,
-        sums,
+        Ok(BudgetState {
+            total,
+            spent,
+            reserved,
+            remaining: total.minus(charged),
+            accounting,
+            filter,
+            sums,
+        })
     })
 }
 
 /// Read the budget, from one snapshot: its three reads in one read
 /// transaction, so that an admission or a claim committed in between
 /// cannot make `spent` or `reserved` wrong (even negative).
-pub(crate) async fn budget(pool: &SqlitePool, dataset_id: &str) -> Result<BudgetState, StoreError> {
-    let mut tx = pool.begin().await?;
-    let budget = budget_on(&mut tx, dataset_id).await?;
-    tx.commit().await?;
-    Ok(budget)
+pub(crate) async fn budget(db: &super::Db, dataset_id: &str) -> Result<BudgetState, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        let mut tx = if pg {
+            // One snapshot for the three reads (PostgreSQL's default, read
+            // committed, takes one per statement). Only for this read-only
+            // view: admissions stay read committed behind the dataset's row
+            // lock, so that they read what committed while they waited.
+            pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .await?
+        } else {
+            pool.begin().await?
+        };
+        let budget = budget_on(&mut tx, dataset_id).await?;
+        tx.commit().await?;
+        Ok(budget)
+    })
 }
 
 /// Append a `total` entry.
 pub(crate) async fn append_total(
-    conn: &mut SqliteConnection,
+    conn: impl Into<super::db::Conn<'_>>,
     dataset_id: &str,
     total: Amount,
     created_by: &str,
 ) -> Result<(), StoreError> {
-    insert(conn, dataset_id, "total", None, total, created_by, None).await
+    super::with_conn!(conn.into(), |conn, pg| {
+        insert(conn, dataset_id, "total", None, total, created_by, None).await
+    })
 }
 
 /// Append a job's (or an evaluation's) `charge`, with its privacy-loss
 /// description; the ledger's (epsilon, delta) is its basic-composition pair.
 pub(crate) async fn append_charge(
-    conn: &mut SqliteConnection,
+    conn: impl Into<super::db::Conn<'_>>,
     dataset_id: &str,
     job_id: &str,
     loss: &Loss,
     created_by: &str,
 ) -> Result<(), StoreError> {
-    let (epsilon, delta) = loss.basic();
-    let loss_json =
-        serde_json::to_string(loss).map_err(|e| StoreError::Corrupt(format!("loss: {e}")))?;
-    let amount = Amount { epsilon, delta };
-    let job = Some(job_id);
-    insert(
-        conn,
-        dataset_id,
-        "charge",
-        job,
-        amount,
-        created_by,
-        Some(&loss_json),
-    )
-    .await
+    super::with_conn!(conn.into(), |conn, pg| {
+        let (epsilon, delta) = loss.basic();
+        let loss_json =
+            serde_json::to_string(loss).map_err(|e| StoreError::Corrupt(format!("loss: {e}")))?;
+        let amount = Amount { epsilon, delta };
+        let job = Some(job_id);
+        insert(
+            conn,
+            dataset_id,
+            "charge",
+            job,
+            amount,
+            created_by,
+            Some(&loss_json),
+        )
+        .await
+    })
 }
 
 /// One `INSERT` into the ledger (the only statement that writes it, with
 /// [`append_refund`]'s copy of a charge).
 async fn insert(
-    conn: &mut SqliteConnection,
+    conn: impl Into<super::db::Conn<'_>>,
     dataset_id: &str,
     kind: &str,
     job_id: Option<&str>,
@@ -272,8 +288,9 @@ async fn insert(
     created_by: &str,
     loss_json: Option<&str>,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by, loss_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    super::with_conn!(conn.into(), |conn, pg| {
+        sqlx::query(
+        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by, loss_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(dataset_id)
     .bind(kind)
@@ -285,19 +302,21 @@ async fn insert(
     .bind(loss_json)
     .execute(&mut *conn)
     .await?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Append the `refund` of a job's charge: the same amounts and loss as the
 /// charge entry, copied from it so they cannot differ.
 pub(crate) async fn append_refund(
-    conn: &mut SqliteConnection,
+    conn: impl Into<super::db::Conn<'_>>,
     dataset_id: &str,
     job_id: &str,
     created_by: Option<&str>,
 ) -> Result<(), StoreError> {
-    let done = sqlx::query(
-        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by, loss_json) SELECT dataset_id, 'refund', job_id, epsilon, delta, ?, ?, loss_json FROM ledger WHERE dataset_id = ? AND job_id = ? AND kind = 'charge'",
+    super::with_conn!(conn.into(), |conn, pg| {
+        let done = sqlx::query(
+        "INSERT INTO ledger (dataset_id, kind, job_id, epsilon, delta, created_at, created_by, loss_json) SELECT dataset_id, 'refund', job_id, epsilon, delta, $1, $2, loss_json FROM ledger WHERE dataset_id = $3 AND job_id = $4 AND kind = 'charge'",
     )
     .bind(now())
     .bind(created_by)
@@ -305,12 +324,13 @@ pub(crate) async fn append_refund(
     .bind(job_id)
     .execute(&mut *conn)
     .await?;
-    if done.rows_affected() != 1 {
-        return Err(StoreError::Corrupt(format!(
-            "refund of {job_id}: no charge entry to return"
-        )));
-    }
-    Ok(())
+        if done.rows_affected() != 1 {
+            return Err(StoreError::Corrupt(format!(
+                "refund of {job_id}: no charge entry to return"
+            )));
+        }
+        Ok(())
+    })
 }
 
 /// What happened to a request to change the total.
@@ -325,20 +345,23 @@ pub(crate) enum SetTotal {
 /// Change a dataset's total (owner only; checked by the caller), recorded as
 /// a `total` entry. Refused if the new total is below what is charged.
 pub(crate) async fn set_total(
-    pool: &SqlitePool,
+    db: &super::Db,
     dataset_id: &str,
     total: Amount,
     by: &str,
 ) -> Result<SetTotal, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let before = budget_on(&mut tx, dataset_id).await?;
-    if !before.charged_fits(total) {
-        return Ok(SetTotal::BelowCharged(before));
-    }
-    append_total(&mut tx, dataset_id, total, by).await?;
-    let after = budget_on(&mut tx, dataset_id).await?;
-    tx.commit().await?;
-    Ok(SetTotal::Done(after))
+    super::with_db!(db, |pool, pg| {
+        let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
+        super::db::lock_dataset(&mut tx, dataset_id).await?;
+        let before = budget_on(&mut tx, dataset_id).await?;
+        if !before.charged_fits(total) {
+            return Ok(SetTotal::BelowCharged(before));
+        }
+        append_total(&mut tx, dataset_id, total, by).await?;
+        let after = budget_on(&mut tx, dataset_id).await?;
+        tx.commit().await?;
+        Ok(SetTotal::Done(after))
+    })
 }
 
 /// One ledger entry.
@@ -373,32 +396,36 @@ fn loss_as_json<S: serde::Serializer>(loss: &Option<String>, s: S) -> Result<S::
 
 /// A page of a dataset's entries.
 pub(crate) async fn entries(
-    pool: &SqlitePool,
+    db: &super::Db,
     dataset_id: &str,
     after: i64,
     page_size: u32,
 ) -> Result<Page<Entry>, StoreError> {
-    let rows: Vec<Entry> = sqlx::query_as(
-        "SELECT seq, kind, job_id, epsilon, delta, created_at, loss_json FROM ledger WHERE dataset_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+    super::with_db!(db, |pool, pg| {
+        let rows: Vec<Entry> = sqlx::query_as(
+        "SELECT seq, kind, job_id, epsilon, delta, created_at, loss_json FROM ledger WHERE dataset_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
     )
     .bind(dataset_id)
     .bind(after)
     .bind(i64::from(page_size) + 1)
     .fetch_all(pool)
     .await?;
-    Ok(Page::from_rows(
-        rows.into_iter().map(|e| (e.seq, e)).collect(),
-        page_size,
-    ))
+        Ok(Page::from_rows(
+            rows.into_iter().map(|e| (e.seq, e)).collect(),
+            page_size,
+        ))
+    })
 }
 
 /// Epsilon charged (and not refunded) over all datasets, for /metrics.
-pub(crate) async fn charged_all(pool: &SqlitePool) -> Result<f64, StoreError> {
-    Ok(sqlx::query_scalar(
+pub(crate) async fn charged_all(db: &super::Db) -> Result<f64, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        Ok(sqlx::query_scalar(
         "SELECT COALESCE(SUM(CASE kind WHEN 'charge' THEN epsilon ELSE -epsilon END), 0.0) FROM ledger WHERE kind IN ('charge', 'refund')",
     )
     .fetch_one(pool)
     .await?)
+    })
 }
 
 #[cfg(test)]
@@ -447,24 +474,25 @@ mod tests {
     }
 
     /// A fresh store in `dir` with an owner key and one dataset of `n` rows
-    /// (one literal, labels alternating) whose total is `epsilon`.
-    async fn pool_with_dataset(
-        dir: &std::path::Path,
-        n: usize,
-        epsilon: f64,
-    ) -> (SqlitePool, keys::KeyInfo, datasets::DatasetInfo) {
-        pool_with_accounting(dir, n, (epsilon, 0.0), Accounting::Basic).await
-    }
-
-    /// As [`pool_with_dataset`], with a total (epsilon, delta) and an
-    /// accounting.
+    /// (one literal, labels alternating) whose total is (epsilon, delta),
+    /// composed by `accounting`.
     async fn pool_with_accounting(
         dir: &std::path::Path,
         n: usize,
         (epsilon, delta): (f64, f64),
         accounting: Accounting,
-    ) -> (SqlitePool, keys::KeyInfo, datasets::DatasetInfo) {
-        let pool = crate::store::open(&dir.join("t.db"), 4).await.unwrap();
+    ) -> (crate::store::Db, keys::KeyInfo, datasets::DatasetInfo) {
+        let pool = crate::store::testing::fresh_sqlite(dir, 4).await;
+        dataset_in(pool, n, (epsilon, delta), accounting).await
+    }
+
+    /// An owner key and one dataset as [`pool_with_accounting`], in `pool`.
+    async fn dataset_in(
+        pool: crate::store::Db,
+        n: usize,
+        (epsilon, delta): (f64, f64),
+        accounting: Accounting,
+    ) -> (crate::store::Db, keys::KeyInfo, datasets::DatasetInfo) {
         let owner = keys::create(&pool, Role::Owner, "o", "secret")
             .await
             .unwrap();
@@ -495,7 +523,20 @@ mod tests {
     /// ledger's own rows), and a refused charge leaves the ledger as it was.
     async fn run(ops: Vec<Op>, accounting: Accounting) {
         let dir = tempfile::tempdir().unwrap();
-        let (pool, owner, d) = pool_with_accounting(dir.path(), 3, (1.0, 1e-6), accounting).await;
+        let pool = crate::store::testing::fresh_sqlite(dir.path(), 4).await;
+        run_on(pool, ops, accounting).await;
+    }
+
+    /// [`run`] on PostgreSQL (a fresh database), when one is configured.
+    async fn run_postgres(ops: Vec<Op>, accounting: Accounting) {
+        if let Some(pool) = crate::store::testing::fresh_postgres("ledger property test", 4).await {
+            run_on(pool, ops, accounting).await;
+        }
+    }
+
+    /// [`run`] on a given store.
+    async fn run_on(pool: crate::store::Db, ops: Vec<Op>, accounting: Accounting) {
+        let (pool, owner, d) = dataset_in(pool, 3, (1.0, 1e-6), accounting).await;
         let mut job_ids = Vec::new();
         for op in ops {
             let before = entries(&pool, &d.id, 0, 1000).await.unwrap().items.len();
@@ -552,21 +593,23 @@ mod tests {
     }
 
     /// The charges minus refunds, summed from the ledger rows directly.
-    async fn recompute(pool: &SqlitePool, dataset_id: &str) -> Charged {
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT kind, loss_json FROM ledger WHERE dataset_id = ? AND kind IN ('charge', 'refund') ORDER BY seq",
+    async fn recompute(db: &crate::store::Db, dataset_id: &str) -> Charged {
+        crate::store::with_db!(db, |pool, pg| {
+            let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT kind, loss_json FROM ledger WHERE dataset_id = $1 AND kind IN ('charge', 'refund') ORDER BY seq",
         )
         .bind(dataset_id)
         .fetch_all(pool)
         .await
         .unwrap();
-        rows.iter().fold(Charged::new(), |c, (kind, json)| {
-            let loss: Loss = serde_json::from_str(json).unwrap();
-            if kind == "charge" {
-                c.plus(&loss)
-            } else {
-                c.minus(&loss)
-            }
+            rows.iter().fold(Charged::new(), |c, (kind, json)| {
+                let loss: Loss = serde_json::from_str(json).unwrap();
+                if kind == "charge" {
+                    c.plus(&loss)
+                } else {
+                    c.minus(&loss)
+                }
+            })
         })
     }
 
@@ -574,7 +617,17 @@ mod tests {
     /// is refused; how many were admitted.
     async fn admitted_until_refused(accounting: Accounting, loss: Loss) -> usize {
         let dir = tempfile::tempdir().unwrap();
-        let (pool, owner, d) = pool_with_accounting(dir.path(), 3, (1.0, 1e-6), accounting).await;
+        let pool = crate::store::testing::fresh_sqlite(dir.path(), 4).await;
+        admitted_until_refused_on(pool, accounting, loss).await
+    }
+
+    /// [`admitted_until_refused`] on a given store.
+    async fn admitted_until_refused_on(
+        pool: crate::store::Db,
+        accounting: Accounting,
+        loss: Loss,
+    ) -> usize {
+        let (pool, owner, d) = dataset_in(pool, 3, (1.0, 1e-6), accounting).await;
         let mut n = 0;
         loop {
             let new = NewJob {
@@ -604,6 +657,23 @@ mod tests {
         assert!((99..=100).contains(&basic), "{basic}");
         // rho 5e-5 each against the rho budget 0.0174689 of (1, 1e-6).
         let filter = admitted_until_refused(Accounting::ZcdpFilter, job).await;
+        assert_eq!(filter, 349);
+    }
+
+    /// The same counts on PostgreSQL: the amounts read back bit for bit, so
+    /// both backends admit exactly the same jobs.
+    #[tokio::test]
+    async fn postgres_admits_exactly_what_sqlite_admits() {
+        let job = Loss::Pure { epsilon: 0.01 };
+        let Some(pool) = crate::store::testing::fresh_postgres("admission counts", 4).await else {
+            return;
+        };
+        let basic = admitted_until_refused_on(pool.clone(), Accounting::Basic, job).await;
+        assert_eq!(basic, admitted_until_refused(Accounting::Basic, job).await);
+        let pool = crate::store::testing::fresh_postgres("admission counts", 4)
+            .await
+            .unwrap();
+        let filter = admitted_until_refused_on(pool, Accounting::ZcdpFilter, job).await;
         assert_eq!(filter, 349);
     }
 
@@ -650,7 +720,20 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_budget_read_is_one_snapshot_while_jobs_are_admitted() {
         let dir = tempfile::tempdir().unwrap();
-        let (pool, owner, d) = pool_with_dataset(dir.path(), 1, 1000.0).await;
+        let pool = crate::store::testing::fresh_sqlite(dir.path(), 4).await;
+        budget_reads_while_admitting(pool).await;
+    }
+
+    /// The same on PostgreSQL, where the read needs repeatable read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_budget_read_is_one_snapshot_on_postgres() {
+        if let Some(pool) = crate::store::testing::fresh_postgres("budget snapshot", 4).await {
+            budget_reads_while_admitting(pool).await;
+        }
+    }
+
+    async fn budget_reads_while_admitting(pool: crate::store::Db) {
+        let (pool, owner, d) = dataset_in(pool, 1, (1000.0, 0.0), Accounting::Basic).await;
         let writer = {
             let (pool, dataset, owner) = (pool.clone(), d.id.clone(), owner.id.clone());
             tokio::spawn(async move {
@@ -689,6 +772,12 @@ mod tests {
         #[test]
         fn no_sequence_of_operations_overspends_the_filter(ops in proptest::collection::vec(op(), 1..25)) {
             tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run(ops, Accounting::ZcdpFilter));
+        }
+
+        #[test]
+        fn no_sequence_of_operations_overspends_on_postgres(ops in proptest::collection::vec(op(), 1..25), filter: bool) {
+            let accounting = if filter { Accounting::ZcdpFilter } else { Accounting::Basic };
+            tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(run_postgres(ops, accounting));
         }
     }
 }

@@ -1,14 +1,18 @@
-//! Store: everything the service keeps, in one SQLite file (SPEC §6).
+//! Store: everything the service keeps, in one SQLite file (SPEC §6) or,
+//! for several replicas, in one PostgreSQL database ([`Db`]).
 //!
 //! On the data path this sits between the library (which knows no SQL) and
 //! the API (which knows no SQL either): datasets and their encoded rows, the
 //! privacy ledger, jobs, models, deployments, API keys and idempotency
-//! records. Functions take a `&SqlitePool` for one statement, or open their
-//! own transaction when they read, check and write; the ledger admission runs
-//! in a `BEGIN IMMEDIATE` transaction so that concurrent requests, even from
-//! several server processes on one file, can never overspend (SPEC §2).
+//! records. Functions take a `&Db` for one statement, or open their own
+//! transaction when they read, check and write; the ledger admission runs in
+//! a `BEGIN IMMEDIATE` transaction on SQLite, and on PostgreSQL in a
+//! transaction that first locks the dataset's row (`db::lock_dataset`), so
+//! that concurrent requests, even from several server processes, can never
+//! overspend (SPEC §2).
 
 pub(crate) mod datasets;
+pub mod db;
 pub(crate) mod deployments;
 pub(crate) mod encoded;
 pub(crate) mod evaluations;
@@ -17,12 +21,20 @@ pub(crate) mod jobs;
 pub(crate) mod keys;
 pub(crate) mod ledger;
 pub(crate) mod models;
+#[cfg(test)]
+mod pg_tests;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::path::Path;
 use std::time::Duration;
 
-use sqlx::SqlitePool;
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+pub use db::Db;
+pub(crate) use db::{with_conn, with_db};
 
 /// How long a connection waits for another writer (possibly another
 /// process) before giving up with "database is locked". Admission
@@ -42,11 +54,106 @@ pub enum StoreError {
     /// A stored value could not be decoded (a bug or a corrupted file).
     #[error("corrupt stored value: {0}")]
     Corrupt(String),
+    /// The database URL is not one the store can open.
+    #[error("{0}")]
+    BadUrl(String),
+    /// The database server could not be reached or refused the login.
+    #[error("{0}")]
+    Connect(String),
+}
+
+/// Where the store lives.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// An SQLite file (the embedded default).
+    SqliteFile(std::path::PathBuf),
+    /// A PostgreSQL URL (`postgres://user:password@host:port/database`, or
+    /// `postgres:///database?host=/socket/dir`).
+    Postgres(String),
+}
+
+impl Location {
+    /// Parse a `--database-url`: only `postgres://` and `postgresql://`
+    /// (SQLite is chosen with `--data-dir`).
+    pub fn from_url(url: &str) -> Result<Location, StoreError> {
+        let scheme = url.split_once("://").map(|(s, _)| s);
+        match scheme {
+            Some("postgres" | "postgresql") => {
+                url.parse::<PgConnectOptions>().map_err(|e| {
+                    StoreError::BadUrl(format!("--database-url is not a valid PostgreSQL URL: {e}"))
+                })?;
+                Ok(Location::Postgres(url.to_owned()))
+            }
+            _ => Err(StoreError::BadUrl(
+                "--database-url must start with postgres:// or postgresql:// (SQLite is the default: use --data-dir)".into(),
+            )),
+        }
+    }
+}
+
+/// A PostgreSQL URL as logs may show it: user, host, port and database,
+/// never the password.
+pub fn describe_url(url: &str) -> String {
+    match url.parse::<PgConnectOptions>() {
+        Ok(o) => format!(
+            "postgres://{}@{}:{}/{}",
+            o.get_username(),
+            o.get_host(),
+            o.get_port(),
+            o.get_database().unwrap_or("")
+        ),
+        Err(_) => "an invalid PostgreSQL URL".into(),
+    }
+}
+
+/// How long a new PostgreSQL connection may take before the store gives up
+/// (a wrong host should fail the start quickly, with the cause).
+const PG_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Open the store at `location` and apply its backend's migrations.
+pub async fn connect(location: &Location, max_connections: u32) -> Result<Db, StoreError> {
+    match location {
+        Location::SqliteFile(path) => Ok(Db::Sqlite(open(path, max_connections).await?)),
+        Location::Postgres(url) => {
+            let options: PgConnectOptions = url.parse()?;
+            // One connection first: the pool would report a refused
+            // connection or a wrong password only as a timeout.
+            let first =
+                tokio::time::timeout(PG_CONNECT_TIMEOUT, PgConnection::connect_with(&options))
+                    .await
+                    .map_err(|_| {
+                        StoreError::Connect(format!(
+                            "cannot connect to {}: no answer within {} s",
+                            describe_url(url),
+                            PG_CONNECT_TIMEOUT.as_secs()
+                        ))
+                    })?
+                    .map_err(|e| {
+                        StoreError::Connect(format!("cannot connect to {}: {e}", describe_url(url)))
+                    })?;
+            first.close().await.ok();
+            let pool = PgPoolOptions::new()
+                .max_connections(max_connections)
+                .acquire_timeout(PG_CONNECT_TIMEOUT)
+                .connect_with(options)
+                .await?;
+            migrate_postgres(&pool).await?;
+            Ok(Db::Postgres(pool))
+        }
+    }
+}
+
+/// Apply the PostgreSQL migrations (`migrations/postgres`, kept in step with
+/// the SQLite ones). Replicas starting together serialise on sqlx's
+/// migration lock (an advisory lock), so each version is applied once.
+pub async fn migrate_postgres(pool: &sqlx::PgPool) -> Result<(), StoreError> {
+    sqlx::migrate!("./migrations/postgres").run(pool).await?;
+    Ok(())
 }
 
 /// Open (creating if needed) the SQLite file at `path` in WAL mode and apply
 /// the embedded migrations.
-pub async fn open(path: &Path, max_connections: u32) -> Result<SqlitePool, StoreError> {
+pub async fn open(path: &Path, max_connections: u32) -> Result<sqlx::SqlitePool, StoreError> {
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)
@@ -62,6 +169,14 @@ pub async fn open(path: &Path, max_connections: u32) -> Result<SqlitePool, Store
         .await?;
     sqlx::migrate!("./migrations").run(&pool).await?;
     Ok(pool)
+}
+
+/// Check the database answers (for `/health`).
+pub(crate) async fn ping(db: &Db) -> Result<(), StoreError> {
+    with_db!(db, |pool, pg| {
+        sqlx::query("SELECT 1").execute(pool).await?;
+    });
+    Ok(())
 }
 
 /// The current time as RFC 3339 (UTC).

@@ -2,8 +2,6 @@
 //! id, with the job and dataset that produced it. A model is a release, so
 //! reading it costs nothing; access still follows the dataset's grants.
 
-use sqlx::SqlitePool;
-
 use super::{Page, StoreError};
 
 /// A stored model.
@@ -29,72 +27,85 @@ macro_rules! select_models {
 }
 
 macro_rules! model_visible_to {
-    () => {
-        "EXISTS (SELECT 1 FROM datasets d WHERE d.id = m.dataset_id AND (d.owner_id = ? OR EXISTS (SELECT 1 FROM grants g WHERE g.dataset_id = d.id AND g.key_id = ?)))"
+    ($a:literal, $b:literal) => {
+        concat!(
+            "EXISTS (SELECT 1 FROM datasets d WHERE d.id = m.dataset_id AND (d.owner_id = ",
+            $a,
+            " OR EXISTS (SELECT 1 FROM grants g WHERE g.dataset_id = d.id AND g.key_id = ",
+            $b,
+            ")))"
+        )
     };
 }
 
 /// A model if the caller can see its dataset.
 pub(crate) async fn get_visible(
-    pool: &SqlitePool,
+    db: &super::Db,
     id: &str,
     caller_id: &str,
 ) -> Result<Option<ModelRecord>, StoreError> {
-    Ok(sqlx::query_as(concat!(
-        select_models!("WHERE m.id = ? AND "),
-        model_visible_to!()
-    ))
-    .bind(id)
-    .bind(caller_id)
-    .bind(caller_id)
-    .fetch_optional(pool)
-    .await?)
+    super::with_db!(db, |pool, pg| {
+        Ok(sqlx::query_as(concat!(
+            select_models!("WHERE m.id = $1 AND "),
+            model_visible_to!("$2", "$3")
+        ))
+        .bind(id)
+        .bind(caller_id)
+        .bind(caller_id)
+        .fetch_optional(pool)
+        .await?)
+    })
 }
 
 /// A model by id, without an access check (deployments are public to every key).
-pub(crate) async fn get(pool: &SqlitePool, id: &str) -> Result<Option<ModelRecord>, StoreError> {
-    Ok(sqlx::query_as(select_models!("WHERE m.id = ?"))
-        .bind(id)
-        .fetch_optional(pool)
-        .await?)
+pub(crate) async fn get(db: &super::Db, id: &str) -> Result<Option<ModelRecord>, StoreError> {
+    super::with_db!(db, |pool, pg| {
+        Ok(sqlx::query_as(select_models!("WHERE m.id = $1"))
+            .bind(id)
+            .fetch_optional(pool)
+            .await?)
+    })
 }
 
 /// A page of the models the caller can see.
 pub(crate) async fn list_visible(
-    pool: &SqlitePool,
+    db: &super::Db,
     caller_id: &str,
     after: i64,
     page_size: u32,
 ) -> Result<Page<ModelRecord>, StoreError> {
-    let rows: Vec<ModelRecord> = sqlx::query_as(concat!(
-        select_models!("WHERE m.seq > ? AND "),
-        model_visible_to!(),
-        " ORDER BY m.seq LIMIT ?"
-    ))
-    .bind(after)
-    .bind(caller_id)
-    .bind(caller_id)
-    .bind(i64::from(page_size) + 1)
-    .fetch_all(pool)
-    .await?;
-    Ok(Page::from_rows(
-        rows.into_iter().map(|m| (m.seq, m)).collect(),
-        page_size,
-    ))
+    super::with_db!(db, |pool, pg| {
+        let rows: Vec<ModelRecord> = sqlx::query_as(concat!(
+            select_models!("WHERE m.seq > $1 AND "),
+            model_visible_to!("$2", "$3"),
+            " ORDER BY m.seq LIMIT $4"
+        ))
+        .bind(after)
+        .bind(caller_id)
+        .bind(caller_id)
+        .bind(i64::from(page_size) + 1)
+        .fetch_all(pool)
+        .await?;
+        Ok(Page::from_rows(
+            rows.into_iter().map(|m| (m.seq, m)).collect(),
+            page_size,
+        ))
+    })
 }
 
 /// Store an edited version of `parent` (post-processing of a released
 /// model: no charge) under the new id `id`; returns it.
 pub(crate) async fn insert_edit(
-    pool: &SqlitePool,
+    db: &super::Db,
     parent: &ModelRecord,
     id: &str,
     model_json: &str,
     edited_by: &str,
 ) -> Result<ModelRecord, StoreError> {
-    let created_at = super::now();
-    sqlx::query(
-        "INSERT INTO models (id, job_id, dataset_id, model_json, created_at, parent_id, edited_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    super::with_db!(db, |pool, pg| {
+        let created_at = super::now();
+        sqlx::query(
+        "INSERT INTO models (id, job_id, dataset_id, model_json, created_at, parent_id, edited_by) VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(id)
     .bind(&parent.job_id)
@@ -105,7 +116,8 @@ pub(crate) async fn insert_edit(
     .bind(edited_by)
     .execute(pool)
     .await?;
-    get(pool, id)
-        .await?
-        .ok_or_else(|| StoreError::Corrupt("the edited model vanished".into()))
+        get(db, id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("the edited model vanished".into()))
+    })
 }

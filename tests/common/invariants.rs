@@ -1,5 +1,7 @@
-//! The service's durable invariants, checked on the SQLite file itself
-//! (opened read-only) and through the API, after crashes and under load:
+//! The service's durable invariants, checked on the database itself (the
+//! SQLite file opened read-only, or the PostgreSQL database in a read-only
+//! repeatable-read transaction) and through the API, after crashes and
+//! under load:
 //!
 //! - every stored dataset is one the test uploaded, complete and intact: its
 //!   row count and the SHA-256 of its encoded rows equal what the test
@@ -21,7 +23,68 @@ use privboost::data::{Encoder, LabelMode, OnBadRow, ReadOptions, Schema, read_cs
 use privboost::privacy::filter::{Accounting, Charged, Loss};
 use sha2::{Digest, Sha256};
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{Connection, SqliteConnection};
+use sqlx::{Connection, PgConnection, SqliteConnection};
+
+/// Where the service keeps its data.
+#[derive(Debug, Clone)]
+pub enum Store {
+    /// An SQLite file.
+    Sqlite(std::path::PathBuf),
+    /// A PostgreSQL URL.
+    Postgres(String),
+}
+
+impl From<&Path> for Store {
+    fn from(p: &Path) -> Store {
+        Store::Sqlite(p.to_owned())
+    }
+}
+
+impl From<&std::path::PathBuf> for Store {
+    fn from(p: &std::path::PathBuf) -> Store {
+        Store::Sqlite(p.clone())
+    }
+}
+
+impl From<&Store> for Store {
+    fn from(s: &Store) -> Store {
+        s.clone()
+    }
+}
+
+/// Run `$body` with `$tx` a read-only transaction on `$store` (one
+/// snapshot), and `$pg` whether it is PostgreSQL.
+macro_rules! in_snapshot {
+    ($store:expr, |$tx:ident, $pg:ident| $body:expr) => {
+        match $store {
+            Store::Sqlite(path) => {
+                let mut conn = open_read_only(&path).await;
+                #[allow(unused_mut)]
+                let mut $tx = conn.begin().await.unwrap();
+                #[allow(unused_variables)]
+                let $pg = false;
+                let out = $body;
+                $tx.rollback().await.unwrap();
+                out
+            }
+            Store::Postgres(url) => {
+                let mut conn = PgConnection::connect(&url)
+                    .await
+                    .expect("connect to PostgreSQL");
+                #[allow(unused_mut)]
+                let mut $tx = conn
+                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .await
+                    .unwrap();
+                #[allow(unused_variables)]
+                let $pg = true;
+                let out = $body;
+                $tx.rollback().await.unwrap();
+                out
+            }
+        }
+    };
+}
 
 /// What the stored rows of an upload must be.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,12 +191,13 @@ pub async fn open_read_only(db: &Path) -> SqliteConnection {
 }
 
 /// The number of runs (`attempts`) of every job.
-pub async fn attempts(db: &Path) -> HashMap<String, i64> {
-    let mut conn = open_read_only(db).await;
-    let rows: Vec<(String, i64)> = sqlx::query_as("SELECT id, attempts FROM jobs")
-        .fetch_all(&mut conn)
-        .await
-        .unwrap();
+pub async fn attempts(db: impl Into<Store>) -> HashMap<String, i64> {
+    let rows: Vec<(String, i64)> = in_snapshot!(db.into(), |tx, pg| {
+        sqlx::query_as("SELECT id, attempts FROM jobs")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap()
+    });
     rows.into_iter().collect()
 }
 
@@ -142,292 +206,300 @@ pub async fn attempts(db: &Path) -> HashMap<String, i64> {
 /// whose budget answers are compared with the ledger; with `quiet` (no
 /// request or job in progress) they must match it exactly.
 pub async fn check(
-    db: &Path,
+    db: impl Into<Store>,
     exp: &mut Expectations,
     api: Option<(&reqwest::Client, &str, &str)>,
     quiet: bool,
 ) -> (Vec<String>, Checked) {
     let mut v = Vec::new();
     let mut counts = Checked::default();
-    let mut conn = open_read_only(db).await;
-    // One read transaction: a consistent snapshot of the whole file.
-    let mut tx = conn.begin().await.unwrap();
-
-    // Datasets and their rows.
-    let datasets: Vec<(String, String, i64, i64, String)> =
-        sqlx::query_as("SELECT id, name, n_rows, n_literals, state FROM datasets ORDER BY seq")
-            .fetch_all(&mut *tx)
-            .await
-            .unwrap();
-    let rows: Vec<StoredRows> =
-        sqlx::query_as("SELECT dataset_id, n_rows, n_cols, features, labels FROM dataset_rows")
-            .fetch_all(&mut *tx)
-            .await
-            .unwrap();
-    let rows: HashMap<String, (i64, i64, [u8; 32])> = rows
-        .into_iter()
-        .map(|(id, n, c, f, l)| (id, (n, c, digest(&f, &l))))
-        .collect();
-    let mut names = HashSet::new();
-    let ids: HashSet<&str> = datasets.iter().map(|d| d.0.as_str()).collect();
-    for (id, name, n_rows, n_literals, state) in &datasets {
-        counts.datasets += 1;
-        if !names.insert(name.clone()) {
-            v.push(format!("upload {name} stored twice"));
-        }
-        let Some(want) = exp.uploads.get(name) else {
-            v.push(format!("dataset {id} ({name}) was never uploaded"));
-            continue;
-        };
-        if state != "ready" {
-            v.push(format!("dataset {id} is {state}; the test deletes nothing"));
-        }
-        match rows.get(id) {
-            None => v.push(format!("dataset {id} ({name}) has no rows")),
-            Some((n, c, d)) => {
-                if (*n, *c, *d) != (want.n_rows, want.n_cols, want.digest)
-                    || (*n_rows, *n_literals) != (want.n_rows, want.n_cols)
-                {
-                    v.push(format!(
+    // One read transaction: a consistent snapshot of the whole database.
+    in_snapshot!(db.into(), |tx, pg| {
+        // Datasets and their rows.
+        let datasets: Vec<(String, String, i64, i64, String)> =
+            sqlx::query_as("SELECT id, name, n_rows, n_literals, state FROM datasets ORDER BY seq")
+                .fetch_all(&mut *tx)
+                .await
+                .unwrap();
+        // PostgreSQL keeps the bytes in chunks (joined here in order).
+        let rows: Vec<StoredRows> = sqlx::query_as(if pg {
+        "SELECT r.dataset_id, r.n_rows, r.n_cols, \
+         COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'features'), ''::bytea), \
+         COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'labels'), ''::bytea) \
+         FROM dataset_rows r"
+    } else {
+        "SELECT dataset_id, n_rows, n_cols, features, labels FROM dataset_rows"
+    })
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+        let rows: HashMap<String, (i64, i64, [u8; 32])> = rows
+            .into_iter()
+            .map(|(id, n, c, f, l)| (id, (n, c, digest(&f, &l))))
+            .collect();
+        let mut names = HashSet::new();
+        let ids: HashSet<&str> = datasets.iter().map(|d| d.0.as_str()).collect();
+        for (id, name, n_rows, n_literals, state) in &datasets {
+            counts.datasets += 1;
+            if !names.insert(name.clone()) {
+                v.push(format!("upload {name} stored twice"));
+            }
+            let Some(want) = exp.uploads.get(name) else {
+                v.push(format!("dataset {id} ({name}) was never uploaded"));
+                continue;
+            };
+            if state != "ready" {
+                v.push(format!("dataset {id} is {state}; the test deletes nothing"));
+            }
+            match rows.get(id) {
+                None => v.push(format!("dataset {id} ({name}) has no rows")),
+                Some((n, c, d)) => {
+                    if (*n, *c, *d) != (want.n_rows, want.n_cols, want.digest)
+                        || (*n_rows, *n_literals) != (want.n_rows, want.n_cols)
+                    {
+                        v.push(format!(
                         "dataset {id} ({name}) is not what was uploaded: {n_rows} rows in the record, {n} stored, {} sent",
                         want.n_rows
                     ));
+                    }
                 }
             }
         }
-    }
-    for id in rows.keys() {
-        if !ids.contains(id.as_str()) {
-            v.push(format!("rows of {id} without a dataset record"));
+        for id in rows.keys() {
+            if !ids.contains(id.as_str()) {
+                v.push(format!("rows of {id} without a dataset record"));
+            }
         }
-    }
-    for id in &exp.acked_datasets {
-        if !ids.contains(id.as_str()) {
-            v.push(format!("acknowledged dataset {id} is missing"));
+        for id in &exp.acked_datasets {
+            if !ids.contains(id.as_str()) {
+                v.push(format!("acknowledged dataset {id} is missing"));
+            }
         }
-    }
 
-    // Jobs, the ledger and models.
-    let jobs: Vec<JobRow> = sqlx::query_as(
+        // Jobs, the ledger and models.
+        let jobs: Vec<JobRow> = sqlx::query_as(
         "SELECT id, dataset_id, state, epsilon, delta, started_at, model_id, attempts FROM jobs ORDER BY seq",
     )
     .fetch_all(&mut *tx)
     .await
     .unwrap();
-    let ledger: Vec<(String, String, Option<String>, f64, f64)> =
-        sqlx::query_as("SELECT dataset_id, kind, job_id, epsilon, delta FROM ledger ORDER BY seq")
-            .fetch_all(&mut *tx)
-            .await
-            .unwrap();
-    // Each entry's privacy-loss description (in ledger order, like `ledger`)
-    // and each dataset's accounting, for the filter's rule.
-    let losses: Vec<Option<String>> =
-        sqlx::query_scalar("SELECT loss_json FROM ledger ORDER BY seq")
-            .fetch_all(&mut *tx)
-            .await
-            .unwrap();
-    let accounting: HashMap<String, String> =
-        sqlx::query_as::<_, (String, String)>("SELECT id, accounting FROM datasets")
-            .fetch_all(&mut *tx)
-            .await
-            .unwrap()
-            .into_iter()
-            .collect();
-    let models: Vec<(String, String)> = sqlx::query_as("SELECT id, job_id FROM models")
+        let ledger: Vec<(String, String, Option<String>, f64, f64)> = sqlx::query_as(
+            "SELECT dataset_id, kind, job_id, epsilon, delta FROM ledger ORDER BY seq",
+        )
         .fetch_all(&mut *tx)
         .await
         .unwrap();
-    let models: HashMap<&str, &str> = models
-        .iter()
-        .map(|(m, j)| (j.as_str(), m.as_str()))
-        .collect();
-    let mut entries: HashMap<&str, Vec<(&str, &str, f64, f64)>> = HashMap::new();
-    for (dataset, kind, job, e, d) in &ledger {
-        if let Some(job) = job {
-            entries.entry(job.as_str()).or_default().push((
-                kind.as_str(),
-                dataset.as_str(),
-                *e,
-                *d,
-            ));
-        }
-    }
-    let job_ids: HashSet<&str> = jobs.iter().map(|j| j.0.as_str()).collect();
-    for job in entries.keys() {
-        if !job_ids.contains(job) {
-            v.push(format!(
-                "ledger entries for a job that does not exist: {job}"
-            ));
-        }
-    }
-    for id in &exp.acked_jobs {
-        if !job_ids.contains(id.as_str()) {
-            v.push(format!("acknowledged job {id} is missing"));
-        }
-    }
-    for (id, dataset, state, epsilon, delta, started_at, model_id, attempts) in &jobs {
-        counts.jobs += 1;
-        let mine = entries.get(id.as_str()).cloned().unwrap_or_default();
-        let charges: Vec<_> = mine.iter().filter(|e| e.0 == "charge").collect();
-        let refunds: Vec<_> = mine.iter().filter(|e| e.0 == "refund").collect();
-        counts.charges += charges.len();
-        counts.refunds += refunds.len();
-        if charges.len() != 1 {
-            v.push(format!("job {id} has {} charges", charges.len()));
-        }
-        for c in charges.iter().chain(&refunds) {
-            if (c.1, c.2, c.3) != (dataset.as_str(), *epsilon, *delta) {
-                v.push(format!("job {id}: ledger entry {c:?} is not its charge"));
-            }
-        }
-        if refunds.len() > 1 {
-            v.push(format!("job {id} has {} refunds", refunds.len()));
-        }
-        if !refunds.is_empty() && (state != "cancelled" || started_at.is_some()) {
-            v.push(format!(
-                "job {id} was refunded but is {state}, started {started_at:?}"
-            ));
-        }
-        if started_at.is_none() && *attempts > 0 {
-            v.push(format!("job {id} ran without a start time"));
-        }
-        let model = models.get(id.as_str()).copied();
-        match (state.as_str(), model, model_id.as_deref()) {
-            ("succeeded", Some(m), Some(mid)) if m == mid => {}
-            ("succeeded", ..) => v.push(format!(
-                "succeeded job {id}: model {model_id:?}, stored {model:?}"
-            )),
-            (_, None, None) => {}
-            _ => v.push(format!(
-                "job {id} is {state} with model {model_id:?}, stored {model:?}"
-            )),
-        }
-        if let Some((was, was_model)) = exp.final_seen.get(id) {
-            if (was, was_model) != (state, model_id) {
-                v.push(format!(
-                    "job {id} was {was} ({was_model:?}), is now {state} ({model_id:?})"
+        // Each entry's privacy-loss description (in ledger order, like `ledger`)
+        // and each dataset's accounting, for the filter's rule.
+        let losses: Vec<Option<String>> =
+            sqlx::query_scalar("SELECT loss_json FROM ledger ORDER BY seq")
+                .fetch_all(&mut *tx)
+                .await
+                .unwrap();
+        let accounting: HashMap<String, String> =
+            sqlx::query_as::<_, (String, String)>("SELECT id, accounting FROM datasets")
+                .fetch_all(&mut *tx)
+                .await
+                .unwrap()
+                .into_iter()
+                .collect();
+        let models: Vec<(String, String)> = sqlx::query_as("SELECT id, job_id FROM models")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+        let models: HashMap<&str, &str> = models
+            .iter()
+            .map(|(m, j)| (j.as_str(), m.as_str()))
+            .collect();
+        let mut entries: HashMap<&str, Vec<(&str, &str, f64, f64)>> = HashMap::new();
+        for (dataset, kind, job, e, d) in &ledger {
+            if let Some(job) = job {
+                entries.entry(job.as_str()).or_default().push((
+                    kind.as_str(),
+                    dataset.as_str(),
+                    *e,
+                    *d,
                 ));
             }
-        } else if FINAL.contains(&state.as_str()) {
-            exp.final_seen
-                .insert(id.clone(), (state.clone(), model_id.clone()));
         }
-        if FINAL.contains(&state.as_str()) {
-            counts.final_jobs += 1;
-        }
-    }
-
-    // Budgets: ledger order, the same arithmetic as the server. The API is
-    // asked about every dataset when quiet, else about the latest ones
-    // (the ones in use), to keep a long run's checks short.
-    let api_from = if quiet {
-        0
-    } else {
-        datasets.len().saturating_sub(API_SAMPLE)
-    };
-    for (i, (id, ..)) in datasets.iter().enumerate() {
-        let mut total = None;
-        let (mut e, mut d) = (0.0f64, 0.0f64);
-        let mut sums = Charged::new();
-        for ((dataset, kind, _, ke, kd), loss) in ledger.iter().zip(&losses) {
-            if dataset != id {
-                continue;
-            }
-            let loss = match loss {
-                Some(text) => serde_json::from_str(text).expect("ledger loss JSON"),
-                None if *kd == 0.0 => Loss::Pure { epsilon: *ke },
-                None => Loss::Approx {
-                    epsilon: *ke,
-                    delta: *kd,
-                },
-            };
-            match kind.as_str() {
-                "total" => total = Some((*ke, *kd)),
-                "charge" => {
-                    (e, d) = (e + ke, d + kd);
-                    sums = sums.plus(&loss);
-                }
-                "refund" => {
-                    (e, d) = (e - ke, d - kd);
-                    sums = sums.minus(&loss);
-                }
-                other => v.push(format!("ledger kind {other}")),
-            }
-        }
-        let Some((te, td)) = total else {
-            v.push(format!("dataset {id} has no total"));
-            continue;
-        };
-        let rule = match accounting.get(id).map(String::as_str) {
-            Some("zcdp-filter") => Accounting::ZcdpFilter,
-            _ => Accounting::Basic,
-        };
-        if !sums.within((te, td), rule) {
-            v.push(format!(
-                "dataset {id} overspent under {}: charged ({e}, {d}, rho {:?}) of ({te}, {td})",
-                rule.as_str(),
-                sums.rho
-            ));
-        }
-        if rule == Accounting::Basic && (e > te || d > td) {
-            v.push(format!(
-                "dataset {id} overspent: charged ({e}, {d}) of ({te}, {td})"
-            ));
-        }
-        let reserved: f64 = jobs
-            .iter()
-            .filter(|j| &j.1 == id && j.2 == "queued" && j.5.is_none())
-            .map(|j| j.3)
-            .sum();
-        if let Some((client, url, key)) = api.filter(|_| i >= api_from) {
-            let b: serde_json::Value = client
-                .get(format!("{url}/v1/datasets/{id}/budget"))
-                .bearer_auth(key)
-                .send()
-                .await
-                .expect("budget request")
-                .json()
-                .await
-                .expect("budget JSON");
-            let f = |p: &str, c: &str| b[p][c].as_f64().unwrap_or(f64::NAN);
-            // The server may have admitted or finished jobs since the
-            // snapshot, so only relations that always hold are compared.
-            let charged_api = f("spent", "epsilon") + f("reserved", "epsilon");
-            // Under the filter, basic sums may exceed the total (the rho
-            // condition admitted them); its own rule was checked above.
-            let basic = rule == Accounting::Basic;
-            if f("total", "epsilon") != te
-                || b["accounting"].as_str() != Some(rule.as_str())
-                || (basic && charged_api > te + 1e-9)
-                || (basic && f("spent", "epsilon") > te + 1e-9)
-                || (basic && f("remaining", "epsilon") < 0.0)
-                || (f("total", "epsilon") - charged_api - f("remaining", "epsilon")).abs() > 1e-9
-                || (quiet
-                    && ((charged_api - e).abs() > 1e-9
-                        || (f("reserved", "epsilon") - reserved).abs() > 1e-9))
-            {
+        let job_ids: HashSet<&str> = jobs.iter().map(|j| j.0.as_str()).collect();
+        for job in entries.keys() {
+            if !job_ids.contains(job) {
                 v.push(format!(
+                    "ledger entries for a job that does not exist: {job}"
+                ));
+            }
+        }
+        for id in &exp.acked_jobs {
+            if !job_ids.contains(id.as_str()) {
+                v.push(format!("acknowledged job {id} is missing"));
+            }
+        }
+        for (id, dataset, state, epsilon, delta, started_at, model_id, attempts) in &jobs {
+            counts.jobs += 1;
+            let mine = entries.get(id.as_str()).cloned().unwrap_or_default();
+            let charges: Vec<_> = mine.iter().filter(|e| e.0 == "charge").collect();
+            let refunds: Vec<_> = mine.iter().filter(|e| e.0 == "refund").collect();
+            counts.charges += charges.len();
+            counts.refunds += refunds.len();
+            if charges.len() != 1 {
+                v.push(format!("job {id} has {} charges", charges.len()));
+            }
+            for c in charges.iter().chain(&refunds) {
+                if (c.1, c.2, c.3) != (dataset.as_str(), *epsilon, *delta) {
+                    v.push(format!("job {id}: ledger entry {c:?} is not its charge"));
+                }
+            }
+            if refunds.len() > 1 {
+                v.push(format!("job {id} has {} refunds", refunds.len()));
+            }
+            if !refunds.is_empty() && (state != "cancelled" || started_at.is_some()) {
+                v.push(format!(
+                    "job {id} was refunded but is {state}, started {started_at:?}"
+                ));
+            }
+            if started_at.is_none() && *attempts > 0 {
+                v.push(format!("job {id} ran without a start time"));
+            }
+            let model = models.get(id.as_str()).copied();
+            match (state.as_str(), model, model_id.as_deref()) {
+                ("succeeded", Some(m), Some(mid)) if m == mid => {}
+                ("succeeded", ..) => v.push(format!(
+                    "succeeded job {id}: model {model_id:?}, stored {model:?}"
+                )),
+                (_, None, None) => {}
+                _ => v.push(format!(
+                    "job {id} is {state} with model {model_id:?}, stored {model:?}"
+                )),
+            }
+            if let Some((was, was_model)) = exp.final_seen.get(id) {
+                if (was, was_model) != (state, model_id) {
+                    v.push(format!(
+                        "job {id} was {was} ({was_model:?}), is now {state} ({model_id:?})"
+                    ));
+                }
+            } else if FINAL.contains(&state.as_str()) {
+                exp.final_seen
+                    .insert(id.clone(), (state.clone(), model_id.clone()));
+            }
+            if FINAL.contains(&state.as_str()) {
+                counts.final_jobs += 1;
+            }
+        }
+
+        // Budgets: ledger order, the same arithmetic as the server. The API is
+        // asked about every dataset when quiet, else about the latest ones
+        // (the ones in use), to keep a long run's checks short.
+        let api_from = if quiet {
+            0
+        } else {
+            datasets.len().saturating_sub(API_SAMPLE)
+        };
+        for (i, (id, ..)) in datasets.iter().enumerate() {
+            let mut total = None;
+            let (mut e, mut d) = (0.0f64, 0.0f64);
+            let mut sums = Charged::new();
+            for ((dataset, kind, _, ke, kd), loss) in ledger.iter().zip(&losses) {
+                if dataset != id {
+                    continue;
+                }
+                let loss = match loss {
+                    Some(text) => serde_json::from_str(text).expect("ledger loss JSON"),
+                    None if *kd == 0.0 => Loss::Pure { epsilon: *ke },
+                    None => Loss::Approx {
+                        epsilon: *ke,
+                        delta: *kd,
+                    },
+                };
+                match kind.as_str() {
+                    "total" => total = Some((*ke, *kd)),
+                    "charge" => {
+                        (e, d) = (e + ke, d + kd);
+                        sums = sums.plus(&loss);
+                    }
+                    "refund" => {
+                        (e, d) = (e - ke, d - kd);
+                        sums = sums.minus(&loss);
+                    }
+                    other => v.push(format!("ledger kind {other}")),
+                }
+            }
+            let Some((te, td)) = total else {
+                v.push(format!("dataset {id} has no total"));
+                continue;
+            };
+            let rule = match accounting.get(id).map(String::as_str) {
+                Some("zcdp-filter") => Accounting::ZcdpFilter,
+                _ => Accounting::Basic,
+            };
+            if !sums.within((te, td), rule) {
+                v.push(format!(
+                    "dataset {id} overspent under {}: charged ({e}, {d}, rho {:?}) of ({te}, {td})",
+                    rule.as_str(),
+                    sums.rho
+                ));
+            }
+            if rule == Accounting::Basic && (e > te || d > td) {
+                v.push(format!(
+                    "dataset {id} overspent: charged ({e}, {d}) of ({te}, {td})"
+                ));
+            }
+            let reserved: f64 = jobs
+                .iter()
+                .filter(|j| &j.1 == id && j.2 == "queued" && j.5.is_none())
+                .map(|j| j.3)
+                .sum();
+            if let Some((client, url, key)) = api.filter(|_| i >= api_from) {
+                let b: serde_json::Value = client
+                    .get(format!("{url}/v1/datasets/{id}/budget"))
+                    .bearer_auth(key)
+                    .send()
+                    .await
+                    .expect("budget request")
+                    .json()
+                    .await
+                    .expect("budget JSON");
+                let f = |p: &str, c: &str| b[p][c].as_f64().unwrap_or(f64::NAN);
+                // The server may have admitted or finished jobs since the
+                // snapshot, so only relations that always hold are compared.
+                let charged_api = f("spent", "epsilon") + f("reserved", "epsilon");
+                // Under the filter, basic sums may exceed the total (the rho
+                // condition admitted them); its own rule was checked above.
+                let basic = rule == Accounting::Basic;
+                if f("total", "epsilon") != te
+                    || b["accounting"].as_str() != Some(rule.as_str())
+                    || (basic && charged_api > te + 1e-9)
+                    || (basic && f("spent", "epsilon") > te + 1e-9)
+                    || (basic && f("remaining", "epsilon") < 0.0)
+                    || (f("total", "epsilon") - charged_api - f("remaining", "epsilon")).abs()
+                        > 1e-9
+                    || (quiet
+                        && ((charged_api - e).abs() > 1e-9
+                            || (f("reserved", "epsilon") - reserved).abs() > 1e-9))
+                {
+                    v.push(format!(
                     "dataset {id}: API budget {b} vs ledger charged {e} of {te} (reserved {reserved})"
                 ));
+                }
             }
         }
-    }
-    tx.rollback().await.unwrap();
+    });
     (v, counts)
 }
 
 /// Poll the file until no job is queued or running (whichever process owns
 /// them), for at most `within`; returns how many are still open (0 = all
 /// final).
-pub async fn wait_until_no_job_is_open(db: &Path, within: std::time::Duration) -> i64 {
+pub async fn wait_until_no_job_is_open(db: impl Into<Store>, within: std::time::Duration) -> i64 {
+    let store = db.into();
     let deadline = std::time::Instant::now() + within;
     loop {
-        let mut conn = open_read_only(db).await;
-        let open: i64 =
+        let open: i64 = in_snapshot!(store.clone(), |tx, pg| {
             sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running')")
-                .fetch_one(&mut conn)
+                .fetch_one(&mut *tx)
                 .await
-                .unwrap();
+                .unwrap()
+        });
         if open == 0 || std::time::Instant::now() >= deadline {
             return open;
         }

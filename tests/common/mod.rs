@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod invariants;
+pub mod postgres;
 pub mod process;
 
 use std::path::{Path, PathBuf};
@@ -80,6 +81,10 @@ impl TestServer {
     /// A server on an existing database file.
     pub async fn start_on(db: &Path, tweak: impl FnOnce(&mut Config)) -> TestServer {
         let mut config = Config::new(db.to_owned());
+        if postgres::http_tests_on_postgres() {
+            let url = std::env::var(postgres::URL_ENV).expect("checked");
+            config.database_url = Some(postgres::database_for_path(&url, db).await);
+        }
         config.workers = 2;
         config.admin_key = Some(ADMIN_KEY.into());
         tweak(&mut config);
