@@ -87,8 +87,7 @@ impl RandomizedResponse {
         }
         loop {
             let candidate = exact::uniform_below(rng, u128::from(self.k))? as u32;
-            if candidate == value
-                || exact::bernoulli_exp(rng, self.epsilon_num, 1 << EPSILON_BITS)?
+            if candidate == value || exact::bernoulli_exp(rng, self.epsilon_num, 1 << EPSILON_BITS)?
             {
                 return Ok(candidate);
             }
