@@ -36,7 +36,7 @@
 
 use super::LearnError;
 use super::hypothesis::Hypothesis;
-use super::one_rule::{OneRule, Selection};
+use super::one_rule::{LocalDebias, OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
 use super::row_lists::GroupError;
@@ -67,6 +67,30 @@ pub fn train(
     on_round: &mut dyn FnMut(u32) -> bool,
 ) -> Result<Ensemble, LearnError> {
     train_with_fault(data, params, noise, on_round, None)
+}
+
+/// Train LazyBB with the DP 1-Rule on rows randomized on the client
+/// (local DP): each round's 1-Rule is the exact argmin of the debiased
+/// weighted errors ([`LocalDebias`]); no noise is drawn, because the rows
+/// are already an epsilon-local-DP release and this is post-processing.
+/// `params` must be non-private with the 1-Rule weak learner.
+pub(crate) fn train_local(
+    data: &Dataset,
+    params: &ValidLazyBbParams,
+    debias: &LocalDebias,
+    on_round: &mut dyn FnMut(u32) -> bool,
+) -> Result<Ensemble, LearnError> {
+    if params.calibrate(1)?.is_some() || params.get().weak_learner != WeakLearnerKind::OneRule {
+        return Err(LearnError::InvalidParameter(
+            "training on local-DP rows takes non-private 1-Rule parameters".into(),
+        ));
+    }
+    if debias.literals.len() != data.features.n_cols() {
+        return Err(LearnError::InvalidParameter(
+            "the local-DP debiasing does not match the data's literals".into(),
+        ));
+    }
+    train_inner(data, params, None, on_round, None, Some(debias))
 }
 
 /// The weak learner with its buffers.
@@ -133,6 +157,17 @@ pub(crate) fn train_with_fault(
     noise: Option<&mut NoiseRng>,
     on_round: &mut dyn FnMut(u32) -> bool,
     fault: Option<Fault>,
+) -> Result<Ensemble, LearnError> {
+    train_inner(data, params, noise, on_round, fault, None)
+}
+
+fn train_inner(
+    data: &Dataset,
+    params: &ValidLazyBbParams,
+    noise: Option<&mut NoiseRng>,
+    on_round: &mut dyn FnMut(u32) -> bool,
+    fault: Option<Fault>,
+    debias: Option<&LocalDebias>,
 ) -> Result<Ensemble, LearnError> {
     let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
     let n = data.n_rows();
@@ -218,11 +253,15 @@ pub(crate) fn train_with_fault(
         };
         let h = match &mut learner {
             Learner::OneRule(learner) => {
-                let selection = match (&calibration, noise.as_deref_mut()) {
-                    (Some(c), Some(rng)) => Selection::NoisyMax { eta: eta(c), rng },
-                    _ => Selection::Best,
+                let index = if let Some(debias) = debias {
+                    learner.select_debiased(&signed, p_positive, debias)
+                } else {
+                    let selection = match (&calibration, noise.as_deref_mut()) {
+                        (Some(c), Some(rng)) => Selection::NoisyMax { eta: eta(c), rng },
+                        _ => Selection::Best,
+                    };
+                    learner.select(&signed, p_positive, selection)?
                 };
-                let index = learner.select(&signed, p_positive, selection)?;
                 Hypothesis::from_candidate_index(index, d)
             }
             Learner::TopDown(learner) => {

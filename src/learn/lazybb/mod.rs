@@ -27,8 +27,10 @@ mod row_lists;
 mod tests;
 mod top_down;
 
+pub(crate) use boost::train_local;
 pub use boost::{Ensemble, train};
 #[cfg(test)]
 pub(crate) use boost::{Fault, train_with_fault};
+pub(crate) use one_rule::LocalDebias;
 
 use super::LearnError;

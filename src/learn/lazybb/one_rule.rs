@@ -163,10 +163,102 @@ impl OneRule {
         self.errors[2 * d + 1] = p_positive;
     }
 
+    /// On rows randomized on the client (local DP): the candidate with the
+    /// least *debiased* error, with no noise (the release is already
+    /// private; this is post-processing). `signed` and `p_positive` are
+    /// computed from the randomized labels, as in [`OneRule::select`].
+    pub(crate) fn select_debiased(
+        &mut self,
+        signed: &[f64],
+        p_positive: f64,
+        debias: &LocalDebias,
+    ) -> usize {
+        self.compute_errors(signed, p_positive);
+        // sum_i p(i)^2 (the sentinel adds 0): the variance scale.
+        let w2: f64 = signed.iter().map(|w| w * w).sum();
+        debias.apply(&mut self.errors, p_positive, w2);
+        argmin(&self.errors)
+    }
+
     /// The errors from the last call (for tests).
     #[cfg(test)]
     pub(crate) fn errors(&self) -> &[f64] {
         &self.errors
+    }
+}
+
+/// Unbiased weighted errors from randomized rows (docs/privacy.md, "Local
+/// DP collection"; `privacy::randomized_response::Debias`).
+///
+/// With the weights `p` fixed, the label reported by binary RR has
+/// `E[y~] = g y` with `g = 2 p_y - 1`, and a literal lit by `m` of its
+/// column's `k` values has `E[x~] = m q + (p - q) x`, independently of the
+/// label (each column is randomized on its own). So for
+/// `S~_j = sum_i -y~_i p(i) x~_ij` and `T~ = sum_i -y~_i p(i) = 1 - 2 P~+`:
+/// `E[S~_j] = g (m q T + (p - q) S_j)` and `E[T~] = g T`, whence the
+/// unbiased `S^_j = (S~_j - m q T~) / (g (p - q))`, `T^ = T~ / g`,
+/// `P^+ = (1 - T^) / 2`, and `err^(x_j) = P^+ + S^_j` (the other candidates'
+/// errors follow as in the module docs). Boosting re-weights rows by their
+/// margins on the randomized rows, so after round 1 the weights depend on
+/// the row's own reports and the estimate is only approximately unbiased.
+///
+/// The estimates of rare values in wide columns have a large variance
+/// (`1 / (p - q)` grows with k), so the plain argmin picks noise. The
+/// learner takes the least upper confidence bound `err^ + Z sd` instead,
+/// with `sd` bounding each estimate's standard deviation from the public
+/// RR probabilities and the weights: `Var(S^_j) <= sum p(i)^2 E[(x~ - m q)^2]
+/// / (g (p - q))^2`, where `E[(x~ - m q)^2] <= (p + (m - 1) q)(1 - 2 m q)
+/// + (m q)^2` whatever the true value; for the constants `Var(P^+) <= sum
+/// p(i)^2 / (4 g^2)`. A function of the randomized rows only: still
+/// post-processing.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LocalDebias {
+    /// Per literal: `(m q, p - q)` of its column's RR.
+    pub(crate) literals: Vec<crate::privacy::randomized_response::Debias>,
+    /// `g = 2 p_y - 1` of the label's binary RR.
+    pub(crate) label_factor: f64,
+}
+
+impl LocalDebias {
+    /// Standard deviations in the upper confidence bound (type docs).
+    pub(crate) const Z: f64 = 2.0;
+
+    /// The debiased errors: replaces the `2d + 2` errors computed from the
+    /// randomized rows (with `p_positive = P~+`) by their unbiased
+    /// estimates.
+    pub(crate) fn debiased(&self, errors: &mut [f64], p_positive: f64) {
+        let d = self.literals.len();
+        debug_assert_eq!(errors.len(), 2 * d + 2);
+        let g = self.label_factor;
+        let total = 1.0 - 2.0 * p_positive; // T~
+        let p_hat = (1.0 - total / g) / 2.0;
+        for (j, lit) in self.literals.iter().enumerate() {
+            let s = errors[j] - p_positive; // S~_j
+            let err = p_hat + (s - lit.offset * total) / (g * lit.scale);
+            errors[j] = err;
+            errors[d + j] = 1.0 - err;
+        }
+        errors[2 * d] = 1.0 - p_hat;
+        errors[2 * d + 1] = p_hat;
+    }
+
+    /// The upper confidence bounds `err^ + Z sd` of the candidates, with
+    /// `w2 = sum_i p(i)^2` (type docs), in place of the errors.
+    pub(crate) fn apply(&self, errors: &mut [f64], p_positive: f64, w2: f64) {
+        self.debiased(errors, p_positive);
+        let d = self.literals.len();
+        let g = self.label_factor;
+        for (j, lit) in self.literals.iter().enumerate() {
+            // m q = offset, p - q = scale, so p + (m - 1) q = offset + scale.
+            let mq = lit.offset;
+            let second = (mq + lit.scale) * (1.0 - 2.0 * mq) + mq * mq;
+            let sd = (w2 * second.max(0.0)).sqrt() / (g * lit.scale);
+            errors[j] += Self::Z * sd;
+            errors[d + j] += Self::Z * sd;
+        }
+        let sd = w2.sqrt() / (2.0 * g);
+        errors[2 * d] += Self::Z * sd;
+        errors[2 * d + 1] += Self::Z * sd;
     }
 }
 
