@@ -483,6 +483,7 @@ mod tests {
             rejected_rows: 0,
             total: Amount { epsilon, delta },
             accounting,
+            local_dp: None,
         };
         let Created::New(d) = datasets::create(&pool, new, None, respond).await.unwrap() else {
             panic!("created")
