@@ -904,6 +904,42 @@ mod tests {
         );
     }
 
+    /// On local-DP rows LazyBB + 1-Rule plans a run with no central cost
+    /// (the ledger records 0) and no noise; every other learner and the
+    /// TopDown weak learner are refused before any charge, naming the one
+    /// that works.
+    #[test]
+    fn local_dp_plans_only_the_debiasing_learner() {
+        let local = LocalDp {
+            epsilon: 4.0,
+            label_epsilon: 1.0,
+        };
+        let facts = facts(Task::Binary).with_local_dp(Some(local));
+        let budget = Budget::new(4.0, 0.0).unwrap();
+        let plan = AlgorithmSpec::default().plan(budget, facts).unwrap();
+        assert_eq!(plan.cost, PrivacyCost::LocalDp { local_epsilon: 4.0 });
+        assert_eq!(
+            crate::privacy::filter::Loss::of(&plan.cost).basic(),
+            (0.0, 0.0)
+        );
+        assert_eq!(plan.noise()["local_epsilon"], 4.0);
+        let top_down = AlgorithmSpec::Lazybb(LazyBbSpec {
+            weak_learner: Some(WeakLearnerName::TopDown),
+            ..LazyBbSpec::default()
+        });
+        for spec in [
+            top_down,
+            AlgorithmSpec::DpEbm(EbmSpec::default()),
+            AlgorithmSpec::DpLinear(LinearSpec::default()),
+            AlgorithmSpec::Dpboost(DpBoostSpec::default()),
+            AlgorithmSpec::Auto(AutoSpec::default()),
+        ] {
+            let e = spec.plan(budget, facts).unwrap_err().to_string();
+            assert!(e.contains("does not debias local-DP data"), "{e}");
+            assert!(e.contains(LOCAL_DP_LEARNERS), "{e}");
+        }
+    }
+
     #[test]
     fn lazybb_refuses_regression_before_any_charge() {
         let e = AlgorithmSpec::default()

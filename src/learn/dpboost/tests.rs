@@ -232,6 +232,7 @@ fn bad_parameters_are_refused_before_any_charge() {
         n_features: 3,
         linear: Default::default(),
         private_bins: 0,
+        local_dp: None,
     };
     let budget = Budget::new(1.0, 0.0).unwrap();
     for (spec, field) in [
