@@ -126,7 +126,7 @@ pub(crate) struct NewDataset<'a> {
 /// What [`create`] did.
 pub(crate) enum Created {
     /// Stored; the response was recorded under the idempotency key, if any.
-    New(DatasetInfo),
+    New(Box<DatasetInfo>),
     /// A retry: replay this.
     Replay(StoredResponse),
     /// The idempotency key was used for another request.
@@ -189,7 +189,7 @@ pub(crate) async fn create(
         idempotency::record(&mut tx, req, &respond(&info)).await?;
     }
     tx.commit().await?;
-    Ok(Created::New(info))
+    Ok(Created::New(Box::new(info)))
 }
 
 /// The dataset if the caller owns it or was granted it; `None` otherwise

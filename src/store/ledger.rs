@@ -488,7 +488,7 @@ mod tests {
         let Created::New(d) = datasets::create(&pool, new, None, respond).await.unwrap() else {
             panic!("created")
         };
-        (pool, owner, d)
+        (pool, owner, *d)
     }
 
     /// Run `ops` against a fresh file; after each one the charges fit the

@@ -206,11 +206,11 @@ impl OneRule {
 /// (`1 / (p - q)` grows with k), so the plain argmin picks noise. The
 /// learner takes the least upper confidence bound `err^ + z sd` instead,
 /// with `sd` bounding each estimate's standard deviation from the public
-/// RR probabilities and the weights: `Var(S^_j) <= sum p(i)^2 E[(x~ - m q)^2]
-/// / (g (p - q))^2`, where `E[(x~ - m q)^2] <= (p + (m - 1) q)(1 - 2 m q)
-/// + (m q)^2` whatever the true value; for the constants `Var(P^+) <= sum
-/// p(i)^2 / (4 g^2)`. A function of the randomized rows only: still
-/// post-processing.
+/// RR probabilities and the weights:
+/// `Var(S^_j) <= sum p(i)^2 E[(x~ - m q)^2] / (g (p - q))^2`, where
+/// `E[(x~ - m q)^2] <= (p + (m - 1) q)(1 - 2 m q) + (m q)^2` whatever the
+/// true value; for the constants `Var(P^+) <= sum p(i)^2 / (4 g^2)`. A
+/// function of the randomized rows only: still post-processing.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LocalDebias {
     /// Per literal: `(m q, p - q)` of its column's RR.
