@@ -53,16 +53,19 @@ pub struct TrainArgs {
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     // Every parameter is checked, and the noise calibrated, before the data
     // is read; only the row count is taken from the file first (public).
-    let spec = args.algorithm.spec()?;
-    let schema = files::load_schema(&args.schema)?;
-    let (budget, local) = match (args.epsilon, args.local_dp_epsilon) {
-        (Some(epsilon), _) => (Budget::new(epsilon, args.delta)?, None),
-        (None, Some(local)) => {
-            let local = LocalDp::new(&schema, local, args.local_dp_label_epsilon)?;
-            (Budget::new(local.epsilon, 0.0)?, Some(local))
-        }
+    // The budget (central, or the local epsilon the default rule reads) is
+    // checked before any file is read.
+    let budget = match (args.epsilon, args.local_dp_epsilon) {
+        (Some(epsilon), _) => Budget::new(epsilon, args.delta)?,
+        (None, Some(local)) => Budget::new(local, 0.0).context("--local-dp-epsilon")?,
         (None, None) => anyhow::bail!("give --epsilon or --local-dp-epsilon"),
     };
+    let spec = args.algorithm.spec()?;
+    let schema = files::load_schema(&args.schema)?;
+    let local = args
+        .local_dp_epsilon
+        .map(|e| LocalDp::new(&schema, e, args.local_dp_label_epsilon))
+        .transpose()?;
     let encoder = Encoder::new(&schema)?;
     let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
     let facts = PublicFacts::new(&encoder, data.n_rows()).with_local_dp(local);
