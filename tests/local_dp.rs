@@ -108,6 +108,22 @@ async fn a_local_dp_dataset_trains_without_central_budget() {
     );
     assert_eq!(s.ledger(&owner, &dataset).await.len(), 1, "only the total");
 
+    // The estimate states the local-DP cost and a charge of 0.
+    let estimate = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs/estimate",
+            &json!({"dataset_id": dataset, "rounds": 5}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(estimate["cost"]["kind"], "local_dp", "{estimate}");
+    assert_eq!(estimate["cost"]["local_epsilon"], 4.0, "{estimate}");
+    assert_eq!(estimate["charge"]["epsilon"], 0.0, "{estimate}");
+    assert_eq!(estimate["admissible"], true, "{estimate}");
+
     let job = expect_status(
         s.post(
             &owner,
