@@ -859,6 +859,8 @@ fn local_debias(
         literals,
         // g = 2 p_y - 1 = p_y - q_y for binary RR.
         label_factor: label.scale,
+        // p_y = q_y + (p_y - q_y), with q_y = offset for m = 1.
+        label_keep: label.offset + label.scale,
     })
 }
 

@@ -150,6 +150,49 @@ pub(crate) fn class_weights(count: &[u64], mu: &[f64], signed_of_class: &mut [f6
     p_positive
 }
 
+/// [`class_weights`] on rows with randomized labels (local DP): the signed
+/// weights and `P+` debiased over the label. A row of margin class `k`
+/// (margin `s = y~ H`) would have margin `-s` (class `2 tau - k`) with the
+/// other label, so for any `f(y)` of its true label the estimate
+/// `f^(y~) = (p_y f(y~) - (1 - p_y) f(-y~)) / g` is unbiased (`g = 2 p_y - 1`;
+/// check `E[f^] = f(y)` over `y~`). Applied to `mu(y H)` (the normaliser),
+/// `-y mu(y H)` (the signed weights) and `mu(y H) [y = +1]` (`P+`), it gives
+/// weights whose errors need no further label debiasing (the features still
+/// do: [`LocalDebias`] with `g = 1`). `H` is the ensemble's vote on the
+/// randomized features, so the features' part stays approximate.
+pub(crate) fn local_class_weights(
+    count: &[u64],
+    mu: &[f64],
+    keep: f64,
+    g: f64,
+    signed_of_class: &mut [f64],
+) -> Result<f64, LearnError> {
+    let groups = mu.len();
+    let flip = |k: usize| groups - 1 - k;
+    let total: f64 = (0..groups)
+        .map(|k| {
+            let rows = (count[2 * k] + count[2 * k + 1]) as f64;
+            rows * (keep * mu[k] - (1.0 - keep) * mu[flip(k)]) / g
+        })
+        .sum();
+    if !(total.is_finite() && total > 0.0) {
+        return Err(LearnError::InvalidParameter(
+            "local DP: the label-debiased weights sum to no positive mass; use fewer rounds or a larger label epsilon".into(),
+        ));
+    }
+    let mut p_positive = 0.0;
+    for k in 0..groups {
+        let weight = (keep * mu[k] + (1.0 - keep) * mu[flip(k)]) / (g * total);
+        let weight = if weight < FLUSH_BELOW { 0.0 } else { weight };
+        signed_of_class[2 * k] = weight; // y~ = -1
+        signed_of_class[2 * k + 1] = -weight; // y~ = +1
+        p_positive += (count[2 * k + 1] as f64 * keep * mu[k]
+            - count[2 * k] as f64 * (1.0 - keep) * mu[flip(k)])
+            / (g * total);
+    }
+    Ok(p_positive)
+}
+
 /// [`train`], optionally with a [`Fault`] (tests only pass `Some`).
 pub(crate) fn train_with_fault(
     data: &Dataset,
@@ -217,6 +260,12 @@ fn train_inner(
             TopDown::new(&data.features, groups, internal_nodes).map_err(group_error)?,
         ),
     };
+    // The weights are label-debiased (`local_class_weights`): the 1-Rule
+    // then debiases the features only.
+    let features_only = debias.map(|d| LocalDebias {
+        label_factor: 1.0,
+        ..d.clone()
+    });
     let mut hypotheses = Vec::with_capacity(p.tau as usize);
     // ln m(s) = ln kappa - lambda s (SPEC §4.1), never exponentiated raw.
     let log_m = |margin_index: usize| p.kappa.ln() - p.lambda * (margin_index as i32 - tau) as f64;
@@ -242,7 +291,16 @@ fn train_inner(
             // Case A without the cap: mu = m, entries above 1 kept.
             mu = (0..classes / 2).map(|k| log_m(k).exp()).collect();
         }
-        let p_positive = class_weights(&count, &mu, &mut signed_of_class);
+        let p_positive = match debias {
+            Some(d) => local_class_weights(
+                &count,
+                &mu,
+                d.label_keep,
+                d.label_factor,
+                &mut signed_of_class,
+            )?,
+            None => class_weights(&count, &mu, &mut signed_of_class),
+        };
         for (out, &c) in signed.iter_mut().zip(&class) {
             *out = signed_of_class[c as usize];
         }
@@ -253,7 +311,7 @@ fn train_inner(
         };
         let h = match &mut learner {
             Learner::OneRule(learner) => {
-                let index = if let Some(debias) = debias {
+                let index = if let Some(debias) = &features_only {
                     learner.select_debiased(&signed, p_positive, debias)
                 } else {
                     let selection = match (&calibration, noise.as_deref_mut()) {

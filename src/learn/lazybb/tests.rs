@@ -862,6 +862,7 @@ fn debiased_one_rule_errors_are_unbiased() {
             Debias::new(2, 1, rr_b.epsilon()),
         ],
         label_factor: Debias::new(2, 1, rr_y.epsilon()).scale,
+        label_keep: rr_y.keep(),
     };
     let mut rng = NoiseRng::seeded(77);
     let reps = 2000;
