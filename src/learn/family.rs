@@ -29,7 +29,7 @@ use super::params::{
 };
 use super::trained::Model;
 use super::{LazyBbParams, LearnError, PrivacyMode, train};
-use crate::data::{Dataset, Encoder, LocalDp, Task};
+use crate::data::{Dataset, Domains, Encoder, LocalDp, Task};
 use crate::privacy::randomized_response::{Debias, effective_epsilon};
 use crate::privacy::{Budget, Composition, NoiseRng, PrivacyCost, PrivacyError, mechanisms};
 
@@ -855,7 +855,31 @@ fn local_debias(
         .map(|rr| Ok(Debias::new(rr.k, rr.m, effective_epsilon(rr.epsilon)?)))
         .collect::<Result<Vec<_>, PrivacyError>>()?;
     let label = Debias::new(2, 1, effective_epsilon(local.label_epsilon)?);
+    let feature_epsilon = effective_epsilon(local.feature_epsilon(encoder.schema()))?;
+    let mut columns = Vec::new();
+    let mut first = 0usize;
+    for domain in Domains::new(encoder.schema())?
+        .columns
+        .into_iter()
+        .flatten()
+    {
+        let k = domain.values.len() as u32;
+        let rr = Debias::new(k, 1, feature_epsilon);
+        let n = domain.n_literals as usize;
+        columns.push(super::lazybb::ColumnRr {
+            literals: first..first + n,
+            values: domain
+                .values
+                .iter()
+                .map(|v| v.literals.iter().map(|&l| first as u32 + l).collect())
+                .collect(),
+            other: rr.offset, // m = 1: offset = q
+            scale: rr.scale,
+        });
+        first += n;
+    }
     Ok(super::lazybb::LocalDebias {
+        columns,
         literals,
         // g = 2 p_y - 1 = p_y - q_y for binary RR.
         label_factor: label.scale,

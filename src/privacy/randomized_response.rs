@@ -254,6 +254,42 @@ mod tests {
         assert!((d.apply(0.6) - 10.0 * (0.6 - 0.45)).abs() < 1e-12);
     }
 
+    /// The inverse the learners use for a column the ensemble votes on, and
+    /// (k = 2) for the label: for any `f` of the true value,
+    /// `f^(v~) = (f(v~) - q sum_v f(v)) / (p - q)` is unbiased
+    /// (`learn::lazybb::local`). Mean over seeded reports within 5
+    /// standard errors, for every true value.
+    #[test]
+    fn the_inverse_is_unbiased_for_any_function() {
+        for (k, epsilon, f) in [
+            (4u32, 0.8, vec![0.3, -1.2, 2.5, 0.0]),
+            (2, 1.1, vec![0.7, -0.4]),
+        ] {
+            let rr = RandomizedResponse::new(k, epsilon).unwrap();
+            let (q, scale) = (rr.other(), rr.keep() - rr.other());
+            let total: f64 = f.iter().sum();
+            let mut rng = NoiseRng::seeded(11 + u64::from(k));
+            for value in 0..k {
+                let draws = 50_000;
+                let estimates: Vec<f64> = (0..draws)
+                    .map(|_| {
+                        let v = rr.sample(&mut rng, value).unwrap() as usize;
+                        (f[v] - q * total) / scale
+                    })
+                    .collect();
+                let mean = estimates.iter().sum::<f64>() / f64::from(draws);
+                let var = estimates.iter().map(|e| (e - mean).powi(2)).sum::<f64>()
+                    / f64::from(draws - 1);
+                let se = (var / f64::from(draws)).sqrt();
+                let truth = f[value as usize];
+                assert!(
+                    (mean - truth).abs() < 5.0 * se,
+                    "k={k} value {value}: {mean} vs {truth} (se {se})"
+                );
+            }
+        }
+    }
+
     #[test]
     fn refuses_bad_parameters() {
         assert!(RandomizedResponse::new(1, 1.0).is_err());

@@ -36,6 +36,7 @@
 
 use super::LearnError;
 use super::hypothesis::Hypothesis;
+use super::local::{Corrector, local_class_weights};
 use super::one_rule::{LocalDebias, OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
@@ -150,49 +151,6 @@ pub(crate) fn class_weights(count: &[u64], mu: &[f64], signed_of_class: &mut [f6
     p_positive
 }
 
-/// [`class_weights`] on rows with randomized labels (local DP): the signed
-/// weights and `P+` debiased over the label. A row of margin class `k`
-/// (margin `s = y~ H`) would have margin `-s` (class `2 tau - k`) with the
-/// other label, so for any `f(y)` of its true label the estimate
-/// `f^(y~) = (p_y f(y~) - (1 - p_y) f(-y~)) / g` is unbiased (`g = 2 p_y - 1`;
-/// check `E[f^] = f(y)` over `y~`). Applied to `mu(y H)` (the normaliser),
-/// `-y mu(y H)` (the signed weights) and `mu(y H) [y = +1]` (`P+`), it gives
-/// weights whose errors need no further label debiasing (the features still
-/// do: [`LocalDebias`] with `g = 1`). `H` is the ensemble's vote on the
-/// randomized features, so the features' part stays approximate.
-pub(crate) fn local_class_weights(
-    count: &[u64],
-    mu: &[f64],
-    keep: f64,
-    g: f64,
-    signed_of_class: &mut [f64],
-) -> Result<f64, LearnError> {
-    let groups = mu.len();
-    let flip = |k: usize| groups - 1 - k;
-    let total: f64 = (0..groups)
-        .map(|k| {
-            let rows = (count[2 * k] + count[2 * k + 1]) as f64;
-            rows * (keep * mu[k] - (1.0 - keep) * mu[flip(k)]) / g
-        })
-        .sum();
-    if !(total.is_finite() && total > 0.0) {
-        return Err(LearnError::InvalidParameter(
-            "local DP: the label-debiased weights sum to no positive mass; use fewer rounds or a larger label epsilon".into(),
-        ));
-    }
-    let mut p_positive = 0.0;
-    for k in 0..groups {
-        let weight = (keep * mu[k] + (1.0 - keep) * mu[flip(k)]) / (g * total);
-        let weight = if weight < FLUSH_BELOW { 0.0 } else { weight };
-        signed_of_class[2 * k] = weight; // y~ = -1
-        signed_of_class[2 * k + 1] = -weight; // y~ = +1
-        p_positive += (count[2 * k + 1] as f64 * keep * mu[k]
-            - count[2 * k] as f64 * (1.0 - keep) * mu[flip(k)])
-            / (g * total);
-    }
-    Ok(p_positive)
-}
-
 /// [`train`], optionally with a [`Fault`] (tests only pass `Some`).
 pub(crate) fn train_with_fault(
     data: &Dataset,
@@ -266,6 +224,11 @@ fn train_inner(
         label_factor: 1.0,
         ..d.clone()
     });
+    let mut positive_of_class = vec![0.0f64; classes];
+    let mut corrector = match debias {
+        Some(d) if !d.columns.is_empty() => Some(Corrector::new(&d.columns, &data.features, tau)?),
+        _ => None,
+    };
     let mut hypotheses = Vec::with_capacity(p.tau as usize);
     // ln m(s) = ln kappa - lambda s (SPEC §4.1), never exponentiated raw.
     let log_m = |margin_index: usize| p.kappa.ln() - p.lambda * (margin_index as i32 - tau) as f64;
@@ -298,8 +261,13 @@ fn train_inner(
                 d.label_keep,
                 d.label_factor,
                 &mut signed_of_class,
+                &mut positive_of_class,
             )?,
             None => class_weights(&count, &mu, &mut signed_of_class),
+        };
+        let corrections = match corrector.as_mut() {
+            Some(c) => Some(c.compute(&class, &signed_of_class, &positive_of_class, p_positive)),
+            None => None,
         };
         for (out, &c) in signed.iter_mut().zip(&class) {
             *out = signed_of_class[c as usize];
@@ -312,7 +280,7 @@ fn train_inner(
         let h = match &mut learner {
             Learner::OneRule(learner) => {
                 let index = if let Some(debias) = &features_only {
-                    learner.select_debiased(&signed, p_positive, debias)
+                    learner.select_debiased(&signed, p_positive, debias, corrections)
                 } else {
                     let selection = match (&calibration, noise.as_deref_mut()) {
                         (Some(c), Some(rng)) => Selection::NoisyMax { eta: eta(c), rng },
@@ -344,6 +312,9 @@ fn train_inner(
             // s(i) += y_i h(x_i), i.e. the class index moves by 2 y_i h(x_i);
             // branch-free for stumps and constants.
             h.add_margins(&data.features, &y, &mut class, 2);
+        }
+        if let Some(c) = corrector.as_mut() {
+            c.add(&h);
         }
         count.iter_mut().for_each(|c| *c = 0);
         for &c in &class {

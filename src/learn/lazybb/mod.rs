@@ -18,6 +18,7 @@ pub mod baselines;
 pub mod boost;
 pub mod hypothesis;
 pub mod inspect;
+mod local;
 pub mod model;
 mod one_rule;
 pub mod params;
@@ -31,6 +32,6 @@ pub(crate) use boost::train_local;
 pub use boost::{Ensemble, train};
 #[cfg(test)]
 pub(crate) use boost::{Fault, train_with_fault};
-pub(crate) use one_rule::LocalDebias;
+pub(crate) use one_rule::{ColumnRr, LocalDebias};
 
 use super::LearnError;

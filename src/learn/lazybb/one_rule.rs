@@ -172,11 +172,12 @@ impl OneRule {
         signed: &[f64],
         p_positive: f64,
         debias: &LocalDebias,
+        corrections: Option<&[LiteralCorrection]>,
     ) -> usize {
         self.compute_errors(signed, p_positive);
         // sum_i p(i)^2 (the sentinel adds 0): the variance scale.
         let w2: f64 = signed.iter().map(|w| w * w).sum();
-        debias.apply(&mut self.errors, p_positive, w2);
+        debias.apply(&mut self.errors, p_positive, w2, corrections);
         argmin(&self.errors)
     }
 
@@ -220,6 +221,44 @@ pub(crate) struct LocalDebias {
     pub(crate) label_factor: f64,
     /// `p_y`: the label's keep probability.
     pub(crate) label_keep: f64,
+    /// Each feature column's RR, for the correction of the columns the
+    /// ensemble already votes on ([`ColumnRr`]); empty to skip it.
+    pub(crate) columns: Vec<ColumnRr>,
+}
+
+/// One feature column's randomized response, for [`LocalDebias`].
+///
+/// Once the ensemble votes on column `c`, a row's weight depends on its own
+/// report of `c`, and `(x~ - m q) / (p - q)` is no longer unbiased for the
+/// literals of `c`. For any `f(v)` of the column's true value, k-ary RR's
+/// inverse gives the unbiased `f^(v~) = (f(v~) - q sum_v f(v)) / (p - q)`
+/// (`E[f^] = f(v)` because `p - q + k q = 1`). With
+/// `f(v) = w_i(v) [v lights x_j]`, where `w_i(v)` is row `i`'s signed weight
+/// had its column `c` been `v` (its other columns' reports as they are),
+/// the sum over rows is `(S~_j - q sum_{v lights x_j} A_c(v)) / (p - q)`
+/// with `A_c(v) = sum_i w_i(v)`, and likewise for `P+` with the positive
+/// weights `B_c(v)`. For a column the ensemble does not use, `w_i(v)` does
+/// not depend on `v` and this is the plain `(S~_j - m q T~) / (p - q)`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ColumnRr {
+    /// The column's literals.
+    pub(crate) literals: std::ops::Range<usize>,
+    /// Per value of the domain: the literals it lights (absolute indices).
+    pub(crate) values: Vec<Vec<u32>>,
+    /// `q`.
+    pub(crate) other: f64,
+    /// `p - q`.
+    pub(crate) scale: f64,
+}
+
+/// Per literal: `sum_{v lights x_j} A_c(v)` and `sum_v B_c(v)` of its
+/// column ([`ColumnRr`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct LiteralCorrection {
+    pub(crate) a_sum: f64,
+    pub(crate) b_sum: f64,
+    pub(crate) other: f64,
+    pub(crate) scale: f64,
 }
 
 impl LocalDebias {
@@ -252,10 +291,36 @@ impl LocalDebias {
         errors[2 * d + 1] = p_hat;
     }
 
+    /// The debiased errors with the weights already label-debiased and the
+    /// columns corrected ([`ColumnRr`]): `err^(x_j) = P^+_c + S^_j` with
+    /// `P^+_c = (P~+ - q b_sum) / (p - q)`, `S^_j = (S~_j - q a_sum) / (p - q)`.
+    fn corrected(errors: &mut [f64], p_positive: f64, corrections: &[LiteralCorrection]) {
+        let d = corrections.len();
+        debug_assert_eq!(errors.len(), 2 * d + 2);
+        for (j, c) in corrections.iter().enumerate() {
+            let s = errors[j] - p_positive; // S~_j
+            let p_hat = (p_positive - c.other * c.b_sum) / c.scale;
+            let err = p_hat + (s - c.other * c.a_sum) / c.scale;
+            errors[j] = err;
+            errors[d + j] = 1.0 - err;
+        }
+        errors[2 * d] = 1.0 - p_positive;
+        errors[2 * d + 1] = p_positive;
+    }
+
     /// The upper confidence bounds `err^ + z sd` of the candidates, with
     /// `w2 = sum_i p(i)^2` (type docs), in place of the errors.
-    pub(crate) fn apply(&self, errors: &mut [f64], p_positive: f64, w2: f64) {
-        self.debiased(errors, p_positive);
+    pub(crate) fn apply(
+        &self,
+        errors: &mut [f64],
+        p_positive: f64,
+        w2: f64,
+        corrections: Option<&[LiteralCorrection]>,
+    ) {
+        match corrections {
+            Some(c) => Self::corrected(errors, p_positive, c),
+            None => self.debiased(errors, p_positive),
+        }
         let z = self.z();
         let d = self.literals.len();
         let g = self.label_factor;

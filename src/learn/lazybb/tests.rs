@@ -863,6 +863,7 @@ fn debiased_one_rule_errors_are_unbiased() {
         ],
         label_factor: Debias::new(2, 1, rr_y.epsilon()).scale,
         label_keep: rr_y.keep(),
+        columns: vec![],
     };
     let mut rng = NoiseRng::seeded(77);
     let reps = 2000;
