@@ -265,10 +265,9 @@ fn train_inner(
             )?,
             None => class_weights(&count, &mu, &mut signed_of_class),
         };
-        let corrections = match corrector.as_mut() {
-            Some(c) => Some(c.compute(&class, &signed_of_class, &positive_of_class, p_positive)),
-            None => None,
-        };
+        let corrections = corrector
+            .as_mut()
+            .map(|c| c.compute(&class, &signed_of_class, &positive_of_class, p_positive));
         for (out, &c) in signed.iter_mut().zip(&class) {
             *out = signed_of_class[c as usize];
         }
