@@ -201,7 +201,9 @@ impl OneRule {
 /// `P^+ = (1 - T^) / 2`, and `err^(x_j) = P^+ + S^_j` (the other candidates'
 /// errors follow as in the module docs). Boosting re-weights rows by their
 /// margins on the randomized rows, so after round 1 the weights depend on
-/// the row's own reports and the estimate is only approximately unbiased.
+/// the row's own reports: `super::local` debiases the weights over the label
+/// (then `g = 1` here) and corrects the columns the ensemble votes on
+/// ([`ColumnRr`]); the other columns' reports still enter the weights.
 ///
 /// The estimates of rare values in wide columns have a large variance
 /// (`1 / (p - q)` grows with k), so the plain argmin picks noise. The
