@@ -57,9 +57,9 @@ impl LocalDp {
     ) -> Result<LocalDp, DataError> {
         Domains::new(schema)?;
         if !(epsilon.is_finite() && epsilon > 0.0) {
-            return Err(DataError::schema(format!(
-                "the local epsilon must be a finite number > 0, got {epsilon}"
-            )));
+            return Err(DataError::LocalDp {
+                message: format!("the local epsilon must be a finite number > 0, got {epsilon}"),
+            });
         }
         let features = feature_count(schema);
         let label_epsilon = label_epsilon.unwrap_or(epsilon / (features as f64 + 1.0).max(1.0));
@@ -67,9 +67,11 @@ impl LocalDp {
             || label_epsilon > epsilon
             || (features > 0 && label_epsilon >= epsilon);
         if bad_label {
-            return Err(DataError::schema(format!(
-                "the label epsilon must be > 0 and leave a part of the local epsilon {epsilon} for the {features} feature columns, got {label_epsilon}"
-            )));
+            return Err(DataError::LocalDp {
+                message: format!(
+                    "the label epsilon must be > 0 and leave a part of the local epsilon {epsilon} for the {features} feature columns, got {label_epsilon}"
+                ),
+            });
         }
         Ok(LocalDp {
             epsilon,
