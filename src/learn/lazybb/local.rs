@@ -195,3 +195,95 @@ impl<'a> Corrector<'a> {
         &self.corrections
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::BitMatrixBuilder;
+
+    /// Column 0: one-hot over literals 0..3 (3 values); column 1: a boolean
+    /// (literal 3; values "false" lights nothing, "true" lights 3).
+    fn columns() -> Vec<ColumnRr> {
+        vec![
+            ColumnRr {
+                literals: 0..3,
+                values: vec![vec![0], vec![1], vec![2]],
+                other: 0.2,
+                scale: 0.4,
+            },
+            ColumnRr {
+                literals: 3..4,
+                values: vec![vec![], vec![3]],
+                other: 0.3,
+                scale: 0.4,
+            },
+        ]
+    }
+
+    /// A used column's sums `A_c(v)`, `B_c(v)` match a brute-force
+    /// recomputation of each row's class had its column been `v`; an unused
+    /// column gives the plain `m T~` and `k P~+`.
+    #[test]
+    fn corrections_match_brute_force() {
+        let n = 40usize;
+        let tau = 3i32;
+        let value_a: Vec<usize> = (0..n).map(|i| (i * 7) % 3).collect();
+        let value_b: Vec<bool> = (0..n).map(|i| i % 4 == 1).collect();
+        let mut builder = BitMatrixBuilder::new(4);
+        for i in 0..n {
+            let mut active = vec![value_a[i] as u32];
+            if value_b[i] {
+                active.push(3);
+            }
+            builder.push_row(&active);
+        }
+        let features = builder.finish();
+        let columns = columns();
+        let mut corrector = Corrector::new(&columns, &features, tau).unwrap();
+        // One stump on literal 1 (column 0 == value 1), not negated.
+        let h = Hypothesis::Literal {
+            literal: 1,
+            negated: false,
+        };
+        corrector.add(&h);
+        assert_eq!(corrector.votes[0], [-1, 1, -1]);
+        // Classes after that stump: margin s = y h(x), class 2 (s + tau) + [y = +1].
+        let y: Vec<i32> = (0..n).map(|i| if i % 3 == 0 { 1 } else { -1 }).collect();
+        let class: Vec<i32> = (0..n)
+            .map(|i| {
+                let h = if value_a[i] == 1 { 1 } else { -1 };
+                2 * (y[i] * h + tau) + i32::from(y[i] > 0)
+            })
+            .collect();
+        let classes = 2 * (2 * tau as usize + 1);
+        let signed: Vec<f64> = (0..classes)
+            .map(|c| 0.01 * (c as f64 + 1.0) * if c % 2 == 1 { -1.0 } else { 1.0 })
+            .collect();
+        let positive: Vec<f64> = (0..classes).map(|c| 0.003 * (c as f64 - 4.0)).collect();
+        let p_positive = 0.37;
+        let got = corrector
+            .compute(&class, &signed, &positive, p_positive)
+            .to_vec();
+        assert_eq!(got.len(), 4);
+        // Brute force for column 0.
+        let votes = [-1, 1, -1];
+        let mut a = [0.0; 3];
+        let mut b = [0.0; 3];
+        for i in 0..n {
+            for v in 0..3 {
+                let margin = y[i] * votes[v] + tau; // the row's margin had its value been v
+                let slot = (2 * margin + i32::from(y[i] > 0)) as usize;
+                a[v] += signed[slot];
+                b[v] += positive[slot];
+            }
+        }
+        for j in 0..3 {
+            assert!((got[j].a_sum - a[j]).abs() < 1e-12, "literal {j}");
+            assert!((got[j].b_sum - b.iter().sum::<f64>()).abs() < 1e-12);
+            assert_eq!((got[j].other, got[j].scale), (0.2, 0.4));
+        }
+        // Column 1 is unused: m T~ with m = 1 (only "true" lights it), k P~+.
+        assert!((got[3].a_sum - (1.0 - 2.0 * p_positive)).abs() < 1e-12);
+        assert!((got[3].b_sum - 2.0 * p_positive).abs() < 1e-12);
+    }
+}
