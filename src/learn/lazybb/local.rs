@@ -269,10 +269,10 @@ mod tests {
         let votes = [-1, 1, -1];
         let mut a = [0.0; 3];
         let mut b = [0.0; 3];
-        for i in 0..n {
+        for &label in &y {
             for v in 0..3 {
-                let margin = y[i] * votes[v] + tau; // the row's margin had its value been v
-                let slot = (2 * margin + i32::from(y[i] > 0)) as usize;
+                let margin = label * votes[v] + tau; // the row's margin had its value been v
+                let slot = (2 * margin + i32::from(label > 0)) as usize;
                 a[v] += signed[slot];
                 b[v] += positive[slot];
             }
