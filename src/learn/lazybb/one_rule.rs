@@ -219,7 +219,7 @@ pub(crate) struct LocalDebias {
     /// Per literal: `(m q, p - q)` of its column's RR.
     pub(crate) literals: Vec<crate::privacy::randomized_response::Debias>,
     /// `g = 2 p_y - 1` of the label's binary RR (1 when the weights are
-    /// already label-debiased, [`super::boost::local_class_weights`]).
+    /// already label-debiased, `super::local::local_class_weights`).
     pub(crate) label_factor: f64,
     /// `p_y`: the label's keep probability.
     pub(crate) label_keep: f64,
