@@ -150,7 +150,9 @@ async fn bad_requests_get_problems_and_charge_nothing() {
             json!({"dataset_id": dataset, "epsilon": 0.1, "bogus": 1}),
             "body",
         ),
-        (json!({"dataset_id": dataset}), "body"),
+        // No epsilon: required on a raw dataset (only a local_dp dataset's
+        // jobs go without), named as the field.
+        (json!({"dataset_id": dataset}), "epsilon"),
     ] {
         let p = expect_status(
             s.post(&owner, "/v1/jobs", &body).await,

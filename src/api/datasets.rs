@@ -8,8 +8,11 @@
 //! `name`, `epsilon`, `delta` (optional, default 0), `skip_bad_rows`
 //! (optional, `true` to store the valid rows and report the others),
 //! `accounting` (optional: `basic`, the default, or `zcdp-filter`; fixed for
-//! the dataset's life) and `schema` (the schema JSON), then the file field
-//! `data` (the CSV) last.
+//! the dataset's life), `local_dp_epsilon` and `local_dp_label_epsilon`
+//! (optional: the owner's declaration that the rows were randomized on the
+//! client with `privboost randomize`; jobs on them spend no central budget)
+//! and `schema` (the schema JSON), then the file field `data` (the CSV)
+//! last.
 //! The CSV is streamed through a bounded channel into the encoder on a
 //! blocking thread, so memory holds the bit matrix and a few chunks, never
 //! the file. Nothing is stored unless the whole upload is valid; the
@@ -34,7 +37,7 @@ use tokio::sync::mpsc;
 use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, Config, MAX_EPSILON, PageQuery, Routes, idempotency_key, page_json, replay};
-use crate::data::{Encoder, LabelMode, OnBadRow, ReadOptions, Schema, read_csv_with};
+use crate::data::{Encoder, LabelMode, LocalDp, OnBadRow, ReadOptions, Schema, read_csv_with};
 use crate::privacy::Budget;
 use crate::privacy::filter::{Accounting, Loss};
 use crate::store::datasets::{self, Created, DatasetInfo, MarkPublic, NewDataset};
@@ -79,6 +82,8 @@ struct UploadMeta {
     delta: Option<String>,
     skip_bad_rows: Option<String>,
     accounting: Option<String>,
+    local_dp_epsilon: Option<String>,
+    local_dp_label_epsilon: Option<String>,
     schema: Option<String>,
 }
 
@@ -87,6 +92,7 @@ struct CheckedMeta {
     name: String,
     total: Amount,
     accounting: Accounting,
+    local_dp: Option<LocalDp>,
     skip: bool,
     schema: Schema,
     schema_json: String,
@@ -172,6 +178,34 @@ impl UploadMeta {
                 }
             },
         };
+        let number = |field: &str, text: Option<&str>, errors: &mut Vec<FieldError>| {
+            text.map(|t| t.trim().parse::<f64>()).and_then(|r| {
+                r.map_err(|_| errors.push(FieldError::new(field, "must be a number")))
+                    .ok()
+            })
+        };
+        let local_epsilon = number(
+            "local_dp_epsilon",
+            self.local_dp_epsilon.as_deref(),
+            &mut errors,
+        );
+        let label_epsilon = number(
+            "local_dp_label_epsilon",
+            self.local_dp_label_epsilon.as_deref(),
+            &mut errors,
+        );
+        if label_epsilon.is_some() && self.local_dp_epsilon.is_none() {
+            errors.push(FieldError::new(
+                "local_dp_label_epsilon",
+                "only with local_dp_epsilon",
+            ));
+        }
+        let local_dp = match (&schema, local_epsilon) {
+            (Some(schema), Some(e)) => LocalDp::new(schema, e, label_epsilon)
+                .map_err(|err| errors.push(FieldError::new("local_dp_epsilon", err.to_string())))
+                .ok(),
+            _ => None,
+        };
         match (errors.is_empty(), total, schema) {
             (true, Some(total), Some(schema)) => {
                 let schema_json = serde_json::to_string(&schema)
@@ -180,6 +214,7 @@ impl UploadMeta {
                     name,
                     total,
                     accounting,
+                    local_dp,
                     skip,
                     schema,
                     schema_json,
@@ -357,11 +392,13 @@ async fn upload(
             "delta" => &mut meta.delta,
             "skip_bad_rows" => &mut meta.skip_bad_rows,
             "accounting" => &mut meta.accounting,
+            "local_dp_epsilon" => &mut meta.local_dp_epsilon,
+            "local_dp_label_epsilon" => &mut meta.local_dp_label_epsilon,
             "schema" => &mut meta.schema,
             other => {
                 return Err(ApiError::Validation(vec![FieldError::new(
                     other,
-                    "unknown field (expected name, epsilon, delta, skip_bad_rows, accounting, schema, data)",
+                    "unknown field (expected name, epsilon, delta, skip_bad_rows, accounting, local_dp_epsilon, local_dp_label_epsilon, schema, data)",
                 )]));
             }
         };
@@ -415,6 +452,7 @@ async fn upload(
             rejected_rows: parsed.skipped,
             total: checked.total,
             accounting: checked.accounting,
+            local_dp: checked.local_dp,
         },
         idem.as_ref(),
         |info| StoredResponse {

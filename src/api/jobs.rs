@@ -41,8 +41,9 @@ pub(super) fn routes(r: Routes) -> Routes {
 #[derive(Debug, Deserialize)]
 struct JobRequest {
     dataset_id: String,
-    /// Total epsilon of the job.
-    epsilon: f64,
+    /// Total epsilon of the job; required unless the dataset is local_dp
+    /// (then refused: nothing central is spent).
+    epsilon: Option<f64>,
     /// Total delta (0: pure DP; > 0: advanced composition or zCDP).
     #[serde(default)]
     delta: f64,
@@ -58,7 +59,7 @@ struct JobRequest {
 }
 
 /// Check the request's own fields, before any access or budget check.
-fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Budget), ApiError> {
+fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Option<Budget>), ApiError> {
     let mut errors = Vec::new();
     if req.seed.is_some() {
         errors.push(FieldError::new(
@@ -72,15 +73,17 @@ fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Budget), ApiError> {
             "the service only runs differentially private jobs",
         ));
     }
-    let budget = if req.epsilon > MAX_EPSILON {
-        errors.push(FieldError::new(
-            "epsilon",
-            format!("must be at most {MAX_EPSILON}"),
-        ));
-        None
-    } else {
-        match Budget::new(req.epsilon, req.delta) {
-            Ok(b) => Some(b),
+    let budget = match req.epsilon {
+        None => Some(None),
+        Some(epsilon) if epsilon > MAX_EPSILON => {
+            errors.push(FieldError::new(
+                "epsilon",
+                format!("must be at most {MAX_EPSILON}"),
+            ));
+            None
+        }
+        Some(epsilon) => match Budget::new(epsilon, req.delta) {
+            Ok(b) => Some(Some(b)),
             Err(e) => {
                 let field = if e.to_string().contains("delta") {
                     "delta"
@@ -90,7 +93,7 @@ fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Budget), ApiError> {
                 errors.push(FieldError::new(field, e.to_string()));
                 None
             }
-        }
+        },
     };
     let spec = AlgorithmSpec::from_fields(req.algorithm.unwrap_or_default(), req.params.clone())
         .map_err(|problems| {
@@ -126,7 +129,29 @@ async fn prepare(
         .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
     let encoder = crate::data::Encoder::new(&schema)
         .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
-    let facts = PublicFacts::new(&encoder, n);
+    // A local-DP dataset: the job is post-processing of the randomized rows
+    // and spends nothing centrally, so it takes no epsilon; any other needs one.
+    let budget = match (dataset.local_dp, budget) {
+        (Some(local), None) => Budget::new(local.epsilon, 0.0)
+            .map_err(|e| ApiError::Internal(format!("stored local_dp: {e}")))?,
+        (Some(local), Some(_)) => {
+            return Err(ApiError::Validation(vec![FieldError::new(
+                "epsilon",
+                format!(
+                    "this dataset was randomized on the client ({}-local DP, local_dp): its jobs are post-processing and spend no central budget; leave epsilon and delta out",
+                    local.epsilon
+                ),
+            )]));
+        }
+        (None, Some(budget)) => budget,
+        (None, None) => {
+            return Err(ApiError::Validation(vec![FieldError::new(
+                "epsilon",
+                "required: the job's total privacy budget",
+            )]));
+        }
+    };
+    let facts = PublicFacts::new(&encoder, n).with_local_dp(dataset.local_dp);
     let plan = spec.plan(budget, facts).map_err(|e| {
         // Name the field as the request spelled it (a deprecated alias too).
         let field = e.field();
@@ -150,13 +175,15 @@ async fn prepare(
             "this dataset uses zcdp-filter accounting, which admits pure-DP (delta = 0) and zCDP runs only; this run's (epsilon, delta) comes from a composition theorem with no zCDP description (LazyBB with delta > 0, or auto with delta > 0): use delta = 0, or a zCDP learner (dp-ebm, or dp-linear with delta > 0)",
         )]));
     }
-    let charged = plan.cost.charge();
+    // What the ledger charges: 0 for a local-DP run (`Loss::of`).
+    let (epsilon, delta) = Loss::of(&plan.cost).basic();
     let params = JobParams {
         spec: plan.resolved,
-        epsilon: charged.epsilon(),
-        delta: charged.delta(),
+        epsilon,
+        delta,
         defaults_used: plan.defaults_used,
         binning: plan.binning.as_ref().map(|b| b.summary()),
+        local_dp: dataset.local_dp,
     };
     Ok((params, plan, dataset))
 }

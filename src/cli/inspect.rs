@@ -59,10 +59,16 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     );
     print!("{}", inspection.to_text());
     println!("\nPrivacy statement");
-    println!(
-        "  guarantee:     ({}, {})-differential privacy",
-        s.epsilon, s.delta
-    );
+    match &s.local_dp {
+        Some(local) => println!(
+            "  guarantee:     {}-local differential privacy, randomized on the client (no central noise)",
+            local.local_epsilon
+        ),
+        None => println!(
+            "  guarantee:     ({}, {})-differential privacy",
+            s.epsilon, s.delta
+        ),
+    }
     println!("  neighbouring:  {}", s.neighbouring);
     println!("  rows (n):      {}", s.n_rows);
     println!("  accounting:    {}", s.accounting);

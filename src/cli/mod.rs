@@ -15,6 +15,7 @@ mod experiment;
 mod files;
 mod inspect;
 mod predict;
+mod randomize;
 mod schema;
 mod serve;
 mod train;
@@ -43,6 +44,8 @@ enum Command {
     Evaluate(evaluate::EvaluateArgs),
     /// Reproduce the paper's experiment on the shipped data (tables and plots).
     Experiment(experiment::ExperimentArgs),
+    /// Randomize a CSV on the owner's side (k-ary randomized response per column: epsilon-local DP) for a local_dp upload.
+    Randomize(randomize::RandomizeArgs),
     /// Schema tools (owner-side).
     Schema(schema::SchemaArgs),
     /// Benchmark training and prediction speed.
@@ -61,6 +64,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(args),
         Command::Evaluate(args) => evaluate::run(args),
         Command::Experiment(args) => experiment::run(args),
+        Command::Randomize(args) => randomize::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),

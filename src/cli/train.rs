@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use privboost::data::{Encoder, LabelMode};
+use privboost::data::{Encoder, LabelMode, LocalDp};
 use privboost::learn::PublicFacts;
 use privboost::privacy::{Budget, NoiseRng};
 
@@ -21,9 +21,23 @@ pub struct TrainArgs {
     /// The owner's schema (JSON).
     #[arg(long)]
     schema: PathBuf,
-    /// Total privacy budget epsilon (> 0).
+    /// Total privacy budget epsilon (> 0); not with --local-dp-epsilon.
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        required_unless_present = "local_dp_epsilon",
+        conflicts_with = "local_dp_epsilon"
+    )]
+    epsilon: Option<f64>,
+    /// The data was randomized on the client with `privboost randomize
+    /// --epsilon E`: train on it as post-processing (LazyBB + dp-1r,
+    /// debiased, no central noise).
     #[arg(long, allow_negative_numbers = true)]
-    epsilon: f64,
+    local_dp_epsilon: Option<f64>,
+    /// The label's share the data was randomized with (`randomize
+    /// --label-epsilon`); default an equal share of every column.
+    #[arg(long, allow_negative_numbers = true, requires = "local_dp_epsilon")]
+    local_dp_label_epsilon: Option<f64>,
     /// Total delta; 0 (the default) is pure DP, > 0 uses advanced composition.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     delta: f64,
@@ -39,12 +53,23 @@ pub struct TrainArgs {
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     // Every parameter is checked, and the noise calibrated, before the data
     // is read; only the row count is taken from the file first (public).
-    let budget = Budget::new(args.epsilon, args.delta)?;
+    // The budget (central, or the local epsilon the default rule reads) is
+    // checked before any file is read.
+    let budget = match (args.epsilon, args.local_dp_epsilon) {
+        (Some(epsilon), _) => Budget::new(epsilon, args.delta)?,
+        (None, Some(local)) => Budget::new(local, 0.0).context("--local-dp-epsilon")?,
+        (None, None) => anyhow::bail!("give --epsilon or --local-dp-epsilon"),
+    };
     let spec = args.algorithm.spec()?;
     let schema = files::load_schema(&args.schema)?;
+    let local = args
+        .local_dp_epsilon
+        .map(|e| LocalDp::new(&schema, e, args.local_dp_label_epsilon))
+        .transpose()?;
     let encoder = Encoder::new(&schema)?;
     let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
-    let plan = spec.plan(budget, PublicFacts::new(&encoder, data.n_rows()))?;
+    let facts = PublicFacts::new(&encoder, data.n_rows()).with_local_dp(local);
+    let plan = spec.plan(budget, facts)?;
     let mut noise = NoiseRng::from_os()?;
 
     let bar = ProgressBar::new(u64::from(plan.steps)).with_style(

@@ -253,6 +253,11 @@ impl Encoder {
         self.by_name.get(name).copied()
     }
 
+    /// The index of feature `f`'s first literal.
+    pub(crate) fn first_literal(&self, f: usize) -> u32 {
+        self.codecs[f].first
+    }
+
     /// Push the literals of feature `f` for one trimmed value (`None` = JSON null).
     pub(crate) fn encode_cell(
         &self,

@@ -20,6 +20,13 @@ pub enum DataError {
         /// What is wrong, e.g. `column "age": min must be less than max`.
         message: String,
     },
+    /// A local-DP declaration (its epsilon or the label's share) is out of
+    /// range (`super::LocalDp`).
+    #[error("local DP: {message}")]
+    LocalDp {
+        /// What is wrong.
+        message: String,
+    },
     /// The CSV header does not match the schema (missing, extra or duplicate columns).
     #[error("CSV header: {message}")]
     Header {

@@ -14,6 +14,9 @@
 //! - [`read_csv`]: the streaming reader (and [`read_csv_with`], which lists several
 //!   bad rows or skips them); [`Dataset`]: its result;
 //! - [`BitVec`], [`BitMatrix`], [`BitMatrixBuilder`]: packed storage;
+//! - [`LocalDp`], [`Domains`]: local-DP collection (`privboost randomize`):
+//!   each column's randomized-response domain and the split of the local
+//!   epsilon over the columns;
 //! - [`propose_schema`]: an owner-side helper that reads private rows to draft a
 //!   schema; never run it on an analyst's request.
 //!
@@ -71,6 +74,7 @@ mod dataset;
 mod encode;
 mod error;
 mod literal;
+mod local_dp;
 mod propose;
 mod reader;
 mod schema;
@@ -82,6 +86,7 @@ pub use dataset::Dataset;
 pub use encode::Encoder;
 pub use error::DataError;
 pub use literal::Literal;
+pub use local_dp::{ColumnDomain, DomainValue, Domains, LiteralRr, LocalDp};
 pub use propose::propose_schema;
 pub use reader::{
     LabelMode, MAX_RECORD_BYTES, OnBadRow, ReadOptions, ReadReport, read_csv, read_csv_with,

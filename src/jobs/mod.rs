@@ -29,7 +29,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, error, info, info_span, warn};
 
-use crate::data::{Dataset, Encoder, Schema};
+use crate::data::{Dataset, Encoder, LocalDp, Schema};
 use crate::learn::binning::BinningSummary;
 use crate::learn::{AlgorithmName, AlgorithmSpec, LearnError, PublicFacts};
 use crate::privacy::{Budget, NoiseRng};
@@ -66,6 +66,11 @@ pub struct JobParams {
     /// private bins (shown in the job resource; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binning: Option<BinningSummary>,
+    /// The dataset's local-DP declaration, when its rows were randomized on
+    /// the client: the job is post-processing, charged 0 (epsilon and
+    /// delta above are 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_dp: Option<LocalDp>,
 }
 
 impl JobParams {
@@ -80,9 +85,13 @@ impl JobParams {
         serde_json::from_value(value)
     }
 
-    /// The job's budget.
+    /// The job's budget; on local-DP rows, the local epsilon (which the
+    /// default rule reads; nothing central is spent).
     pub fn budget(&self) -> Result<Budget, LearnError> {
-        Ok(Budget::new(self.epsilon, self.delta)?)
+        match self.local_dp {
+            Some(local) => Ok(Budget::new(local.epsilon, 0.0)?),
+            None => Ok(Budget::new(self.epsilon, self.delta)?),
+        }
     }
 }
 
@@ -320,9 +329,10 @@ impl JobQueue {
             };
             // The same plan the admission charged: parameters and n are
             // unchanged since, so it cannot fail here except on corruption.
-            let plan = params
-                .spec
-                .plan(params.budget()?, PublicFacts::new(&encoder, data.n_rows()))?;
+            let plan = params.spec.plan(
+                params.budget()?,
+                PublicFacts::new(&encoder, data.n_rows()).with_local_dp(params.local_dp),
+            )?;
             let mut noise = NoiseRng::from_os().map_err(|e| Failure::Internal(e.to_string()))?;
             let mut on_round = |done: u32| {
                 control.rounds_done.store(done, Ordering::Relaxed);

@@ -29,8 +29,9 @@ use super::params::{
 };
 use super::trained::Model;
 use super::{LazyBbParams, LearnError, PrivacyMode, train};
-use crate::data::{Dataset, Encoder, Task};
-use crate::privacy::{Budget, Composition, NoiseRng, PrivacyCost, mechanisms};
+use crate::data::{Dataset, Domains, Encoder, LocalDp, Task};
+use crate::privacy::randomized_response::{Debias, effective_epsilon};
+use crate::privacy::{Budget, Composition, NoiseRng, PrivacyCost, PrivacyError, mechanisms};
 
 /// A learner's name as the CLI (`--algorithm`), the API (`"algorithm"`) and
 /// the model file spell it.
@@ -328,6 +329,11 @@ pub struct PublicFacts {
     /// The schema's feature columns by kind (`auto`'s candidate rule reads
     /// them).
     pub kinds: ColumnKinds,
+    /// The owner's declaration that the rows were randomized on the client
+    /// (`privboost randomize`; a `local_dp` dataset): training is then
+    /// post-processing, and only learners that debias the randomized rows
+    /// accept it ([`LOCAL_DP_LEARNERS`]).
+    pub local_dp: Option<LocalDp>,
 }
 
 /// How many of a schema's feature columns (the label and ignored columns
@@ -357,6 +363,9 @@ impl ColumnKinds {
     }
 }
 
+/// The learners that train on local-DP rows, as error messages name them.
+pub const LOCAL_DP_LEARNERS: &str = "lazybb with the dp-1r weak learner";
+
 impl PublicFacts {
     /// Adult's shape (14 DP-EBM features, dp-linear's blocks, no private
     /// bins) with `n_rows` rows and `task`: the facts of the plan tests.
@@ -375,6 +384,7 @@ impl PublicFacts {
                 numeric: 6,
                 categorical: 8,
             },
+            local_dp: None,
         }
     }
 
@@ -397,6 +407,15 @@ impl PublicFacts {
             linear: LinearShape::new(shape),
             private_bins: binning::count_private(schema),
             kinds: ColumnKinds::of(schema),
+            local_dp: None,
+        }
+    }
+
+    /// The same facts for rows randomized on the client with `local`.
+    pub fn with_local_dp(self, local: Option<LocalDp>) -> PublicFacts {
+        PublicFacts {
+            local_dp: local,
+            ..self
         }
     }
 }
@@ -427,6 +446,11 @@ enum PlannedLearner {
     Linear(LinearPlan),
     DpBoost(DpBoostPlan),
     Auto(AutoPlan),
+    /// LazyBB + 1-Rule on local-DP rows: no calibration, no noise.
+    LazyBbLocal {
+        params: ValidLazyBbParams,
+        local: LocalDp,
+    },
 }
 
 impl AlgorithmSpec {
@@ -453,6 +477,9 @@ impl AlgorithmSpec {
                 facts.task.name()
             )));
         }
+        if let Some(local) = facts.local_dp {
+            return self.plan_local(local, facts);
+        }
         if facts.private_bins == 0 {
             return self.plan_learner(budget, facts);
         }
@@ -476,6 +503,49 @@ impl AlgorithmSpec {
         plan.cost = plan.cost.then_pure(phase.epsilon, budget)?;
         plan.binning = Some(phase);
         Ok(plan)
+    }
+
+    /// The plan on rows randomized on the client: LazyBB with the 1-Rule,
+    /// debiased, no central noise and no central cost. The default rule
+    /// is LazyBB's at the local epsilon (there is no central one).
+    fn plan_local(&self, local: LocalDp, facts: PublicFacts) -> Result<Plan, LearnError> {
+        let refuse = || {
+            LearnError::InvalidParameter(format!(
+                "algorithm {} does not debias local-DP data; this dataset was randomized on the client (local_dp), so choose {LOCAL_DP_LEARNERS}",
+                self.name().as_str()
+            ))
+        };
+        let AlgorithmSpec::Lazybb(spec) = *self else {
+            return Err(refuse());
+        };
+        if spec.weak_learner.unwrap_or(WeakLearnerName::OneRule) != WeakLearnerName::OneRule {
+            return Err(refuse());
+        }
+        let local_budget = Budget::new(local.epsilon, 0.0)?;
+        // The same parameter rules and checks as a central run, at the
+        // local epsilon; the central plan is then dropped for a noiseless one.
+        let central = plan_lazybb(spec, local_budget, facts)?;
+        let AlgorithmSpec::Lazybb(resolved) = central.resolved else {
+            unreachable!("a LazyBB plan resolves to LazyBB parameters")
+        };
+        let params = LazyBbParams {
+            tau: resolved.tau.unwrap_or(1),
+            lambda: resolved.lambda.unwrap_or(0.25),
+            kappa: resolved.kappa.unwrap_or(0.25),
+            weak_learner: WeakLearnerKind::OneRule,
+            privacy: PrivacyMode::NonPrivate,
+        }
+        .check()?;
+        Ok(Plan {
+            cost: PrivacyCost::LocalDp {
+                local_epsilon: local.epsilon,
+            },
+            steps: central.steps,
+            resolved: central.resolved,
+            defaults_used: central.defaults_used,
+            binning: None,
+            learner: PlannedLearner::LazyBbLocal { params, local },
+        })
     }
 
     fn plan_learner(&self, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
@@ -702,6 +772,11 @@ impl Plan {
                 noise
             }
             PlannedLearner::DpBoost(p) => dpboost::params::noise_json(p),
+            PlannedLearner::LazyBbLocal { local, .. } => json!({
+                "mechanism": "none centrally: the rows were randomized on the client (k-ary randomized response per column); each round takes the one-rule with the least debiased weighted error",
+                "local_epsilon": local.epsilon,
+                "label_epsilon": local.label_epsilon,
+            }),
             PlannedLearner::Auto(p) => json!({
                 "mechanism": "auto: every candidate trained once on the training part and scored once on the validation part with its share of epsilon; the best noisy score wins (docs/privacy.md, \"Private selection (auto)\")",
                 "n_rows": p.n_rows,
@@ -787,8 +862,65 @@ impl Plan {
                 )?)))
             }
             PlannedLearner::Auto(plan) => auto::run::fit(plan, data, encoder, rng, on_step),
+            PlannedLearner::LazyBbLocal { params, local } => {
+                let debias = local_debias(local, encoder)?;
+                let ensemble = super::lazybb::train_local(data, params, &debias, on_step)?;
+                Ok(Model::LazyBb(LazyBbModel::new_local(
+                    encoder,
+                    params,
+                    self.defaults_used,
+                    &ensemble,
+                    local,
+                )?))
+            }
         }
     }
+}
+
+/// Each literal's and the label's debiasing for rows randomized with
+/// `local` (`data::LocalDp::literal_rr`), at the epsilons the client's
+/// sampler runs (rounded down to 2^-30, `privacy::randomized_response`).
+fn local_debias(
+    local: &LocalDp,
+    encoder: &Encoder,
+) -> Result<super::lazybb::LocalDebias, LearnError> {
+    let literals = local
+        .literal_rr(encoder)?
+        .into_iter()
+        .map(|rr| Ok(Debias::new(rr.k, rr.m, effective_epsilon(rr.epsilon)?)))
+        .collect::<Result<Vec<_>, PrivacyError>>()?;
+    let label = Debias::new(2, 1, effective_epsilon(local.label_epsilon)?);
+    let feature_epsilon = effective_epsilon(local.feature_epsilon(encoder.schema()))?;
+    let mut columns = Vec::new();
+    let mut first = 0usize;
+    for domain in Domains::new(encoder.schema())?
+        .columns
+        .into_iter()
+        .flatten()
+    {
+        let k = domain.values.len() as u32;
+        let rr = Debias::new(k, 1, feature_epsilon);
+        let n = domain.n_literals as usize;
+        columns.push(super::lazybb::ColumnRr {
+            literals: first..first + n,
+            values: domain
+                .values
+                .iter()
+                .map(|v| v.literals.iter().map(|&l| first as u32 + l).collect())
+                .collect(),
+            other: rr.offset, // m = 1: offset = q
+            scale: rr.scale,
+        });
+        first += n;
+    }
+    Ok(super::lazybb::LocalDebias {
+        columns,
+        literals,
+        // g = 2 p_y - 1 = p_y - q_y for binary RR.
+        label_factor: label.scale,
+        // p_y = q_y + (p_y - q_y), with q_y = offset for m = 1.
+        label_keep: label.offset + label.scale,
+    })
 }
 
 #[cfg(test)]
@@ -831,6 +963,42 @@ mod tests {
                 delta: 1e-6
             }
         );
+    }
+
+    /// On local-DP rows LazyBB + 1-Rule plans a run with no central cost
+    /// (the ledger records 0) and no noise; every other learner and the
+    /// TopDown weak learner are refused before any charge, naming the one
+    /// that works.
+    #[test]
+    fn local_dp_plans_only_the_debiasing_learner() {
+        let local = LocalDp {
+            epsilon: 4.0,
+            label_epsilon: 1.0,
+        };
+        let facts = facts(Task::Binary).with_local_dp(Some(local));
+        let budget = Budget::new(4.0, 0.0).unwrap();
+        let plan = AlgorithmSpec::default().plan(budget, facts).unwrap();
+        assert_eq!(plan.cost, PrivacyCost::LocalDp { local_epsilon: 4.0 });
+        assert_eq!(
+            crate::privacy::filter::Loss::of(&plan.cost).basic(),
+            (0.0, 0.0)
+        );
+        assert_eq!(plan.noise()["local_epsilon"], 4.0);
+        let top_down = AlgorithmSpec::Lazybb(LazyBbSpec {
+            weak_learner: Some(WeakLearnerName::TopDown),
+            ..LazyBbSpec::default()
+        });
+        for spec in [
+            top_down,
+            AlgorithmSpec::DpEbm(EbmSpec::default()),
+            AlgorithmSpec::DpLinear(LinearSpec::default()),
+            AlgorithmSpec::Dpboost(DpBoostSpec::default()),
+            AlgorithmSpec::Auto(AutoSpec::default()),
+        ] {
+            let e = spec.plan(budget, facts).unwrap_err().to_string();
+            assert!(e.contains("does not debias local-DP data"), "{e}");
+            assert!(e.contains(LOCAL_DP_LEARNERS), "{e}");
+        }
     }
 
     #[test]

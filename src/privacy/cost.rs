@@ -45,17 +45,31 @@ pub enum PrivacyCost {
         /// The delta of the conversion.
         delta: f64,
     },
+    /// Post-processing of rows the owner randomized on the client
+    /// (`privboost randomize`): each row is `local_epsilon`-local DP before
+    /// it reaches the service, and training adds no central privacy loss
+    /// (docs/privacy.md, "Local DP collection"). The ledger charges 0.
+    LocalDp {
+        /// The per-row local epsilon the dataset was declared with.
+        local_epsilon: f64,
+    },
 }
 
 impl PrivacyCost {
     /// The (epsilon, delta) charged to the ledger under basic composition
     /// across jobs.
+    ///
+    /// A [`PrivacyCost::LocalDp`] run has no central charge (the ledger
+    /// records 0 through `filter::Loss::of`): calling this on one is a bug,
+    /// and the plans that call it (private binning, `auto`) refuse local-DP
+    /// data before they are made.
     pub fn charge(&self) -> Budget {
         let (epsilon, delta) = match *self {
             PrivacyCost::Pure { epsilon } => (epsilon, 0.0),
             PrivacyCost::Approx { epsilon, delta } | PrivacyCost::Zcdp { epsilon, delta, .. } => {
                 (epsilon, delta)
             }
+            PrivacyCost::LocalDp { .. } => (0.0, 0.0),
         };
         // Invariant: every constructor in the learners builds the cost from a
         // checked `Budget`, whose epsilon is finite and > 0 and delta in [0, 1).
@@ -104,6 +118,11 @@ impl PrivacyCost {
                     delta,
                 }
             }
+            PrivacyCost::LocalDp { .. } => {
+                return Err(PrivacyError::InvalidParameter(
+                    "a run on local-DP data has no central phase to compose with".into(),
+                ));
+            }
         })
     }
 
@@ -120,6 +139,9 @@ impl PrivacyCost {
                 delta,
             } => format!(
                 "{rho:.6e}-zCDP, which implies ({epsilon}, {delta})-DP (Canonne-Kamath-Steinke 2020 conversion)"
+            ),
+            PrivacyCost::LocalDp { local_epsilon } => format!(
+                "{local_epsilon}-local DP, randomized on the client; training is post-processing and spends no central budget"
             ),
         }
     }

@@ -116,6 +116,8 @@ impl Loss {
                 delta,
             },
             PrivacyCost::Approx { epsilon, delta } => Loss::Approx { epsilon, delta },
+            // Post-processing of a local-DP release: nothing central to charge.
+            PrivacyCost::LocalDp { .. } => Loss::Pure { epsilon: 0.0 },
         }
     }
 

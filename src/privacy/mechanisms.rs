@@ -52,11 +52,21 @@ pub const DISCRETE_LAPLACE: Mechanism = Mechanism {
     docs: "docs/privacy.md, \"DP linear models (dp-linear)\"",
 };
 
+/// k-ary randomized response on the client (`privboost randomize`,
+/// `privacy::randomized_response`): the rows of a `local_dp` dataset.
+pub const RANDOMIZED_RESPONSE: Mechanism = Mechanism {
+    id: "randomized-response",
+    name: "k-ary randomized response on the client",
+    sampler: "per cell, a uniform candidate among the column's k values, accepted always if it is the true value and otherwise with probability exp(-eps') (Canonne-Kamath-Steinke 2020, Algorithm 1, eps' = eps rounded down to a multiple of 2^-30), drawn again until accepted",
+    docs: "docs/privacy.md, \"Local DP collection\"",
+};
+
 /// Every mechanism the code can run.
 pub const ALL: &[Mechanism] = &[
     REPORT_NOISY_MAX_LAPLACE,
     DISCRETE_GAUSSIAN,
     DISCRETE_LAPLACE,
+    RANDOMIZED_RESPONSE,
 ];
 
 /// Where all noise comes from, whatever the mechanism.

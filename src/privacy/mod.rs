@@ -12,6 +12,8 @@
 //! - [`laplace`]: report-noisy-max with exact discrete Laplace noise, the
 //!   selection mechanism of both weak learners (it replaced a rejection-sampled
 //!   exponential mechanism whose running time depended on the scores).
+//! - [`randomized_response`]: k-ary randomized response, the local-DP
+//!   mechanism of `privboost randomize`, and its unbiased estimator.
 //! - [`calibration`]: the privacy budget type and the per-round split by basic
 //!   or advanced composition, the noise rates `eta`, and the float-error
 //!   margins they charge for.
@@ -32,6 +34,7 @@ pub mod grid;
 pub mod laplace;
 pub mod mechanisms;
 pub mod metrics;
+pub mod randomized_response;
 pub mod rng;
 pub mod selection;
 #[cfg(test)]

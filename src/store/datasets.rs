@@ -8,7 +8,7 @@ use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
 use super::jobs::ClaimedJob;
 use super::ledger::{self, Amount};
 use super::{Page, StoreError, new_id, now};
-use crate::data::Dataset;
+use crate::data::{Dataset, LocalDp};
 use crate::privacy::filter::Accounting;
 
 /// A dataset's public record. Never contains rows.
@@ -40,6 +40,9 @@ pub struct DatasetInfo {
     pub public_test_data_at: Option<String>,
     /// How the ledger composes the jobs' charges (`basic` or `zcdp-filter`).
     pub accounting: String,
+    /// The owner's declaration that the rows were randomized on the client
+    /// (`privboost randomize`): the local epsilons. `null` for raw rows.
+    pub local_dp: Option<LocalDp>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -56,12 +59,19 @@ struct DatasetRow {
     deleted_at: Option<String>,
     public_test_data_at: Option<String>,
     accounting: String,
+    local_dp_json: Option<String>,
 }
 
 impl DatasetRow {
     fn into_domain(self) -> Result<(i64, DatasetInfo), StoreError> {
         let schema = serde_json::from_str(&self.schema_json)
             .map_err(|e| StoreError::Corrupt(format!("schema: {e}")))?;
+        let local_dp = self
+            .local_dp_json
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("local_dp: {e}")))?;
         Ok((
             self.seq,
             DatasetInfo {
@@ -77,6 +87,7 @@ impl DatasetRow {
                 public_test_data: self.public_test_data_at.is_some(),
                 public_test_data_at: self.public_test_data_at,
                 accounting: self.accounting,
+                local_dp,
             },
         ))
     }
@@ -86,7 +97,7 @@ impl DatasetRow {
 macro_rules! select_datasets {
     ($rest:literal) => {
         concat!(
-            "SELECT d.seq, d.id, d.owner_id, d.name, d.schema_json, d.n_rows, d.n_literals, d.state, d.created_at, d.deleted_at, d.public_test_data_at, d.accounting FROM datasets d ",
+            "SELECT d.seq, d.id, d.owner_id, d.name, d.schema_json, d.n_rows, d.n_literals, d.state, d.created_at, d.deleted_at, d.public_test_data_at, d.accounting, d.local_dp_json FROM datasets d ",
             $rest
         )
     };
@@ -117,12 +128,13 @@ pub(crate) struct NewDataset<'a> {
     pub rejected_rows: usize,
     pub total: Amount,
     pub accounting: Accounting,
+    pub local_dp: Option<LocalDp>,
 }
 
 /// What [`create`] did.
 pub(crate) enum Created {
     /// Stored; the response was recorded under the idempotency key, if any.
-    New(DatasetInfo),
+    New(Box<DatasetInfo>),
     /// A retry: replay this.
     Replay(StoredResponse),
     /// The idempotency key was used for another request.
@@ -149,7 +161,7 @@ pub(crate) async fn create(
         }
         let id = new_id("ds");
         sqlx::query(
-        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting) VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8, $9)",
+        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting, local_dp_json) VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8, $9, $10)",
     )
     .bind(&id)
     .bind(new.owner_id)
@@ -160,6 +172,12 @@ pub(crate) async fn create(
     .bind(new.rejected_rows as i64)
     .bind(now())
     .bind(new.accounting.as_str())
+    .bind(
+        new.local_dp
+            .map(|l| serde_json::to_string(&l))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("local_dp: {e}")))?,
+    )
     .execute(&mut *tx)
     .await?;
         if pg {
@@ -204,7 +222,7 @@ pub(crate) async fn create(
             idempotency::record(&mut tx, req, &respond(&info)).await?;
         }
         tx.commit().await?;
-        Ok(Created::New(info))
+        Ok(Created::New(Box::new(info)))
     })
 }
 

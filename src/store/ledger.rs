@@ -511,11 +511,12 @@ mod tests {
             rejected_rows: 0,
             total: Amount { epsilon, delta },
             accounting,
+            local_dp: None,
         };
         let Created::New(d) = datasets::create(&pool, new, None, respond).await.unwrap() else {
             panic!("created")
         };
-        (pool, owner, d)
+        (pool, owner, *d)
     }
 
     /// Run `ops` against a fresh file; after each one the charges fit the

@@ -51,11 +51,12 @@ async fn dataset(db: &Db, n: usize, cols: usize, epsilon: f64) -> (KeyInfo, data
             delta: 0.0,
         },
         accounting: Accounting::Basic,
+        local_dp: None,
     };
     let Created::New(d) = datasets::create(db, new, None, respond).await.unwrap() else {
         panic!("created")
     };
-    (owner, d)
+    (owner, *d)
 }
 
 fn job<'a>(d: &'a str, by: &'a str, epsilon: f64) -> NewJob<'a> {

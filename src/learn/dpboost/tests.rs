@@ -233,6 +233,7 @@ fn bad_parameters_are_refused_before_any_charge() {
         linear: Default::default(),
         private_bins: 0,
         kinds: Default::default(),
+        local_dp: None,
     };
     let budget = Budget::new(1.0, 0.0).unwrap();
     for (spec, field) in [

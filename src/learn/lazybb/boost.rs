@@ -36,7 +36,8 @@
 
 use super::LearnError;
 use super::hypothesis::Hypothesis;
-use super::one_rule::{OneRule, Selection};
+use super::local::{Corrector, local_class_weights};
+use super::one_rule::{LocalDebias, OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
 use super::row_lists::GroupError;
@@ -67,6 +68,30 @@ pub fn train(
     on_round: &mut dyn FnMut(u32) -> bool,
 ) -> Result<Ensemble, LearnError> {
     train_with_fault(data, params, noise, on_round, None)
+}
+
+/// Train LazyBB with the DP 1-Rule on rows randomized on the client
+/// (local DP): each round's 1-Rule is the exact argmin of the debiased
+/// weighted errors ([`LocalDebias`]); no noise is drawn, because the rows
+/// are already an epsilon-local-DP release and this is post-processing.
+/// `params` must be non-private with the 1-Rule weak learner.
+pub(crate) fn train_local(
+    data: &Dataset,
+    params: &ValidLazyBbParams,
+    debias: &LocalDebias,
+    on_round: &mut dyn FnMut(u32) -> bool,
+) -> Result<Ensemble, LearnError> {
+    if params.calibrate(1)?.is_some() || params.get().weak_learner != WeakLearnerKind::OneRule {
+        return Err(LearnError::InvalidParameter(
+            "training on local-DP rows takes non-private 1-Rule parameters".into(),
+        ));
+    }
+    if debias.literals.len() != data.features.n_cols() {
+        return Err(LearnError::InvalidParameter(
+            "the local-DP debiasing does not match the data's literals".into(),
+        ));
+    }
+    train_inner(data, params, None, on_round, None, Some(debias))
 }
 
 /// The weak learner with its buffers.
@@ -134,6 +159,17 @@ pub(crate) fn train_with_fault(
     on_round: &mut dyn FnMut(u32) -> bool,
     fault: Option<Fault>,
 ) -> Result<Ensemble, LearnError> {
+    train_inner(data, params, noise, on_round, fault, None)
+}
+
+fn train_inner(
+    data: &Dataset,
+    params: &ValidLazyBbParams,
+    noise: Option<&mut NoiseRng>,
+    on_round: &mut dyn FnMut(u32) -> bool,
+    fault: Option<Fault>,
+    debias: Option<&LocalDebias>,
+) -> Result<Ensemble, LearnError> {
     let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
     let n = data.n_rows();
     if n == 0 {
@@ -182,6 +218,17 @@ pub(crate) fn train_with_fault(
             TopDown::new(&data.features, groups, internal_nodes).map_err(group_error)?,
         ),
     };
+    // The weights are label-debiased (`local_class_weights`): the 1-Rule
+    // then debiases the features only.
+    let features_only = debias.map(|d| LocalDebias {
+        label_factor: 1.0,
+        ..d.clone()
+    });
+    let mut positive_of_class = vec![0.0f64; classes];
+    let mut corrector = match debias {
+        Some(d) if !d.columns.is_empty() => Some(Corrector::new(&d.columns, &data.features, tau)?),
+        _ => None,
+    };
     let mut hypotheses = Vec::with_capacity(p.tau as usize);
     // ln m(s) = ln kappa - lambda s (SPEC §4.1), never exponentiated raw.
     let log_m = |margin_index: usize| p.kappa.ln() - p.lambda * (margin_index as i32 - tau) as f64;
@@ -207,7 +254,20 @@ pub(crate) fn train_with_fault(
             // Case A without the cap: mu = m, entries above 1 kept.
             mu = (0..classes / 2).map(|k| log_m(k).exp()).collect();
         }
-        let p_positive = class_weights(&count, &mu, &mut signed_of_class);
+        let p_positive = match debias {
+            Some(d) => local_class_weights(
+                &count,
+                &mu,
+                d.label_keep,
+                d.label_factor,
+                &mut signed_of_class,
+                &mut positive_of_class,
+            )?,
+            None => class_weights(&count, &mu, &mut signed_of_class),
+        };
+        let corrections = corrector
+            .as_mut()
+            .map(|c| c.compute(&class, &signed_of_class, &positive_of_class, p_positive));
         for (out, &c) in signed.iter_mut().zip(&class) {
             *out = signed_of_class[c as usize];
         }
@@ -218,11 +278,15 @@ pub(crate) fn train_with_fault(
         };
         let h = match &mut learner {
             Learner::OneRule(learner) => {
-                let selection = match (&calibration, noise.as_deref_mut()) {
-                    (Some(c), Some(rng)) => Selection::NoisyMax { eta: eta(c), rng },
-                    _ => Selection::Best,
+                let index = if let Some(debias) = &features_only {
+                    learner.select_debiased(&signed, p_positive, debias, corrections)
+                } else {
+                    let selection = match (&calibration, noise.as_deref_mut()) {
+                        (Some(c), Some(rng)) => Selection::NoisyMax { eta: eta(c), rng },
+                        _ => Selection::Best,
+                    };
+                    learner.select(&signed, p_positive, selection)?
                 };
-                let index = learner.select(&signed, p_positive, selection)?;
                 Hypothesis::from_candidate_index(index, d)
             }
             Learner::TopDown(learner) => {
@@ -247,6 +311,9 @@ pub(crate) fn train_with_fault(
             // s(i) += y_i h(x_i), i.e. the class index moves by 2 y_i h(x_i);
             // branch-free for stumps and constants.
             h.add_margins(&data.features, &y, &mut class, 2);
+        }
+        if let Some(c) = corrector.as_mut() {
+            c.add(&h);
         }
         count.iter_mut().for_each(|c| *c = 0);
         for &c in &class {

@@ -18,6 +18,7 @@ pub mod baselines;
 pub mod boost;
 pub mod hypothesis;
 pub mod inspect;
+mod local;
 pub mod model;
 mod one_rule;
 pub mod params;
@@ -27,8 +28,10 @@ mod row_lists;
 mod tests;
 mod top_down;
 
+pub(crate) use boost::train_local;
 pub use boost::{Ensemble, train};
 #[cfg(test)]
 pub(crate) use boost::{Fault, train_with_fault};
+pub(crate) use one_rule::{ColumnRr, LocalDebias};
 
 use super::LearnError;

@@ -116,6 +116,25 @@ pub struct PrivacyStatement {
     /// (`learn::binning`); absent otherwise, and in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binning: Option<crate::learn::binning::BinningStatement>,
+    /// Training on rows randomized on the client (a `local_dp` dataset):
+    /// the local epsilons; absent for central DP, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_dp: Option<LocalDpStatement>,
+}
+
+/// The local-DP part of a statement: how the rows were randomized before
+/// upload (the owner's declaration) and how training used them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalDpStatement {
+    /// Per-row local epsilon (sum over the row's columns and the label).
+    pub local_epsilon: f64,
+    /// The label's epsilon (binary randomized response).
+    pub label_epsilon: f64,
+    /// Each feature column's epsilon (k-ary randomized response).
+    pub feature_epsilon: f64,
+    /// How the learner used the randomized rows.
+    pub debiasing: String,
 }
 
 impl PrivacyStatement {
@@ -193,7 +212,52 @@ impl PrivacyStatement {
             mechanisms: used.iter().map(|m| m.id.to_string()).collect(),
             software_version: SOFTWARE_VERSION.into(),
             binning: None,
+            local_dp: None,
         })
+    }
+
+    /// The statement of a 1-Rule run on rows randomized on the client
+    /// (`local_dp` datasets): `epsilon`-local DP, no central loss.
+    fn local(
+        n: usize,
+        tau: u32,
+        kappa: f64,
+        local: &crate::data::LocalDp,
+        feature_epsilon: f64,
+    ) -> PrivacyStatement {
+        let used = [mechanisms::RANDOMIZED_RESPONSE];
+        PrivacyStatement {
+            epsilon: local.epsilon,
+            delta: 0.0,
+            neighbouring: "any two values of one respondent's row: each row was randomized on the client before upload (local DP), so the guarantee holds against the server too".into(),
+            n_rows: n,
+            composition: Composition::Basic,
+            accounting: format!(
+                "{}-local DP, randomized on the client: {} on each feature column ({feature_epsilon} each) and on the label ({}), basic composition over the row's columns; training is post-processing of that release and spends no central budget. The server cannot check the randomization: the dataset's owner declared it",
+                local.epsilon,
+                mechanisms::RANDOMIZED_RESPONSE.cited(),
+                local.label_epsilon
+            ),
+            budget_split: format!(
+                "label {}, each feature column {feature_epsilon}; nothing is spent centrally over the {tau} rounds",
+                local.label_epsilon
+            ),
+            epsilon_per_round: 0.0,
+            mechanism: "no central mechanism: each round takes the one-rule with the least debiased weighted error among the 2d+2 candidates (exact argmin)".into(),
+            eta: 0.0,
+            zeta: 1.0 / (kappa * n as f64),
+            sensitivity: "none needed: the rows are already local-DP, and every output of training is a function of them (post-processing)".into(),
+            sampler: mechanisms::sampler_text(&used),
+            mechanisms: used.iter().map(|m| m.id.to_string()).collect(),
+            software_version: SOFTWARE_VERSION.into(),
+            binning: None,
+            local_dp: Some(LocalDpStatement {
+                local_epsilon: local.epsilon,
+                label_epsilon: local.label_epsilon,
+                feature_epsilon,
+                debiasing: "each weighted error of a one-rule is estimated without bias from the randomized literals and labels, (x~ - m q) / (p - q) per literal and y~ / (2 p_y - 1) for the label (docs/privacy.md, \"Local DP collection\")".into(),
+            }),
+        }
     }
 }
 
@@ -231,6 +295,46 @@ impl LazyBbModel {
                 defaults_used,
             },
             privacy: PrivacyStatement::new(ensemble, p.tau, p.weak_learner)?,
+            schema: schema.clone(),
+            literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
+            ensemble: ensemble.hypotheses.clone(),
+        })
+    }
+
+    /// Assemble a model from a 1-Rule run on rows randomized on the client.
+    pub(crate) fn new_local(
+        encoder: &Encoder,
+        params: &ValidLazyBbParams,
+        defaults_used: bool,
+        ensemble: &Ensemble,
+        local: &crate::data::LocalDp,
+    ) -> Result<LazyBbModel, LearnError> {
+        let p = params.get();
+        let schema = encoder.schema();
+        let created_at = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .map_err(|e| LearnError::InvalidParameter(format!("clock: {e}")))?;
+        Ok(LazyBbModel {
+            format: MODEL_FORMAT.into(),
+            version: MODEL_VERSION,
+            created_at,
+            job_id: None,
+            params: ModelParams {
+                algorithm: "lazybb".into(),
+                weak_learner: p.weak_learner.name(),
+                internal_nodes: None,
+                tau: p.tau,
+                lambda: p.lambda,
+                kappa: p.kappa,
+                defaults_used,
+            },
+            privacy: PrivacyStatement::local(
+                ensemble.n,
+                p.tau,
+                p.kappa,
+                local,
+                local.feature_epsilon(schema),
+            ),
             schema: schema.clone(),
             literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
             ensemble: ensemble.hypotheses.clone(),

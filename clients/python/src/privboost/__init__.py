@@ -1,6 +1,7 @@
 """Python client and scikit-learn estimators for privboost, differentially private boosted models.
 
 - :class:`Client`: every route of the privboost REST service (``openapi.yaml``).
+- :func:`randomize`: local-DP collection on the owner's side (k-ary randomized response per column).
 - :class:`PrivboostClassifier`, :class:`PrivboostRegressor`: scikit-learn estimators that train with the
   local ``privboost`` binary or on a server. Every ``fit`` spends privacy budget.
 """
@@ -25,6 +26,7 @@ from .errors import (  # noqa: E402
     ValidationError,
     WaitTimeout,
 )
+from .local_dp import randomize  # noqa: E402
 from .estimators import PrivacyLeakWarning, PrivboostClassifier, PrivboostRegressor, find_binary  # noqa: E402
 
 __all__ = [
@@ -48,5 +50,6 @@ __all__ = [
     "ValidationError",
     "WaitTimeout",
     "find_binary",
+    "randomize",
     "rows_to_records",
 ]

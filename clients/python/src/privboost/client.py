@@ -38,8 +38,11 @@ Rows = Union[pd.DataFrame, Iterable[Mapping[str, Any]]]
 _PARAM_ALIASES = {"lambda_": "lambda"}
 
 
-def _job_body(dataset_id: str, epsilon: float, delta: float | None, algorithm: str | None, params: dict) -> dict:
-    body: dict[str, Any] = {"dataset_id": dataset_id, "epsilon": float(epsilon)}
+def _job_body(dataset_id: str, epsilon: float | None, delta: float | None, algorithm: str | None, params: dict) -> dict:
+    # A local-DP dataset's jobs take no epsilon (nothing central is spent).
+    body: dict[str, Any] = {"dataset_id": dataset_id}
+    if epsilon is not None:
+        body["epsilon"] = float(epsilon)
     if delta is not None:
         body["delta"] = float(delta)
     if algorithm is not None:
@@ -48,6 +51,18 @@ def _job_body(dataset_id: str, epsilon: float, delta: float | None, algorithm: s
         if value is not None:
             body[_PARAM_ALIASES.get(name, name)] = value
     return body
+
+
+def _local_dp_fields(local_dp: Mapping[str, float] | float | None) -> list:
+    """The upload's ``local_dp_epsilon`` / ``local_dp_label_epsilon`` fields."""
+    if local_dp is None:
+        return []
+    if isinstance(local_dp, Mapping):
+        fields = [("local_dp_epsilon", (None, repr(float(local_dp["epsilon"]))))]
+        if local_dp.get("label_epsilon") is not None:
+            fields.append(("local_dp_label_epsilon", (None, repr(float(local_dp["label_epsilon"])))))
+        return fields
+    return [("local_dp_epsilon", (None, repr(float(local_dp))))]
 
 
 def _json_value(value: Any) -> Any:
@@ -254,9 +269,19 @@ class Client:
         *,
         skip_bad_rows: bool = False,
         accounting: str | None = None,
+        local_dp: Mapping[str, float] | float | None = None,
         idempotency_key: str | None = None,
     ) -> dict:
         """Upload rows with their schema and a total (epsilon, delta) budget (owner).
+
+        ``local_dp`` declares that the rows were randomized on the client
+        (:func:`privboost.randomize` or ``privboost randomize``): the
+        declaration :func:`~privboost.randomize` returns (``{"epsilon",
+        "label_epsilon"}``) or the per-row local epsilon alone (the label's
+        share then defaults to an equal one). Jobs on such a dataset take no
+        epsilon and spend no central budget; only LazyBB with the dp-1r weak
+        learner trains on it. The server cannot check the randomization: it
+        is the owner's declaration.
 
         ``accounting`` is how the ledger composes the jobs' charges:
         ``"basic"`` (the server's default) or ``"zcdp-filter"`` (more small jobs
@@ -289,6 +314,7 @@ class Client:
             ("delta", (None, repr(float(delta)))),
             ("skip_bad_rows", (None, "true" if skip_bad_rows else "false")),
             *([("accounting", (None, accounting))] if accounting is not None else []),
+            *_local_dp_fields(local_dp),
             ("schema", (None, schema_text, "application/json")),
             ("data", ("data.csv", stream, "text/csv")),
         ]
@@ -367,7 +393,7 @@ class Client:
     # ------------------------------------------------------------------ jobs
 
     def estimate(
-        self, dataset_id: str, epsilon: float, delta: float | None = None, algorithm: str | None = None, **params: Any
+        self, dataset_id: str, epsilon: float | None, delta: float | None = None, algorithm: str | None = None, **params: Any
     ) -> dict:
         """What a job would be charged and the noise it would get; spends nothing.
 
@@ -381,7 +407,7 @@ class Client:
     def submit_job(
         self,
         dataset_id: str,
-        epsilon: float,
+        epsilon: float | None,
         delta: float | None = None,
         algorithm: str | None = None,
         *,
@@ -472,7 +498,7 @@ class Client:
             if data:
                 yield {"event": event, "job": json.loads("\n".join(data))}
 
-    def train(self, dataset_id: str, epsilon: float, delta: float | None = None, algorithm: str | None = None, *,
+    def train(self, dataset_id: str, epsilon: float | None, delta: float | None = None, algorithm: str | None = None, *,
               timeout: float = 600.0, progress: bool = True, **params: Any) -> dict:
         """:meth:`submit_job` then :meth:`wait`; returns the finished job (its ``model_id``)."""
         job = self.submit_job(dataset_id, epsilon, delta, algorithm, **params)

@@ -1,0 +1,191 @@
+"""Local-DP collection on the data owner's side: :func:`randomize`.
+
+The same mechanism as ``privboost randomize`` (docs/privacy.md, "Local DP
+collection"): every cell is encoded with the public schema (trimmed, numbers
+clamped to the bounds and put in their interval, missing tokens, unknown
+categories by the column's policy), then replaced by k-ary randomized
+response over every value the column can take, and written back as a value
+of the same schema (a category, an interval's midpoint, the first missing
+token); the label gets binary randomized response; ignored columns are
+emptied. Each row is then ``epsilon``-local DP by basic composition over its
+columns. Noise comes from :class:`random.SystemRandom` (the OS CSPRNG) unless
+a test passes its own ``rng``.
+
+The Rust CLI samples exactly (integer arithmetic only); this function draws
+``exp(-epsilon)`` as a float, so its ratio bound holds up to float rounding
+(relative error about 1e-16).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Mapping
+
+import pandas as pd
+
+# Significant digits of equal-width cut points (the server's CUT_DIGITS).
+_CUT_DIGITS = 12
+_TRUE = {"true", "t", "yes", "y", "1"}
+_FALSE = {"false", "f", "no", "n", "0"}
+
+
+def _cut_points(column: Mapping[str, Any]) -> list[float]:
+    if column.get("thresholds") is not None:
+        return [float(c) for c in column["thresholds"]]
+    bins = column.get("bins")
+    if not isinstance(bins, int):
+        raise ValueError(
+            f"column {column['name']!r}: local DP needs public bins or thresholds "
+            "(private bins would be chosen from the randomized values at a central cost)"
+        )
+    lo, hi = float(column["min"]), float(column["max"])
+    return [float(f"{lo + (hi - lo) * k / bins:.{_CUT_DIGITS - 1}e}") for k in range(1, bins)]
+
+
+class _Column:
+    """One feature column's domain: its values' cells and how a raw cell maps to one."""
+
+    def __init__(self, column: Mapping[str, Any]):
+        self.name = column["name"]
+        self.kind = column["type"]
+        self.missing = list(column.get("missing") or [])
+        if self.kind == "numeric":
+            self.lo, self.hi = float(column["min"]), float(column["max"])
+            self.cuts = _cut_points(column)
+            edges = [self.lo, *self.cuts, self.hi]
+            self.cells = [repr(a + (b - a) / 2) for a, b in zip(edges, edges[1:])]
+        elif self.kind == "categorical":
+            self.categories = list(column["categories"])
+            self.unknown = column.get("unknown", "error")
+            self.cells = list(self.categories)
+            if self.unknown == "other":
+                other = "other"
+                while other in self.categories or other in self.missing:
+                    other += "_"
+                self.cells.append(other)
+        elif self.kind == "boolean":
+            self.cells = ["false", "true"]
+        else:
+            raise ValueError(f"column {self.name!r}: unknown type {self.kind!r}")
+        self.missing_index = None
+        if self.missing:
+            self.missing_index = len(self.cells)
+            self.cells.append(self.missing[0])
+
+    def index(self, value: Any, row: int) -> int:
+        """The domain index of a raw cell, as the server's encoder reads it."""
+        text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value).strip()
+        where = f"row {row}, column {self.name!r}"
+        if self.missing_index is not None and text in self.missing:
+            return self.missing_index
+        if self.kind == "numeric":
+            try:
+                x = float(text)
+            except ValueError:
+                raise ValueError(f"{where}: not a number") from None
+            if not math.isfinite(x):
+                raise ValueError(f"{where}: not a finite number")
+            x = min(max(x, self.lo), self.hi)
+            return sum(1 for c in self.cuts if c < x)
+        if self.kind == "categorical":
+            if text in self.categories:
+                return self.categories.index(text)
+            if self.unknown == "other":
+                return len(self.categories)
+            if self.unknown == "missing" and self.missing_index is not None:
+                return self.missing_index
+            raise ValueError(f"{where}: unknown category (not in the schema)")
+        lowered = text.lower()
+        if lowered in _TRUE:
+            return 1
+        if lowered in _FALSE:
+            return 0
+        raise ValueError(f"{where}: not a boolean (expected true/false, yes/no, 1/0)")
+
+
+def keep_probability(k: int, epsilon: float) -> float:
+    """k-ary randomized response reports the true value with ``e^eps / (e^eps + k - 1)``."""
+    return 1.0 / (1.0 + (k - 1) * math.exp(-epsilon))
+
+
+def randomized_response(value: int, k: int, epsilon: float, rng: random.Random) -> int:
+    """One report of ``value`` in ``range(k)``: a uniform candidate, accepted always if it is the
+    true value and otherwise with probability ``exp(-epsilon)`` (so the true value is reported
+    with :func:`keep_probability`, each other value with ``(1 - p) / (k - 1)``)."""
+    reject_other = math.exp(-epsilon)
+    while True:
+        candidate = rng.randrange(k)
+        if candidate == value or rng.random() < reject_other:
+            return candidate
+
+
+def _check_epsilon(name: str, value: float) -> float:
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return value
+
+
+def randomize(
+    data: pd.DataFrame,
+    schema: Mapping[str, Any],
+    epsilon: float,
+    label_epsilon: float | None = None,
+    *,
+    rng: random.Random | None = None,
+) -> tuple[pd.DataFrame, dict]:
+    """Randomize rows on the owner's side: ``(randomized frame, local_dp declaration)``.
+
+    ``epsilon`` is the per-row local epsilon; the label gets ``label_epsilon`` (default an equal
+    share, ``epsilon / (feature columns + 1)``) and each feature column an equal share of the rest.
+    Upload the frame with ``Client.upload_dataset(..., local_dp=declaration)``; jobs on it then
+    spend no central budget. Raises ``ValueError`` for a bad epsilon, a column the schema does not
+    declare (or a declared one that is absent), a regression label, private bins, or a cell the
+    server would refuse (the message names the row and column, never the value).
+    """
+    epsilon = _check_epsilon("epsilon", epsilon)
+    label = schema["label"]
+    if label.get("type") == "numeric":
+        raise ValueError(
+            "local DP covers binary classification only: a numeric (regression) label cannot be "
+            "randomized and debiased by the learners yet"
+        )
+    features = [c for c in schema["columns"] if c["type"] != "ignore"]
+    if label_epsilon is None:
+        label_epsilon = epsilon / (len(features) + 1)
+    label_epsilon = _check_epsilon("label_epsilon", label_epsilon)
+    if features and label_epsilon >= epsilon:
+        raise ValueError(f"label_epsilon must leave a part of epsilon {epsilon} for the feature columns")
+    column_epsilon = (epsilon - label_epsilon) / max(len(features), 1)
+    declared = {c["name"]: c for c in schema["columns"]}
+    unknown = [c for c in data.columns if c != label["column"] and c not in declared]
+    if unknown:
+        raise ValueError(f"columns not in the schema: {unknown} (declare them with \"type\": \"ignore\")")
+    absent = [n for n in [label["column"], *declared] if n not in data.columns]
+    if absent:
+        raise ValueError(f"columns declared in the schema but not in the data: {absent}")
+    rng = rng or random.SystemRandom()
+    negative = label.get("negative") or f"not {label['positive']}"
+    out = pd.DataFrame(index=data.index)
+    for name in data.columns:
+        cells = []
+        if name == label["column"]:
+            for row, value in enumerate(data[name], start=1):
+                text = "" if value is None else str(value).strip()
+                if text == "":
+                    raise ValueError(f"row {row}, column {name!r}: empty label")
+                positive = text == label["positive"]
+                if not positive and label.get("negative") is not None and text != label["negative"]:
+                    raise ValueError(f"row {row}, column {name!r}: label is neither the positive nor the negative value")
+                report = randomized_response(0 if positive else 1, 2, label_epsilon, rng)
+                cells.append(label["positive"] if report == 0 else negative)
+        elif declared[name]["type"] == "ignore":
+            cells = [""] * len(data)
+        else:
+            column = _Column(declared[name])
+            k = len(column.cells)
+            for row, value in enumerate(data[name], start=1):
+                cells.append(column.cells[randomized_response(column.index(value, row), k, column_epsilon, rng)])
+        out[name] = cells
+    return out, {"epsilon": epsilon, "label_epsilon": label_epsilon}

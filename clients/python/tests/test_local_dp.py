@@ -1,0 +1,104 @@
+"""Local-DP collection: randomize()'s distribution (seeded), its errors, and a local_dp upload that
+trains without charging central budget."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pandas as pd
+import pytest
+
+from privboost import ValidationError, randomize
+from privboost.local_dp import keep_probability
+
+from conftest import DATA
+
+SCHEMA = {
+    "label": {"column": "y", "positive": "1", "negative": "0"},
+    "columns": [
+        {"name": "x", "type": "numeric", "min": 0, "max": 100, "bins": 4},
+        {"name": "c", "type": "categorical", "categories": ["a", "b", "c"], "missing": ["?"]},
+        {"name": "id", "type": "ignore"},
+    ],
+}
+
+
+def frame(n: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "x": [(i * 37) % 100 for i in range(n)],
+            "c": ["a" if i % 3 == 0 else "b" for i in range(n)],
+            "id": [str(i) for i in range(n)],
+            "y": ["1" if i % 2 else "0" for i in range(n)],
+        }
+    )
+
+
+def z_scores(counts: dict, total: int, probabilities: dict) -> list[float]:
+    return [
+        (counts.get(v, 0) - total * p) / math.sqrt(total * p * (1 - p)) for v, p in probabilities.items()
+    ]
+
+
+def reports(epsilon: float, n: int, seed: int) -> pd.DataFrame:
+    rows = pd.DataFrame({"x": [30] * n, "c": ["b"] * n, "id": ["7"] * n, "y": ["1"] * n})
+    out, _ = randomize(rows, SCHEMA, epsilon, label_epsilon=epsilon / 3, rng=random.Random(seed))
+    return out
+
+
+def test_reports_follow_the_rr_probabilities():
+    # eps = 3: each column 1, the label 1. Column c has k = 4 (a, b, c, missing).
+    n, eps = 40_000, 3.0
+    out = reports(eps, n, seed=1)
+    p, k = keep_probability(4, 1.0), 4
+    q = (1 - p) / (k - 1)
+    expected = {"a": q, "b": p, "c": q, "?": q}
+    assert max(abs(z) for z in z_scores(out["c"].value_counts().to_dict(), n, expected)) < 5
+    # x = 30 lies in (25, 50]: midpoints 12.5, 37.5, 62.5, 87.5.
+    expected = {"12.5": q, "37.5": p, "62.5": q, "87.5": q}
+    assert max(abs(z) for z in z_scores(out["x"].value_counts().to_dict(), n, expected)) < 5
+    p2 = keep_probability(2, 1.0)
+    assert max(abs(z) for z in z_scores(out["y"].value_counts().to_dict(), n, {"1": p2, "0": 1 - p2})) < 5
+    assert set(out["id"]) == {""}, "ignored columns leave nothing"
+
+
+def test_a_doubled_epsilon_is_detected():
+    n = 40_000
+    out = reports(6.0, n, seed=2)  # each column at 2 instead of 1
+    p = keep_probability(4, 1.0)
+    q = (1 - p) / 3
+    z = z_scores(out["c"].value_counts().to_dict(), n, {"a": q, "b": p, "c": q, "?": q})
+    assert max(abs(v) for v in z) > 10
+
+
+def test_bad_input_is_refused():
+    rows = frame(5)
+    for bad in [0, -1, float("nan"), float("inf")]:
+        with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+            randomize(rows, SCHEMA, bad)
+    with pytest.raises(ValueError, match="not in the schema"):
+        randomize(rows.assign(z=1), SCHEMA, 1.0)
+    with pytest.raises(ValueError, match="not in the data"):
+        randomize(rows.drop(columns=["c"]), SCHEMA, 1.0)
+    with pytest.raises(ValueError, match="row 2, column 'c': unknown category"):
+        randomize(rows.assign(c=["a", "secret", "a", "a", "a"]), SCHEMA, 1.0)
+    regression = {**SCHEMA, "label": {"column": "y", "type": "numeric", "min": 0, "max": 1}}
+    with pytest.raises(ValueError, match="binary classification only"):
+        randomize(rows, regression, 1.0)
+
+
+def test_a_local_dp_upload_trains_without_central_budget(owner):
+    randomized, declaration = randomize(frame(300), SCHEMA, 4.0)
+    assert declaration == {"epsilon": 4.0, "label_epsilon": 4.0 / 3}
+    created = owner.upload_dataset("ldp", randomized, SCHEMA, epsilon=1.0, local_dp=declaration)
+    dataset = created["dataset"]
+    assert dataset["local_dp"] == declaration
+    with pytest.raises(ValidationError, match="randomized on the client"):
+        owner.submit_job(dataset["id"], epsilon=1.0)
+    job = owner.train(dataset["id"], None, rounds=5, progress=False)
+    assert job["state"] == "succeeded"
+    assert owner.budget(dataset["id"]).loc["remaining", "epsilon"] == 1.0
+    model = owner.get_model(job["model_id"])
+    assert model["privacy"]["accounting"].startswith("4-local DP, randomized on the client")

@@ -1,0 +1,293 @@
+//! Local-DP collection end to end: `privboost randomize` on the owner's side,
+//! an upload flagged local_dp, a LazyBB job that spends no central budget,
+//! the model's privacy statement; and the refusals (other learners, a job
+//! epsilon, bad declarations, bad randomize input).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{SMALL_SCHEMA, TestServer, expect_status, small_csv};
+use reqwest::StatusCode;
+use serde_json::json;
+
+/// Run the CLI; (success, stderr).
+fn privboost(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_privboost"))
+        .args(args)
+        .output()
+        .expect("privboost runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Randomize `small_csv(rows)` at `epsilon` with the CLI; the output CSV.
+fn randomized_small(dir: &Path, rows: usize, epsilon: &str) -> Vec<u8> {
+    let schema = dir.join("schema.json");
+    let raw = dir.join("raw.csv");
+    let out = dir.join("randomized.csv");
+    std::fs::write(&schema, SMALL_SCHEMA).unwrap();
+    std::fs::write(&raw, small_csv(rows)).unwrap();
+    let (ok, err) = privboost(&[
+        "randomize",
+        "--schema",
+        schema.to_str().unwrap(),
+        "--epsilon",
+        epsilon,
+        raw.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(err.contains("-local DP per row"), "{err}");
+    std::fs::read(out).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_dp_dataset_trains_without_central_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = randomized_small(dir.path(), 300, "4");
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let body = expect_status(
+        s.upload_form(
+            &owner,
+            "randomized",
+            "1",
+            SMALL_SCHEMA,
+            csv.clone(),
+            &[("local_dp_epsilon", "4")],
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    // Two feature columns and the label: an equal share of 4/3 each.
+    assert_eq!(body["dataset"]["local_dp"]["epsilon"], 4.0, "{body}");
+    let label = body["dataset"]["local_dp"]["label_epsilon"]
+        .as_f64()
+        .unwrap();
+    assert!((label - 4.0 / 3.0).abs() < 1e-12, "{body}");
+    assert_eq!(body["accepted_rows"], 300);
+
+    // A job epsilon is refused (nothing central is spent), as is a learner
+    // that does not debias; neither charges anything.
+    let refused = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 1.0}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(
+        refused.to_string().contains("randomized on the client"),
+        "{refused}"
+    );
+    let refused = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "algorithm": "dp-ebm"}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    let text = refused.to_string();
+    assert!(text.contains("does not debias local-DP data"), "{text}");
+    assert!(
+        text.contains("lazybb with the dp-1r weak learner"),
+        "{text}"
+    );
+    assert_eq!(s.ledger(&owner, &dataset).await.len(), 1, "only the total");
+
+    // The estimate states the local-DP cost and a charge of 0.
+    let estimate = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs/estimate",
+            &json!({"dataset_id": dataset, "rounds": 5}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(estimate["cost"]["kind"], "local_dp", "{estimate}");
+    assert_eq!(estimate["cost"]["local_epsilon"], 4.0, "{estimate}");
+    assert_eq!(estimate["charge"]["epsilon"], 0.0, "{estimate}");
+    assert_eq!(estimate["admissible"], true, "{estimate}");
+
+    let job = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "rounds": 5}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    assert_eq!(job["params"]["epsilon"], 0.0, "{job}");
+    assert_eq!(job["params"]["local_dp"]["epsilon"], 4.0, "{job}");
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+
+    // The ledger records a charge of 0; the central budget is untouched.
+    let ledger = s.ledger(&owner, &dataset).await;
+    let charges: Vec<_> = ledger.iter().filter(|e| e["kind"] == "charge").collect();
+    assert_eq!(charges.len(), 1, "{ledger:?}");
+    assert_eq!(charges[0]["epsilon"], 0.0, "{ledger:?}");
+    assert_eq!(charges[0]["delta"], 0.0, "{ledger:?}");
+    let budget = expect_status(
+        s.get(&owner, &format!("/v1/datasets/{dataset}/budget"))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(budget["remaining"]["epsilon"], 1.0, "{budget}");
+    assert_eq!(budget["spent"]["epsilon"], 0.0, "{budget}");
+
+    // The model says what protects the rows.
+    let model_id = job["model_id"].as_str().unwrap();
+    let model = expect_status(
+        s.get(&owner, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    let privacy = &model["privacy"];
+    assert_eq!(privacy["epsilon"], 4.0, "{privacy}");
+    assert_eq!(privacy["local_dp"]["local_epsilon"], 4.0, "{privacy}");
+    let accounting = privacy["accounting"].as_str().unwrap();
+    assert!(
+        accounting.starts_with("4-local DP, randomized on the client"),
+        "{accounting}"
+    );
+    assert!(
+        accounting.contains("spends no central budget"),
+        "{accounting}"
+    );
+
+    // A raw dataset still needs a job epsilon.
+    let raw = s.upload_small(&owner, 1.0, 50).await;
+    let refused = expect_status(
+        s.post(&owner, "/v1/jobs", &json!({"dataset_id": raw}))
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(refused.to_string().contains("epsilon"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_local_dp_declarations_store_nothing() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    for (extra, field) in [
+        (vec![("local_dp_epsilon", "0")], "local_dp_epsilon"),
+        (vec![("local_dp_epsilon", "NaN")], "local_dp_epsilon"),
+        (vec![("local_dp_epsilon", "abc")], "local_dp_epsilon"),
+        (
+            vec![("local_dp_epsilon", "1"), ("local_dp_label_epsilon", "1")],
+            "local_dp_epsilon",
+        ),
+        (
+            vec![("local_dp_label_epsilon", "1")],
+            "local_dp_label_epsilon",
+        ),
+    ] {
+        let body = expect_status(
+            s.upload_form(
+                &owner,
+                "bad",
+                "1",
+                SMALL_SCHEMA,
+                small_csv(20).into_bytes(),
+                &extra,
+            )
+            .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        assert!(body.to_string().contains(field), "{extra:?}: {body}");
+    }
+    let list = expect_status(s.get(&owner, "/v1/datasets").await, StatusCode::OK).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 0, "{list}");
+}
+
+#[test]
+fn randomize_refuses_bad_input_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    let raw = dir.path().join("raw.csv");
+    let out = dir.path().join("out.csv");
+    std::fs::write(&schema, SMALL_SCHEMA).unwrap();
+    std::fs::write(&raw, small_csv(10)).unwrap();
+    let run = |epsilon: &str, schema: &Path, data: &Path| {
+        privboost(&[
+            "randomize",
+            "--schema",
+            schema.to_str().unwrap(),
+            "--epsilon",
+            epsilon,
+            data.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    for bad in ["0", "-1", "NaN", "inf"] {
+        let (ok, err) = run(bad, &schema, &raw);
+        assert!(!ok, "{bad}");
+        assert!(
+            err.contains("--epsilon must be a finite number > 0"),
+            "{bad}: {err}"
+        );
+    }
+    let (ok, err) = run("1", &dir.path().join("absent.json"), &raw);
+    assert!(!ok && err.contains("cannot read schema"), "{err}");
+    let unknown = dir.path().join("unknown.csv");
+    std::fs::write(&unknown, "x,c,y,z\n1,a,1,9\n").unwrap();
+    let (ok, err) = run("1", &schema, &unknown);
+    assert!(
+        !ok && err.contains("column \"z\" is not in the schema"),
+        "{err}"
+    );
+    let bad_value = dir.path().join("bad_value.csv");
+    std::fs::write(&bad_value, "x,c,y\n1,zzz,1\n").unwrap();
+    let (ok, err) = run("1", &schema, &bad_value);
+    assert!(!ok && err.contains("row 1"), "{err}");
+    assert!(!err.contains("zzz"), "the value must not be echoed: {err}");
+    assert!(!out.exists(), "nothing written on failure");
+    let regression = dir.path().join("regression.json");
+    std::fs::write(
+        &regression,
+        r#"{"label": {"column": "y", "type": "numeric", "min": 0, "max": 1},
+            "columns": [{"name": "x", "type": "numeric", "min": 0, "max": 100, "bins": 4},
+                        {"name": "c", "type": "categorical", "categories": ["a", "b"]}]}"#,
+    )
+    .unwrap();
+    let (ok, err) = run("1", &regression, &raw);
+    assert!(!ok && err.contains("binary classification only"), "{err}");
+
+    // A good run writes the same header and only values of the schema.
+    let (ok, err) = run("2", &schema, &raw);
+    assert!(ok, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("x,c,y"));
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert!(
+            ["12.5", "37.5", "62.5", "87.5"].contains(&cells[0]),
+            "{line}"
+        );
+        assert!(["a", "b"].contains(&cells[1]), "{line}");
+        assert!(["0", "1"].contains(&cells[2]), "{line}");
+    }
+}
