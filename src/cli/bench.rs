@@ -165,9 +165,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let iterations = args.iterations.unwrap_or(30).max(1);
     let mut times = Vec::with_capacity(iterations);
     let mut model = None;
+    // "One thread": training's parallel parts run on a pool of one.
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .context("starting the training thread")?;
     for _ in 0..iterations {
         let start = Instant::now();
-        let ensemble = learn::train(&data, &params, Some(&mut noise), &mut |_| true)?;
+        let ensemble =
+            one_thread.install(|| learn::train(&data, &params, Some(&mut noise), &mut |_| true))?;
         times.push(start.elapsed());
         model = Some(ensemble);
     }

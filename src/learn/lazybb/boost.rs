@@ -27,8 +27,9 @@
 //! The work per round is data-independent too (`docs/privacy.md`, "Timing"):
 //! the projection always gets all `2 tau + 1` margin groups (empty ones with
 //! count 0) and does the same steps in both of its cases
-//! ([`super::projection::log_scale`]); the weak learners sum padded row lists
-//! and one-hot group lists ([`super::row_lists`]) and select by report-noisy-max, whose time depends
+//! ([`super::projection::log_scale`]); DP-1R streams per-row column codes
+//! ([`super::column_codes`]), TopDown sums padded row lists and one-hot group
+//! lists ([`super::row_lists`]), and both select by report-noisy-max, whose time depends
 //! on the noise only; tree margins are updated from each row's leaf, one
 //! lookup per row ([`TopDown::add_margins`]). Weights below [`FLUSH_BELOW`]
 //! are set to 0 so that no sum ever meets a subnormal number, whose
@@ -36,7 +37,7 @@
 
 use super::LearnError;
 use super::hypothesis::Hypothesis;
-use super::one_rule::{OneRule, Selection};
+use super::one_rule::{ClassWeights, OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
 use super::row_lists::GroupError;
@@ -169,8 +170,10 @@ pub(crate) fn train_with_fault(
         count[c as usize] += 1;
     }
     let mut signed_of_class = vec![0.0f64; classes];
-    // One more entry than rows: the row lists' sentinel, always 0.
-    let mut signed = vec![0.0f64; n + 1];
+    // TopDown's per-row weights, one more entry than rows: the row lists'
+    // sentinel, always 0. (DP-1R reads `class` and `signed_of_class`.)
+    let per_row = matches!(p.weak_learner, WeakLearnerKind::TopDown { .. });
+    let mut signed = vec![0.0f64; if per_row { n + 1 } else { 0 }];
     // A group that is not one-hot in the data is an encoder bug: refuse.
     let groups = &data.one_hot_groups;
     let group_error = |e: GroupError| LearnError::Data(DataError::schema(e.to_string()));
@@ -208,8 +211,11 @@ pub(crate) fn train_with_fault(
             mu = (0..classes / 2).map(|k| log_m(k).exp()).collect();
         }
         let p_positive = class_weights(&count, &mu, &mut signed_of_class);
-        for (out, &c) in signed.iter_mut().zip(&class) {
-            *out = signed_of_class[c as usize];
+        if let Learner::TopDown(_) = learner {
+            // TopDown gathers per-row weights; DP-1R looks them up by class.
+            for (out, &c) in signed.iter_mut().zip(&class) {
+                *out = signed_of_class[c as usize];
+            }
         }
 
         let eta = |c: &Calibration| match fault {
@@ -222,7 +228,11 @@ pub(crate) fn train_with_fault(
                     (Some(c), Some(rng)) => Selection::NoisyMax { eta: eta(c), rng },
                     _ => Selection::Best,
                 };
-                let index = learner.select(&signed, p_positive, selection)?;
+                let weights = ClassWeights {
+                    class: &class,
+                    of_class: &signed_of_class,
+                };
+                let index = learner.select(weights, p_positive, selection)?;
                 Hypothesis::from_candidate_index(index, d)
             }
             Learner::TopDown(learner) => {
