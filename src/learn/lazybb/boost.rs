@@ -35,6 +35,8 @@
 //! are set to 0 so that no sum ever meets a subnormal number, whose
 //! arithmetic is many times slower on common CPUs.
 
+use rayon::prelude::*;
+
 use super::LearnError;
 use super::hypothesis::Hypothesis;
 use super::one_rule::{ClassWeights, OneRule, Selection};
@@ -127,6 +129,29 @@ pub(crate) fn class_weights(count: &[u64], mu: &[f64], signed_of_class: &mut [f6
     p_positive
 }
 
+/// `count[k]` = rows of class k. Chunks of rows are counted in parallel;
+/// integer counts do not depend on the order.
+fn count_classes(class: &[i32], count: &mut [u64]) {
+    let classes = count.len();
+    let partial = class
+        .par_chunks(1 << 16)
+        .map(|chunk| {
+            let mut count = vec![0u64; classes];
+            for &c in chunk {
+                count[c as usize] += 1;
+            }
+            count
+        })
+        .reduce(
+            || vec![0u64; classes],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+                a
+            },
+        );
+    count.copy_from_slice(&partial);
+}
+
 /// [`train`], optionally with a [`Fault`] (tests only pass `Some`).
 pub(crate) fn train_with_fault(
     data: &Dataset,
@@ -166,9 +191,7 @@ pub(crate) fn train_with_fault(
         .map(|&label| 2 * tau + i32::from(label > 0))
         .collect();
     let mut count = vec![0u64; classes];
-    for &c in &class {
-        count[c as usize] += 1;
-    }
+    count_classes(&class, &mut count);
     let mut signed_of_class = vec![0.0f64; classes];
     // TopDown's per-row weights, one more entry than rows: the row lists'
     // sentinel, always 0. (DP-1R reads `class` and `signed_of_class`.)
@@ -258,10 +281,7 @@ pub(crate) fn train_with_fault(
             // branch-free for stumps and constants.
             h.add_margins(&data.features, &y, &mut class, 2);
         }
-        count.iter_mut().for_each(|c| *c = 0);
-        for &c in &class {
-            count[c as usize] += 1;
-        }
+        count_classes(&class, &mut count);
         hypotheses.push(h);
         if !on_round(round) {
             return Err(LearnError::Cancelled);

@@ -81,7 +81,7 @@ pub(crate) struct ColumnCodes {
     /// Each column's bins per histogram copy: 16, 64 or 256, the least
     /// above its width (a small table stays small in L1).
     bins: Vec<usize>,
-    /// Column-major: column c's codes are `codes[c n..(c + 1) n]`.
+    /// Block-major (see [`ColumnCodes::new`]), the last block padded.
     codes: Vec<u8>,
     d: usize,
 }
@@ -107,19 +107,32 @@ impl ColumnCodes {
             columns.push(j..end);
             j = end;
         }
-        let mut codes = vec![0u8; columns.len() * n];
-        for (column, out) in columns.iter().zip(codes.chunks_exact_mut(n.max(1))) {
-            for (m, literal) in column.clone().enumerate() {
-                let code = (m + 1) as u8;
-                // Every row, every literal: `code` times the bit, added (at
-                // most one literal per row is set, so no sum exceeds 255).
-                for (chunk, &word) in out.chunks_mut(64).zip(features.column(literal)) {
-                    for (b, c) in chunk.iter_mut().enumerate() {
-                        *c += code * ((word >> b) & 1) as u8;
+        // Block-major: block b's codes for column c are
+        // `codes[(b cols + c) BLOCK..][..BLOCK]`, so that a round reads one
+        // sequential stream (the prefetcher follows it; a column-major
+        // layout interleaves a stream per column).
+        let blocks = n.div_ceil(BLOCK);
+        let mut codes = vec![0u8; blocks * columns.len() * BLOCK];
+        let words_per_block = BLOCK / 64;
+        codes
+            .par_chunks_mut((columns.len() * BLOCK).max(1))
+            .enumerate()
+            .for_each(|(b, block)| {
+                for (column, out) in columns.iter().zip(block.chunks_exact_mut(BLOCK)) {
+                    for (m, literal) in column.clone().enumerate() {
+                        let code = (m + 1) as u8;
+                        let words = features.column(literal).iter().skip(b * words_per_block);
+                        // Every row, every literal: `code` times the bit,
+                        // added (at most one literal per row is set, so no
+                        // sum exceeds 255). Rows past n read no word.
+                        for (chunk, &word) in out.chunks_mut(64).zip(words) {
+                            for (k, c) in chunk.iter_mut().enumerate() {
+                                *c += code * ((word >> k) & 1) as u8;
+                            }
+                        }
                     }
                 }
-            }
-        }
+            });
         let bins = columns
             .iter()
             .map(|c| match c.len() {
@@ -171,7 +184,6 @@ impl ColumnCodes {
 
     /// The per-literal sums over `rows` (at most [`SUPER_BLOCK`] rows).
     fn super_block_sums(&self, rows: Range<usize>, weights: ClassWeights<'_>) -> Vec<f64> {
-        let n = self.n;
         // Each column's LANES copies of its bins, back to back.
         let offsets: Vec<usize> = self
             .bins
@@ -190,8 +202,9 @@ impl ColumnCodes {
             for (out, &c) in w.iter_mut().zip(&weights.class[block.clone()]) {
                 *out = weights.of_class[c as usize];
             }
+            let block_codes = &self.codes[block_start * self.columns.len()..];
             for (c, (&bins, &offset)) in self.bins.iter().zip(&offsets).enumerate() {
-                let codes = &self.codes[c * n + block.start..c * n + block.end];
+                let codes = &block_codes[c * BLOCK..c * BLOCK + block.len()];
                 let h = &mut hist[offset..offset + LANES * bins];
                 match bins {
                     16 => add_block::<16>(h, codes, w),

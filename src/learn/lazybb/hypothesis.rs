@@ -3,7 +3,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use rayon::prelude::*;
+
 use crate::data::BitMatrix;
+
+/// Rows per parallel chunk of the margin updates (a multiple of 64, the bit
+/// matrix's word).
+const PARALLEL_ROWS: usize = 1 << 16;
 
 /// One weak hypothesis `h: x -> {-1, +1}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,23 +171,36 @@ impl Hypothesis {
         match self {
             Hypothesis::Constant { positive } => {
                 let h = if *positive { step } else { -step };
-                for (m, &y) in margins.iter_mut().zip(labels) {
-                    *m += h * i32::from(y);
-                }
+                margins
+                    .par_chunks_mut(PARALLEL_ROWS)
+                    .zip(labels.par_chunks(PARALLEL_ROWS))
+                    .for_each(|(margins, labels)| {
+                        for (m, &y) in margins.iter_mut().zip(labels) {
+                            *m += h * i32::from(y);
+                        }
+                    });
             }
             Hypothesis::Literal { literal, negated } => {
                 let flip = if *negated { u64::MAX } else { 0 };
                 let column = features.column(*literal as usize);
-                for ((chunk_m, chunk_y), &word) in
-                    margins.chunks_mut(64).zip(labels.chunks(64)).zip(column)
-                {
-                    let bits = word ^ flip;
-                    for (b, (m, &y)) in chunk_m.iter_mut().zip(chunk_y).enumerate() {
-                        // h = +1 when the bit is set, -1 otherwise; branch-free.
-                        let h = 2 * ((bits >> b) & 1) as i32 - 1;
-                        *m += step * h * i32::from(y);
-                    }
-                }
+                // Integer updates, one per row: the same result in any
+                // order, so chunks of rows run in parallel.
+                margins
+                    .par_chunks_mut(PARALLEL_ROWS)
+                    .zip(labels.par_chunks(PARALLEL_ROWS))
+                    .zip(column.par_chunks(PARALLEL_ROWS / 64))
+                    .for_each(|((margins, labels), column)| {
+                        for ((chunk_m, chunk_y), &word) in
+                            margins.chunks_mut(64).zip(labels.chunks(64)).zip(column)
+                        {
+                            let bits = word ^ flip;
+                            for (b, (m, &y)) in chunk_m.iter_mut().zip(chunk_y).enumerate() {
+                                // h = +1 when the bit is set, -1 otherwise; branch-free.
+                                let h = 2 * ((bits >> b) & 1) as i32 - 1;
+                                *m += step * h * i32::from(y);
+                            }
+                        }
+                    });
             }
             Hypothesis::Tree { .. } => {
                 for (i, (m, &y)) in margins.iter_mut().zip(labels).enumerate() {
