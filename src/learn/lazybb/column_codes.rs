@@ -73,14 +73,63 @@ pub(crate) struct ClassWeights<'a> {
     pub(crate) of_class: &'a [f64],
 }
 
-/// One byte per row and column (see the module docs).
+/// Columns packed into one byte of codes per row.
+#[derive(Debug, PartialEq)]
+struct Byte {
+    parts: Vec<Part>,
+    /// Histogram bins: 16, 64 or 256, the least power of two covering every
+    /// code (a small table stays small in L1).
+    bins: usize,
+}
+
+/// A column's place in its byte: code `m + 1` (in `bits` bits at `shift`)
+/// is literal `literals.start + m`, 0 is none of them.
+#[derive(Debug, PartialEq)]
+struct Part {
+    literals: Range<usize>,
+    shift: u32,
+    bits: u32,
+}
+
+/// Pack columns, in order, into bytes: each takes the bits its codes need
+/// (`ceil(log2(width + 1))`: 4 for 10 intervals, 1 for a single literal),
+/// and a byte takes columns while they fit in 8 bits. Fewer bytes, fewer
+/// additions per row: two 10-interval columns share one.
+fn pack(columns: Vec<Range<usize>>) -> Vec<Byte> {
+    let mut bytes: Vec<Byte> = Vec::new();
+    let mut used = 8;
+    for literals in columns {
+        let bits = (literals.len() + 1).next_power_of_two().trailing_zeros();
+        debug_assert!(bits <= 8);
+        if used + bits > 8 {
+            bytes.push(Byte {
+                parts: Vec::new(),
+                bins: 0,
+            });
+            used = 0;
+        }
+        // Invariant: a byte was pushed above if none was open.
+        let byte = bytes.last_mut().expect("an open byte");
+        byte.parts.push(Part {
+            literals,
+            shift: used,
+            bits,
+        });
+        used += bits;
+        byte.bins = match used {
+            0..=4 => 16,
+            5..=6 => 64,
+            _ => BINS,
+        };
+    }
+    bytes
+}
+
+/// One byte per row and packed columns (see the module docs).
 pub(crate) struct ColumnCodes {
     n: usize,
-    /// Each column's literals; code `m + 1` is literal `start + m`.
-    columns: Vec<Range<usize>>,
-    /// Each column's bins per histogram copy: 16, 64 or 256, the least
-    /// above its width (a small table stays small in L1).
-    bins: Vec<usize>,
+    /// What each byte of a row's codes holds.
+    bytes: Vec<Byte>,
     /// Block-major (see [`ColumnCodes::new`]), the last block padded.
     codes: Vec<u8>,
     d: usize,
@@ -107,47 +156,37 @@ impl ColumnCodes {
             columns.push(j..end);
             j = end;
         }
-        // Block-major: block b's codes for column c are
-        // `codes[(b cols + c) BLOCK..][..BLOCK]`, so that a round reads one
+        let bytes = pack(columns);
+        // Block-major: block b's codes for byte k are
+        // `codes[(b bytes + k) BLOCK..][..BLOCK]`, so that a round reads one
         // sequential stream (the prefetcher follows it; a column-major
         // layout interleaves a stream per column).
         let blocks = n.div_ceil(BLOCK);
-        let mut codes = vec![0u8; blocks * columns.len() * BLOCK];
+        let mut codes = vec![0u8; blocks * bytes.len() * BLOCK];
         let words_per_block = BLOCK / 64;
         codes
-            .par_chunks_mut((columns.len() * BLOCK).max(1))
+            .par_chunks_mut((bytes.len() * BLOCK).max(1))
             .enumerate()
             .for_each(|(b, block)| {
-                for (column, out) in columns.iter().zip(block.chunks_exact_mut(BLOCK)) {
-                    for (m, literal) in column.clone().enumerate() {
-                        let code = (m + 1) as u8;
-                        let words = features.column(literal).iter().skip(b * words_per_block);
-                        // Every row, every literal: `code` times the bit,
-                        // added (at most one literal per row is set, so no
-                        // sum exceeds 255). Rows past n read no word.
-                        for (chunk, &word) in out.chunks_mut(64).zip(words) {
-                            for (k, c) in chunk.iter_mut().enumerate() {
-                                *c += code * ((word >> k) & 1) as u8;
+                for (byte, out) in bytes.iter().zip(block.chunks_exact_mut(BLOCK)) {
+                    for part in &byte.parts {
+                        for (m, literal) in part.literals.clone().enumerate() {
+                            let code = ((m + 1) << part.shift) as u8;
+                            let words = features.column(literal).iter().skip(b * words_per_block);
+                            // Every row, every literal: `code` times the
+                            // bit, added (at most one literal per column is
+                            // set, and the columns' bits do not overlap).
+                            // Rows past n read no word.
+                            for (chunk, &word) in out.chunks_mut(64).zip(words) {
+                                for (k, c) in chunk.iter_mut().enumerate() {
+                                    *c += code * ((word >> k) & 1) as u8;
+                                }
                             }
                         }
                     }
                 }
             });
-        let bins = columns
-            .iter()
-            .map(|c| match c.len() {
-                0..16 => 16,
-                16..64 => 64,
-                _ => BINS,
-            })
-            .collect();
-        Ok(ColumnCodes {
-            n,
-            columns,
-            bins,
-            codes,
-            d,
-        })
+        Ok(ColumnCodes { n, bytes, codes, d })
     }
 
     /// Number of rows.
@@ -184,17 +223,18 @@ impl ColumnCodes {
 
     /// The per-literal sums over `rows` (at most [`SUPER_BLOCK`] rows).
     fn super_block_sums(&self, rows: Range<usize>, weights: ClassWeights<'_>) -> Vec<f64> {
-        // Each column's LANES copies of its bins, back to back.
+        // Each byte's LANES copies of its bins, back to back.
         let offsets: Vec<usize> = self
-            .bins
+            .bytes
             .iter()
-            .scan(0, |at, &b| {
+            .scan(0, |at, byte| {
                 let start = *at;
-                *at += LANES * b;
+                *at += LANES * byte.bins;
                 Some(start)
             })
             .collect();
-        let mut hist = vec![0.0f64; LANES * self.bins.iter().sum::<usize>()];
+        let total: usize = self.bytes.iter().map(|b| b.bins).sum();
+        let mut hist = vec![0.0f64; LANES * total];
         let mut w = [0.0f64; BLOCK];
         for block_start in rows.clone().step_by(BLOCK) {
             let block = block_start..(block_start + BLOCK).min(rows.end);
@@ -202,23 +242,31 @@ impl ColumnCodes {
             for (out, &c) in w.iter_mut().zip(&weights.class[block.clone()]) {
                 *out = weights.of_class[c as usize];
             }
-            let block_codes = &self.codes[block_start * self.columns.len()..];
-            for (c, (&bins, &offset)) in self.bins.iter().zip(&offsets).enumerate() {
-                let codes = &block_codes[c * BLOCK..c * BLOCK + block.len()];
-                let h = &mut hist[offset..offset + LANES * bins];
-                match bins {
+            let block_codes = &self.codes[block_start * self.bytes.len()..];
+            for (k, (byte, &offset)) in self.bytes.iter().zip(&offsets).enumerate() {
+                let codes = &block_codes[k * BLOCK..k * BLOCK + block.len()];
+                let h = &mut hist[offset..offset + LANES * byte.bins];
+                match byte.bins {
                     16 => add_block::<16>(h, codes, w),
                     64 => add_block::<64>(h, codes, w),
                     _ => add_block::<BINS>(h, codes, w),
                 }
             }
         }
+        // Literal sums: each bin's lanes pairwise, then added, in bin
+        // order, to the literal each part's field of the bin names.
         let mut sums = vec![0.0; self.d];
-        for ((column, &bins), &offset) in self.columns.iter().zip(&self.bins).zip(&offsets) {
-            for (m, literal) in column.clone().enumerate() {
-                let lane = |l: usize| hist[offset + l * bins + m + 1];
-                sums[literal] = ((lane(0) + lane(1)) + (lane(2) + lane(3)))
+        for (byte, &offset) in self.bytes.iter().zip(&offsets) {
+            for bin in 0..byte.bins {
+                let lane = |l: usize| hist[offset + l * byte.bins + bin];
+                let v = ((lane(0) + lane(1)) + (lane(2) + lane(3)))
                     + ((lane(4) + lane(5)) + (lane(6) + lane(7)));
+                for part in &byte.parts {
+                    let code = (bin >> part.shift) & ((1 << part.bits) - 1);
+                    if (1..=part.literals.len()).contains(&code) {
+                        sums[part.literals.start + code - 1] += v;
+                    }
+                }
             }
         }
         sums
@@ -289,7 +337,12 @@ mod tests {
         let groups = [0..300];
         let features = one_hot_matrix(n, 300, &groups, 5);
         let codes = ColumnCodes::new(&features, &groups).unwrap();
-        assert_eq!(codes.columns, [0..255, 255..300]);
+        let parts: Vec<_> = codes
+            .bytes
+            .iter()
+            .map(|b| b.parts[0].literals.clone())
+            .collect();
+        assert_eq!(parts, [0..255, 255..300]);
         let class: Vec<i32> = (0..n as i32).collect();
         let of_class: Vec<f64> = (0..n).map(|i| 1.0 + i as f64).collect();
         let mut sums = Vec::new();
