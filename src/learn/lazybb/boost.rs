@@ -132,9 +132,18 @@ pub(crate) fn class_weights(count: &[u64], mu: &[f64], signed_of_class: &mut [f6
 /// `count[k]` = rows of class k. Chunks of rows are counted in parallel;
 /// integer counts do not depend on the order.
 fn count_classes(class: &[i32], count: &mut [u64]) {
+    const CHUNK: usize = 1 << 16;
+    count.iter_mut().for_each(|c| *c = 0);
+    if class.len() <= CHUNK {
+        // One chunk (n alone decides): no hand-off to the pool.
+        for &c in class {
+            count[c as usize] += 1;
+        }
+        return;
+    }
     let classes = count.len();
     let partial = class
-        .par_chunks(1 << 16)
+        .par_chunks(CHUNK)
         .map(|chunk| {
             let mut count = vec![0u64; classes];
             for &c in chunk {

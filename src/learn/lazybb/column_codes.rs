@@ -59,6 +59,21 @@ const BLOCK: usize = 2048;
 /// order: a function of nothing but this constant, so the sums do not
 /// depend on the number of threads.
 pub(crate) const SUPER_BLOCK: usize = 64 * BLOCK;
+/// `SPREAD[b]` has byte k equal to bit k of `b` (eight rows' bits, one
+/// per byte).
+const SPREAD: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut k = 0;
+        while k < 8 {
+            table[b] |= (((b >> k) & 1) as u64) << (8 * k);
+            k += 1;
+        }
+        b += 1;
+    }
+    table
+};
 /// Literals per column at most: codes `1..=255`, `0` for none.
 const MAX_WIDTH: usize = BINS - 1;
 
@@ -164,28 +179,38 @@ impl ColumnCodes {
         let blocks = n.div_ceil(BLOCK);
         let mut codes = vec![0u8; blocks * bytes.len() * BLOCK];
         let words_per_block = BLOCK / 64;
-        codes
-            .par_chunks_mut((bytes.len() * BLOCK).max(1))
-            .enumerate()
-            .for_each(|(b, block)| {
-                for (byte, out) in bytes.iter().zip(block.chunks_exact_mut(BLOCK)) {
-                    for part in &byte.parts {
-                        for (m, literal) in part.literals.clone().enumerate() {
-                            let code = ((m + 1) << part.shift) as u8;
-                            let words = features.column(literal).iter().skip(b * words_per_block);
-                            // Every row, every literal: `code` times the
-                            // bit, added (at most one literal per column is
-                            // set, and the columns' bits do not overlap).
-                            // Rows past n read no word.
-                            for (chunk, &word) in out.chunks_mut(64).zip(words) {
-                                for (k, c) in chunk.iter_mut().enumerate() {
-                                    *c += code * ((word >> k) & 1) as u8;
+        let build = |(b, block): (usize, &mut [u8])| {
+            for (byte, out) in bytes.iter().zip(block.chunks_exact_mut(BLOCK)) {
+                for part in &byte.parts {
+                    for (m, literal) in part.literals.clone().enumerate() {
+                        let code = ((m + 1) << part.shift) as u8;
+                        let words = features.column(literal).iter().skip(b * words_per_block);
+                        // Every row, every literal: `code` times the
+                        // bit, added (at most one literal per column is
+                        // set, and the columns' bits do not overlap, so
+                        // no byte carries into the next). Eight rows at
+                        // a time: each byte of `SPREAD[bits]` is one row's
+                        // bit. Rows past n read no word.
+                        for (chunk, &word) in out.chunks_mut(64).zip(words) {
+                            for (k, c8) in chunk.chunks_mut(8).enumerate() {
+                                let bits = ((word >> (8 * k)) & 0xff) as usize;
+                                let add = (SPREAD[bits] * u64::from(code)).to_le_bytes();
+                                for (c, a) in c8.iter_mut().zip(add) {
+                                    *c += a;
                                 }
                             }
                         }
                     }
                 }
-            });
+            }
+        };
+        let per_block = (bytes.len() * BLOCK).max(1);
+        if n <= SUPER_BLOCK {
+            // Small (n alone decides): no hand-off to the pool.
+            codes.chunks_mut(per_block).enumerate().for_each(build);
+        } else {
+            codes.par_chunks_mut(per_block).enumerate().for_each(build);
+        }
         Ok(ColumnCodes { n, bytes, codes, d })
     }
 
@@ -208,10 +233,15 @@ impl ColumnCodes {
         let starts: Vec<usize> = (0..n).step_by(SUPER_BLOCK).collect();
         // One vector of d sums per super-block, in row order whatever the
         // pool's size or scheduling.
-        let partials: Vec<Vec<f64>> = starts
-            .par_iter()
-            .map(|&start| self.super_block_sums(start..(start + SUPER_BLOCK).min(n), weights))
-            .collect();
+        let sums_from =
+            |start: usize| self.super_block_sums(start..(start + SUPER_BLOCK).min(n), weights);
+        // One super-block (n alone decides): no hand-off to the pool, whose
+        // synchronisation would add scheduling noise to the work.
+        let partials: Vec<Vec<f64>> = if starts.len() <= 1 {
+            starts.iter().map(|&start| sums_from(start)).collect()
+        } else {
+            starts.par_iter().map(|&start| sums_from(start)).collect()
+        };
         sums.clear();
         sums.resize(self.d, 0.0);
         for partial in &partials {
@@ -358,6 +388,47 @@ mod tests {
                 .sum();
             assert_eq!(got, want, "literal {j}"); // integers: exact
         }
+    }
+
+    /// Columns share a byte while their codes' bits fit: 10 intervals take
+    /// 4 bits, a single literal 1, 255 literals 8.
+    #[test]
+    fn columns_are_packed_by_their_bits() {
+        let part = |literals: Range<usize>, shift, bits| Part {
+            literals,
+            shift,
+            bits,
+        };
+        let bytes = pack(vec![
+            0..10,
+            10..20,
+            20..21,
+            21..22,
+            22..25,
+            25..280,
+            280..281,
+        ]);
+        assert_eq!(
+            bytes,
+            [
+                Byte {
+                    parts: vec![part(0..10, 0, 4), part(10..20, 4, 4)],
+                    bins: 256
+                },
+                Byte {
+                    parts: vec![part(20..21, 0, 1), part(21..22, 1, 1), part(22..25, 2, 2)],
+                    bins: 16
+                },
+                Byte {
+                    parts: vec![part(25..280, 0, 8)],
+                    bins: 256
+                },
+                Byte {
+                    parts: vec![part(280..281, 0, 1)],
+                    bins: 16
+                },
+            ]
+        );
     }
 
     /// The sums are bit-for-bit the same on pools of 1 and 2 threads.
