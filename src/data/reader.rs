@@ -402,11 +402,15 @@ enum Label {
     Numeric(f64),
 }
 
+/// One row encoded: its literals' range in [`Encoded::active`] and its
+/// label, or why it was refused.
+type RowResult = Result<(std::ops::Range<usize>, Option<Label>), DataError>;
+
 /// A chunk of records encoded: every row's literals back to back in
 /// `active`, and per row its range there and its label, or its error.
 struct Encoded {
     active: Vec<u32>,
-    results: Vec<Result<(std::ops::Range<usize>, Option<Label>), DataError>>,
+    results: Vec<RowResult>,
 }
 
 /// Encode `records`, the first being data row `first_row`.

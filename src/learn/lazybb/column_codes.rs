@@ -192,12 +192,12 @@ impl ColumnCodes {
                         // a time: each byte of `SPREAD[bits]` is one row's
                         // bit. Rows past n read no word.
                         for (chunk, &word) in out.chunks_mut(64).zip(words) {
-                            for (k, c8) in chunk.chunks_mut(8).enumerate() {
+                            for (k, c8) in chunk.chunks_exact_mut(8).enumerate() {
                                 let bits = ((word >> (8 * k)) & 0xff) as usize;
-                                let add = (SPREAD[bits] * u64::from(code)).to_le_bytes();
-                                for (c, a) in c8.iter_mut().zip(add) {
-                                    *c += a;
-                                }
+                                let add = SPREAD[bits] * u64::from(code);
+                                // Invariant: chunks_exact_mut(8) gives 8 bytes.
+                                let c8: &mut [u8; 8] = c8.try_into().expect("8 bytes");
+                                *c8 = (u64::from_le_bytes(*c8) + add).to_le_bytes();
                             }
                         }
                     }
@@ -336,6 +336,7 @@ mod tests {
     /// reassociation), for groups, single literals, a group wider than 255
     /// literals, and n not a multiple of the lanes, blocks or super-blocks.
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // a list of one group
     fn sums_match_the_set_rows() {
         let groups = [0..6, 6..7, 8..20, 21..30];
         for (n, seed) in [(1usize, 1u64), (97, 2), (4096, 3), (SUPER_BLOCK + 1001, 4)] {
@@ -463,6 +464,7 @@ mod tests {
 
     /// A group that is not one-hot is refused, as by the row lists.
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // lists of one group
     fn groups_that_are_not_one_hot_are_refused() {
         let mut builder = crate::data::BitMatrixBuilder::new(3);
         for active in [&[0u32, 1][..], &[1], &[2]] {
