@@ -18,7 +18,7 @@ use privboost::data::{Dataset, Encoder, LabelMode, read_csv};
 use privboost::learn::{self, LazyBbParams, PrivacyMode, PublicFacts, WeakLearnerKind};
 use privboost::privacy::{Budget, NoiseRng};
 
-use super::algorithm::{AlgorithmArg, AlgorithmArgs};
+use super::algorithm::{AlgorithmArg, AlgorithmArgs, WeakLearnerArg};
 use super::files;
 
 mod scale;
@@ -67,6 +67,11 @@ pub struct BenchArgs {
     /// With --scale, LazyBB uses DP-1R and --rounds.
     #[arg(long, value_parser = parse_algorithms)]
     algorithm: Option<AlgorithmList>,
+    /// LazyBB's weak learner for `--algorithm` and `--scale` (e.g.
+    /// dp-top-down for a TopDown row) [default: the default rule with
+    /// --algorithm, dp-1r with --scale].
+    #[arg(long, value_enum)]
+    weak_learner: Option<WeakLearnerArg>,
     /// Epsilon for `--algorithm` and for every learner of `--scale`.
     #[arg(long, default_value_t = 1.0)]
     epsilon: f64,
@@ -94,7 +99,11 @@ fn bench_learner(
     data: &Dataset,
     encoder: &Encoder,
 ) -> anyhow::Result<()> {
-    let spec = AlgorithmArgs::defaults(algorithm).spec()?;
+    let mut flags = AlgorithmArgs::defaults(algorithm);
+    if algorithm == AlgorithmArg::Lazybb {
+        flags.weak_learner = args.weak_learner;
+    }
+    let spec = flags.spec()?;
     let budget = Budget::new(args.epsilon, args.delta)?;
     let plan = spec.plan(budget, PublicFacts::new(encoder, data.n_rows()))?;
     let mut noise = NoiseRng::from_os()?;
