@@ -68,6 +68,9 @@ pub struct Config {
     pub database_url: Option<String>,
     /// Training workers (concurrent trainings).
     pub workers: usize,
+    /// Threads each training may use (a pool per worker: at most
+    /// `workers x threads_per_job` compute at once).
+    pub threads_per_job: usize,
     /// Use this admin key instead of generating one on first start.
     pub admin_key: Option<String>,
     /// Largest JSON request body, in bytes.
@@ -100,6 +103,7 @@ impl Config {
             db_path,
             database_url: None,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            threads_per_job: 1,
             admin_key: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
@@ -203,6 +207,7 @@ impl Server {
         let (jobs, workers) = JobQueue::start(
             pool.clone(),
             config.workers,
+            config.threads_per_job,
             config.job_lease,
             shutdown_rx.clone(),
         );

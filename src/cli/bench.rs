@@ -18,7 +18,7 @@ use privboost::data::{Dataset, Encoder, LabelMode, read_csv};
 use privboost::learn::{self, LazyBbParams, PrivacyMode, PublicFacts, WeakLearnerKind};
 use privboost::privacy::{Budget, NoiseRng};
 
-use super::algorithm::{AlgorithmArg, AlgorithmArgs};
+use super::algorithm::{AlgorithmArg, AlgorithmArgs, WeakLearnerArg};
 use super::files;
 
 mod scale;
@@ -67,6 +67,11 @@ pub struct BenchArgs {
     /// With --scale, LazyBB uses DP-1R and --rounds.
     #[arg(long, value_parser = parse_algorithms)]
     algorithm: Option<AlgorithmList>,
+    /// LazyBB's weak learner for `--algorithm` and `--scale` (e.g.
+    /// dp-top-down for a TopDown row) [default: the default rule with
+    /// --algorithm, dp-1r with --scale].
+    #[arg(long, value_enum)]
+    weak_learner: Option<WeakLearnerArg>,
     /// Epsilon for `--algorithm` and for every learner of `--scale`.
     #[arg(long, default_value_t = 1.0)]
     epsilon: f64,
@@ -94,7 +99,11 @@ fn bench_learner(
     data: &Dataset,
     encoder: &Encoder,
 ) -> anyhow::Result<()> {
-    let spec = AlgorithmArgs::defaults(algorithm).spec()?;
+    let mut flags = AlgorithmArgs::defaults(algorithm);
+    if algorithm == AlgorithmArg::Lazybb {
+        flags.weak_learner = args.weak_learner;
+    }
+    let spec = flags.spec()?;
     let budget = Budget::new(args.epsilon, args.delta)?;
     let plan = spec.plan(budget, PublicFacts::new(encoder, data.n_rows()))?;
     let mut noise = NoiseRng::from_os()?;
@@ -165,9 +174,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let iterations = args.iterations.unwrap_or(30).max(1);
     let mut times = Vec::with_capacity(iterations);
     let mut model = None;
+    // "One thread": training's parallel parts run on a pool of one.
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .context("starting the training thread")?;
     for _ in 0..iterations {
         let start = Instant::now();
-        let ensemble = learn::train(&data, &params, Some(&mut noise), &mut |_| true)?;
+        let ensemble =
+            one_thread.install(|| learn::train(&data, &params, Some(&mut noise), &mut |_| true))?;
         times.push(start.elapsed());
         model = Some(ensemble);
     }

@@ -43,6 +43,11 @@ pub struct ServeArgs {
     /// Training workers (trainings that run at once); default: the number of cores.
     #[arg(long, env = "PRIVBOOST_WORKERS")]
     workers: Option<usize>,
+    /// Threads one training may use (each worker has its own pool, so at
+    /// most workers x this many threads train at once). Results do not
+    /// depend on it.
+    #[arg(long, env = "PRIVBOOST_THREADS_PER_JOB", default_value_t = 1)]
+    threads_per_job: usize,
     /// Admin API key to create if missing, instead of generating one on first start.
     #[arg(long, env = "PRIVBOOST_ADMIN_KEY", hide_env_values = true)]
     admin_key: Option<String>,
@@ -86,6 +91,10 @@ impl ServeArgs {
     fn config(&self) -> anyhow::Result<Config> {
         anyhow::ensure!(self.workers != Some(0), "--workers must be at least 1");
         anyhow::ensure!(
+            self.threads_per_job > 0,
+            "--threads-per-job must be at least 1"
+        );
+        anyhow::ensure!(
             self.max_predict_rows > 0,
             "--max-predict-rows must be at least 1"
         );
@@ -105,6 +114,7 @@ impl ServeArgs {
         if let Some(w) = self.workers {
             c.workers = w;
         }
+        c.threads_per_job = self.threads_per_job;
         c.admin_key = self.admin_key.clone();
         c.max_body_bytes = self.max_body_bytes;
         c.max_upload_bytes = self.max_upload_bytes;

@@ -47,6 +47,10 @@ pub struct TrainArgs {
     /// Where to write the model.
     #[arg(long)]
     out: PathBuf,
+    /// Threads training may use [default: every core, or RAYON_NUM_THREADS].
+    /// The model does not depend on it, only the time.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
 }
 
 /// Train and save.
@@ -76,9 +80,15 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         ProgressStyle::with_template("training {bar:40} {pos}/{len} steps")
             .context("progress bar template")?,
     );
-    let model = plan.fit(&data, &encoder, &mut noise, &mut |done| {
-        bar.set_position(u64::from(done));
-        true
+    let threads = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.map_or(0, usize::from)) // 0: rayon's default
+        .build()
+        .context("starting the training threads")?;
+    let model = threads.install(|| {
+        plan.fit(&data, &encoder, &mut noise, &mut |done| {
+            bar.set_position(u64::from(done));
+            true
+        })
     })?;
     bar.finish_and_clear();
     files::write_atomically(&args.out, model.to_json().as_bytes())?;

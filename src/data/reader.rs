@@ -15,6 +15,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
+use rayon::prelude::*;
+
 use super::bits::{BitMatrixBuilder, BitVec};
 use super::dataset::Dataset;
 use super::encode::Encoder;
@@ -30,6 +32,14 @@ pub const MAX_RECORD_BYTES: u64 = 1 << 20;
 
 /// The CSV parser's read buffer.
 const READ_BUFFER: usize = 64 << 10;
+
+/// Records parsed before a batch is encoded in parallel.
+const BATCH: usize = 16 << 10;
+/// A batch also ends once its fields hold this many bytes (so that long
+/// records cannot make a batch hold BATCH x [`MAX_RECORD_BYTES`]).
+const BATCH_BYTES: usize = 4 << 20;
+/// Records per parallel encoding task.
+const ENCODE_CHUNK: usize = 1024;
 
 /// The input as the parser sees it: fails when the parser asks for more input while
 /// it has already consumed [`MAX_RECORD_BYTES`] of the current record. (The parser
@@ -202,31 +212,82 @@ fn read<R: Read>(
     let mut labels = layout
         .label
         .map(|_| LabelColumn::for_task(encoder.schema().task()));
-    let mut record = csv::ByteRecord::new();
-    let mut active = Vec::new();
+    // Records are parsed in order into a batch (at most BATCH records and
+    // about BATCH_BYTES of fields, so memory stays bounded), the batch is
+    // encoded in parallel chunks, and the results are taken in row order:
+    // the rows, errors and refusals are those of a one-at-a-time read.
+    let mut batch: Vec<csv::ByteRecord> = Vec::new();
     let mut errors = Vec::new();
     let (mut row, mut skipped) = (0, 0);
-    loop {
-        csv.get_mut().record_start = csv.position().byte();
-        match csv.read_byte_record(&mut record) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(csv_failure(&csv, e, row + 1).into()),
-        }
-        row += 1;
-        let line = record.position().map(csv::Position::line);
-        // A failed row pushes nothing: the label is pushed last, after every feature.
-        match encode_record(&record, &layout, encoder, row, &mut active, labels.as_mut()) {
-            Ok(()) => bits.push_row(&active),
-            Err(e) => {
-                skipped += 1;
-                if errors.len() < max_errors {
-                    errors.push(e.at_line(line));
+    let mut done = false;
+    while !done {
+        let (mut filled, mut bytes) = (0, 0);
+        let mut read_error = None;
+        while filled < BATCH && bytes < BATCH_BYTES {
+            if batch.len() == filled {
+                batch.push(csv::ByteRecord::new());
+            }
+            csv.get_mut().record_start = csv.position().byte();
+            match csv.read_byte_record(&mut batch[filled]) {
+                Ok(true) => {}
+                Ok(false) => {
+                    done = true;
+                    break;
                 }
-                if options.on_bad_row == OnBadRow::Refuse && errors.len() == max_errors {
-                    return Err(Failure::Rows(errors));
+                Err(e) => {
+                    // Reported after the rows before it, as when reading
+                    // one record at a time.
+                    read_error = Some(csv_failure(&csv, e, row + filled + 1));
+                    done = true;
+                    break;
                 }
             }
+            bytes += batch[filled].as_slice().len();
+            filled += 1;
+        }
+        let first_row = row + 1;
+        let encoded: Vec<Encoded> = batch[..filled]
+            .par_chunks(ENCODE_CHUNK)
+            .enumerate()
+            .map(|(c, records)| {
+                let first = first_row + c * ENCODE_CHUNK;
+                encode_chunk(records, first, &layout, encoder)
+            })
+            .collect();
+        for (chunk, records) in encoded
+            .into_iter()
+            .zip(batch[..filled].chunks(ENCODE_CHUNK))
+        {
+            for (result, record) in chunk.results.into_iter().zip(records) {
+                row += 1;
+                match result {
+                    Ok((range, label)) => {
+                        bits.push_row(&chunk.active[range]);
+                        match (labels.as_mut(), label) {
+                            (Some(LabelColumn::Binary(bits)), Some(Label::Binary(y))) => {
+                                bits.push(y);
+                            }
+                            (Some(LabelColumn::Numeric(values)), Some(Label::Numeric(y))) => {
+                                values.push(y);
+                            }
+                            _ => {}
+                        }
+                    }
+                    Err(e) => {
+                        skipped += 1;
+                        if errors.len() < max_errors {
+                            let line = record.position().map(csv::Position::line);
+                            errors.push(e.at_line(line));
+                        }
+                        if options.on_bad_row == OnBadRow::Refuse && errors.len() == max_errors {
+                            return Err(Failure::Rows(errors));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(e) = read_error {
+            return Err(e.into());
         }
     }
     if options.on_bad_row == OnBadRow::Refuse && !errors.is_empty() {
@@ -335,35 +396,78 @@ impl LabelColumn {
     }
 }
 
-/// Encode one record into `active` (and append its label).
+/// One row's label as encoded.
+enum Label {
+    Binary(bool),
+    Numeric(f64),
+}
+
+/// One row encoded: its literals' range in [`Encoded::active`] and its
+/// label, or why it was refused.
+type RowResult = Result<(std::ops::Range<usize>, Option<Label>), DataError>;
+
+/// A chunk of records encoded: every row's literals back to back in
+/// `active`, and per row its range there and its label, or its error.
+struct Encoded {
+    active: Vec<u32>,
+    results: Vec<RowResult>,
+}
+
+/// Encode `records`, the first being data row `first_row`.
+fn encode_chunk(
+    records: &[csv::ByteRecord],
+    first_row: usize,
+    layout: &Layout,
+    encoder: &Encoder,
+) -> Encoded {
+    let mut active = Vec::with_capacity(records.len() * layout.features.len());
+    let results = records
+        .iter()
+        .enumerate()
+        .map(|(k, record)| {
+            let start = active.len();
+            let result = encode_record(record, layout, encoder, first_row + k, &mut active);
+            // A failed row keeps no literals.
+            match result {
+                Ok(label) => Ok((start..active.len(), label)),
+                Err(e) => {
+                    active.truncate(start);
+                    Err(e)
+                }
+            }
+        })
+        .collect();
+    Encoded { active, results }
+}
+
+/// Encode one record, appending its literals to `active`; returns its label
+/// (if the layout has one).
 fn encode_record(
     record: &csv::ByteRecord,
     layout: &Layout,
     encoder: &Encoder,
     row: usize,
     active: &mut Vec<u32>,
-    labels: Option<&mut LabelColumn>,
-) -> Result<(), DataError> {
+) -> Result<Option<Label>, DataError> {
     if record.len() != layout.width {
         return Err(DataError::row(
             row,
             format!("expected {} fields, found {}", layout.width, record.len()),
         ));
     }
-    active.clear();
     for &(i, f) in &layout.features {
         let value = field(record, i, row, &encoder.feature_names()[f])?;
         encoder.encode_cell(f, Some(value), row, active)?;
     }
-    if let (Some(i), Some(labels)) = (layout.label, labels) {
-        let name = encoder.schema().label_column();
-        let value = field(record, i, row, name)?;
-        match labels {
-            LabelColumn::Binary(bits) => bits.push(encoder.encode_label(value, row)?),
-            LabelColumn::Numeric(values) => values.push(encoder.encode_target(value, row)?),
-        }
-    }
-    Ok(())
+    let Some(i) = layout.label else {
+        return Ok(None);
+    };
+    let name = encoder.schema().label_column();
+    let value = field(record, i, row, name)?;
+    Ok(Some(match encoder.schema().task() {
+        Task::Binary => Label::Binary(encoder.encode_label(value, row)?),
+        Task::Regression { .. } => Label::Numeric(encoder.encode_target(value, row)?),
+    }))
 }
 
 /// Field `i` decoded and trimmed.

@@ -143,9 +143,14 @@ impl JobQueue {
     /// Start `workers` workers. They stop when `shutdown` becomes `true`.
     /// A running job whose worker has not renewed its lease for `lease` is
     /// re-queued (its process died).
+    ///
+    /// Each worker trains on its own pool of `threads_per_job` threads
+    /// (at least 1), so at most `workers x threads_per_job` threads compute
+    /// at once, whatever the jobs do.
     pub fn start(
         pool: crate::store::Db,
         workers: usize,
+        threads_per_job: usize,
         lease: Duration,
         shutdown: watch::Receiver<bool>,
     ) -> (JobQueue, Workers) {
@@ -162,7 +167,10 @@ impl JobQueue {
             .map(|n| {
                 let q = queue.clone();
                 let rx = shutdown.clone();
-                tokio::spawn(async move { q.worker(rx).await }.instrument(info_span!("worker", n)))
+                let threads = training_pool(n, threads_per_job);
+                tokio::spawn(
+                    async move { q.worker(rx, threads).await }.instrument(info_span!("worker", n)),
+                )
             })
             .collect();
         (queue, Workers { handles })
@@ -199,7 +207,7 @@ impl JobQueue {
         self.inner.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    async fn worker(self, mut shutdown: watch::Receiver<bool>) {
+    async fn worker(self, mut shutdown: watch::Receiver<bool>, threads: Arc<rayon::ThreadPool>) {
         loop {
             if *shutdown.borrow() {
                 self.inner.stopping.store(true, Ordering::Relaxed);
@@ -211,7 +219,7 @@ impl JobQueue {
                     // There may be more: let another idle worker look.
                     self.inner.notify.notify_one();
                     let span = info_span!("job", job_id = %job.id, dataset_id = %job.dataset_id);
-                    self.run(job).instrument(span).await;
+                    self.run(job, &threads).instrument(span).await;
                     continue;
                 }
                 Ok(None) => {
@@ -239,13 +247,13 @@ impl JobQueue {
     }
 
     /// Run one claimed job to a final state (or back to the queue on shutdown).
-    async fn run(&self, job: ClaimedJob) {
+    async fn run(&self, job: ClaimedJob, threads: &Arc<rayon::ThreadPool>) {
         let control = Arc::new(JobControl::default());
         control
             .cancel
             .store(job.cancel_requested, Ordering::Relaxed);
         self.lock_running().insert(job.id.clone(), control.clone());
-        let outcome = self.train(&job, &control).await;
+        let outcome = self.train(&job, &control, threads.clone()).await;
         let rounds = control.rounds_done.load(Ordering::Relaxed);
         let result = match outcome {
             Ok(()) => {
@@ -304,7 +312,12 @@ impl JobQueue {
         self.lock_running().remove(&job.id);
     }
 
-    async fn train(&self, job: &ClaimedJob, control: &Arc<JobControl>) -> Result<(), Failure> {
+    async fn train(
+        &self,
+        job: &ClaimedJob,
+        control: &Arc<JobControl>,
+        threads: Arc<rayon::ThreadPool>,
+    ) -> Result<(), Failure> {
         let Some((schema_json, data)) = store::datasets::load_rows(&self.inner.pool, job).await?
         else {
             return Err(Failure::DatasetGone);
@@ -338,7 +351,9 @@ impl JobQueue {
                 control.rounds_done.store(done, Ordering::Relaxed);
                 !control.cancel.load(Ordering::Relaxed) && !inner.stopping.load(Ordering::Relaxed)
             };
-            let mut model = plan.fit(&data, &encoder, &mut noise, &mut on_round)?;
+            // The learners' parallel parts run on this worker's pool only.
+            let mut model =
+                threads.install(|| plan.fit(&data, &encoder, &mut noise, &mut on_round))?;
             model.set_job_id(job_id);
             Ok((model.to_json(), plan.steps))
         });
@@ -415,4 +430,22 @@ impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Failure {
         Failure::Internal(e.to_string())
     }
+}
+
+/// Worker `n`'s training pool of `threads` threads (at least 1). Building a
+/// pool fails only if the OS refuses to start threads; the error is logged
+/// and a pool of one thread tried instead.
+fn training_pool(n: usize, threads: usize) -> Arc<rayon::ThreadPool> {
+    let build = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(move |i| format!("privboost-train-{n}-{i}"))
+            .build()
+    };
+    let pool = build(threads.max(1)).unwrap_or_else(|e| {
+        error!(error = %e, threads, "cannot start the training threads; using one");
+        // Invariant: a process that runs at all can start one thread.
+        build(1).expect("one training thread")
+    });
+    Arc::new(pool)
 }

@@ -186,7 +186,7 @@ fn time_learner(
     let mut flags = AlgorithmArgs::defaults(algorithm);
     if algorithm == AlgorithmArg::Lazybb {
         flags.rounds = Some(args.rounds);
-        flags.weak_learner = Some(WeakLearnerArg::OneRule);
+        flags.weak_learner = Some(args.weak_learner.unwrap_or(WeakLearnerArg::OneRule));
     }
     let mut row = TrainingRow {
         algorithm: clap::ValueEnum::to_possible_value(&algorithm)

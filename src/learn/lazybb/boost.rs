@@ -27,17 +27,20 @@
 //! The work per round is data-independent too (`docs/privacy.md`, "Timing"):
 //! the projection always gets all `2 tau + 1` margin groups (empty ones with
 //! count 0) and does the same steps in both of its cases
-//! ([`super::projection::log_scale`]); the weak learners sum padded row lists
-//! and one-hot group lists ([`super::row_lists`]) and select by report-noisy-max, whose time depends
+//! ([`super::projection::log_scale`]); DP-1R streams per-row column codes
+//! ([`super::column_codes`]), TopDown sums padded row lists and one-hot group
+//! lists ([`super::row_lists`]), and both select by report-noisy-max, whose time depends
 //! on the noise only; tree margins are updated from each row's leaf, one
 //! lookup per row ([`TopDown::add_margins`]). Weights below [`FLUSH_BELOW`]
 //! are set to 0 so that no sum ever meets a subnormal number, whose
 //! arithmetic is many times slower on common CPUs.
 
+use rayon::prelude::*;
+
 use super::LearnError;
 use super::hypothesis::Hypothesis;
 use super::local::{Corrector, local_class_weights};
-use super::one_rule::{LocalDebias, OneRule, Selection};
+use super::one_rule::{ClassWeights, LocalDebias, OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
 use super::row_lists::GroupError;
@@ -151,6 +154,38 @@ pub(crate) fn class_weights(count: &[u64], mu: &[f64], signed_of_class: &mut [f6
     p_positive
 }
 
+/// `count[k]` = rows of class k. Chunks of rows are counted in parallel;
+/// integer counts do not depend on the order.
+fn count_classes(class: &[i32], count: &mut [u64]) {
+    const CHUNK: usize = 1 << 16;
+    count.iter_mut().for_each(|c| *c = 0);
+    if class.len() <= CHUNK {
+        // One chunk (n alone decides): no hand-off to the pool.
+        for &c in class {
+            count[c as usize] += 1;
+        }
+        return;
+    }
+    let classes = count.len();
+    let partial = class
+        .par_chunks(CHUNK)
+        .map(|chunk| {
+            let mut count = vec![0u64; classes];
+            for &c in chunk {
+                count[c as usize] += 1;
+            }
+            count
+        })
+        .reduce(
+            || vec![0u64; classes],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+                a
+            },
+        );
+    count.copy_from_slice(&partial);
+}
+
 /// [`train`], optionally with a [`Fault`] (tests only pass `Some`).
 pub(crate) fn train_with_fault(
     data: &Dataset,
@@ -201,12 +236,13 @@ fn train_inner(
         .map(|&label| 2 * tau + i32::from(label > 0))
         .collect();
     let mut count = vec![0u64; classes];
-    for &c in &class {
-        count[c as usize] += 1;
-    }
+    count_classes(&class, &mut count);
     let mut signed_of_class = vec![0.0f64; classes];
-    // One more entry than rows: the row lists' sentinel, always 0.
-    let mut signed = vec![0.0f64; n + 1];
+    // Per-row weights for TopDown and the local-DP 1-Rule, one more entry
+    // than rows: the row lists' sentinel, always 0. (The central DP-1R
+    // reads `class` and `signed_of_class`.)
+    let per_row = matches!(p.weak_learner, WeakLearnerKind::TopDown { .. }) || debias.is_some();
+    let mut signed = vec![0.0f64; if per_row { n + 1 } else { 0 }];
     // A group that is not one-hot in the data is an encoder bug: refuse.
     let groups = &data.one_hot_groups;
     let group_error = |e: GroupError| LearnError::Data(DataError::schema(e.to_string()));
@@ -268,8 +304,12 @@ fn train_inner(
         let corrections = corrector
             .as_mut()
             .map(|c| c.compute(&class, &signed_of_class, &positive_of_class, p_positive));
-        for (out, &c) in signed.iter_mut().zip(&class) {
-            *out = signed_of_class[c as usize];
+        if matches!(learner, Learner::TopDown(_)) || features_only.is_some() {
+            // TopDown and the local-DP 1-Rule gather per-row weights; the
+            // central DP-1R looks them up by class.
+            for (out, &c) in signed.iter_mut().zip(&class) {
+                *out = signed_of_class[c as usize];
+            }
         }
 
         let eta = |c: &Calibration| match fault {
@@ -285,7 +325,11 @@ fn train_inner(
                         (Some(c), Some(rng)) => Selection::NoisyMax { eta: eta(c), rng },
                         _ => Selection::Best,
                     };
-                    learner.select(&signed, p_positive, selection)?
+                    let weights = ClassWeights {
+                        class: &class,
+                        of_class: &signed_of_class,
+                    };
+                    learner.select(weights, p_positive, selection)?
                 };
                 Hypothesis::from_candidate_index(index, d)
             }
@@ -315,10 +359,7 @@ fn train_inner(
         if let Some(c) = corrector.as_mut() {
             c.add(&h);
         }
-        count.iter_mut().for_each(|c| *c = 0);
-        for &c in &class {
-            count[c as usize] += 1;
-        }
+        count_classes(&class, &mut count);
         hypotheses.push(h);
         if !on_round(round) {
             return Err(LearnError::Cancelled);

@@ -3,7 +3,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use rayon::prelude::*;
+
 use crate::data::BitMatrix;
+
+/// Rows per parallel chunk of the margin updates (a multiple of 64, the bit
+/// matrix's word).
+const PARALLEL_ROWS: usize = 1 << 16;
 
 /// One weak hypothesis `h: x -> {-1, +1}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,22 +171,46 @@ impl Hypothesis {
         match self {
             Hypothesis::Constant { positive } => {
                 let h = if *positive { step } else { -step };
-                for (m, &y) in margins.iter_mut().zip(labels) {
-                    *m += h * i32::from(y);
+                let update = |(margins, labels): (&mut [i32], &[i8])| {
+                    for (m, &y) in margins.iter_mut().zip(labels) {
+                        *m += h * i32::from(y);
+                    }
+                };
+                if margins.len() <= PARALLEL_ROWS {
+                    update((margins, labels));
+                } else {
+                    margins
+                        .par_chunks_mut(PARALLEL_ROWS)
+                        .zip(labels.par_chunks(PARALLEL_ROWS))
+                        .for_each(update);
                 }
             }
             Hypothesis::Literal { literal, negated } => {
                 let flip = if *negated { u64::MAX } else { 0 };
                 let column = features.column(*literal as usize);
-                for ((chunk_m, chunk_y), &word) in
-                    margins.chunks_mut(64).zip(labels.chunks(64)).zip(column)
-                {
-                    let bits = word ^ flip;
-                    for (b, (m, &y)) in chunk_m.iter_mut().zip(chunk_y).enumerate() {
-                        // h = +1 when the bit is set, -1 otherwise; branch-free.
-                        let h = 2 * ((bits >> b) & 1) as i32 - 1;
-                        *m += step * h * i32::from(y);
+                // Integer updates, one per row: the same result in any
+                // order, so chunks of rows run in parallel.
+                let update = |((margins, labels), column): ((&mut [i32], &[i8]), &[u64])| {
+                    for ((chunk_m, chunk_y), &word) in
+                        margins.chunks_mut(64).zip(labels.chunks(64)).zip(column)
+                    {
+                        let bits = word ^ flip;
+                        for (b, (m, &y)) in chunk_m.iter_mut().zip(chunk_y).enumerate() {
+                            // h = +1 when the bit is set, -1 otherwise; branch-free.
+                            let h = 2 * ((bits >> b) & 1) as i32 - 1;
+                            *m += step * h * i32::from(y);
+                        }
                     }
+                };
+                if margins.len() <= PARALLEL_ROWS {
+                    // One chunk (n alone decides): no hand-off to the pool.
+                    update(((margins, labels), column));
+                } else {
+                    margins
+                        .par_chunks_mut(PARALLEL_ROWS)
+                        .zip(labels.par_chunks(PARALLEL_ROWS))
+                        .zip(column.par_chunks(PARALLEL_ROWS / 64))
+                        .for_each(update);
                 }
             }
             Hypothesis::Tree { .. } => {

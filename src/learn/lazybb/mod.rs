@@ -7,7 +7,8 @@
 //! - [`projection`]: the KL projection onto kappa-dense measures.
 //! - [`boost`]: the boosting loop.
 //! - `one_rule`, `top_down`: the DP 1-Rule and DP TopDown weak learners,
-//!   each with its privacy argument; `row_lists` feeds both.
+//!   each with its privacy argument; `column_codes` feeds DP-1R's sums,
+//!   `row_lists` TopDown's.
 //! - [`hypothesis`]: the weak hypotheses.
 //! - [`model`]: LazyBB's model file (version 1), its privacy statement,
 //!   prediction.
@@ -16,6 +17,7 @@
 
 pub mod baselines;
 pub mod boost;
+mod column_codes;
 pub mod hypothesis;
 pub mod inspect;
 mod local;

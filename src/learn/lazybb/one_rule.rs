@@ -8,11 +8,11 @@
 //!   true is an error iff `y = -1`; a row with it false iff `y = +1`);
 //! - `err(not x_j) = 1 - err(x_j)`, `err(+1) = 1 - P+`, `err(-1) = P+`.
 //!
-//! So one pass over the set bits of each literal, accumulating the signed
-//! weights `-y_i p(i)`, gives all `2d + 2` errors. The passes go over
-//! [`RowLists`], laid out so that the work depends on n, d and the schema's
-//! one-hot groups only, never on the literals' densities (`docs/privacy.md`,
-//! "Timing").
+//! So the sums of the signed weights `-y_i p(i)` over each literal's set
+//! rows give all `2d + 2` errors. One streaming pass over per-row column
+//! codes computes them all ([`ColumnCodes`]), with work that depends on n,
+//! d and the schema's one-hot groups only, never on the literals' densities
+//! (`docs/privacy.md`, "Timing").
 //!
 //! # Privacy
 //!
@@ -44,7 +44,9 @@
 
 use std::ops::Range;
 
-use super::row_lists::{GroupError, RowLists};
+pub(crate) use super::column_codes::ClassWeights;
+use super::column_codes::ColumnCodes;
+use super::row_lists::GroupError;
 use crate::data::BitMatrix;
 use crate::privacy::{NoiseRng, PrivacyError, laplace};
 
@@ -62,42 +64,39 @@ pub(crate) enum Selection<'a> {
     Best,
 }
 
-/// Per-column row lists and reusable buffers for the per-round computation.
+/// Per-row column codes and reusable buffers for the per-round computation.
 pub(crate) struct OneRule {
-    /// The rows to sum each literal over ([`RowLists`] says why they are
-    /// padded to one length).
-    lists: RowLists,
+    /// The literals as per-row codes ([`ColumnCodes`] says why).
+    codes: ColumnCodes,
+    sums: Vec<f64>,
     errors: Vec<f64>,
     scores: Vec<f64>,
-    /// Per-literal partial sums of one one-hot group (4 lanes each).
-    lanes: Vec<f64>,
 }
 
 impl OneRule {
-    /// Row lists for training on `features` with its one-hot literal
-    /// `groups` ([`RowLists::new`]).
+    /// Codes for training on `features` with its one-hot literal `groups`
+    /// ([`ColumnCodes::new`]).
     pub(crate) fn new(
         features: &BitMatrix,
         groups: &[Range<usize>],
     ) -> Result<OneRule, GroupError> {
         Ok(OneRule {
-            lists: RowLists::new(features, groups)?,
+            codes: ColumnCodes::new(features, groups)?,
+            sums: Vec::new(),
             errors: Vec::new(),
             scores: Vec::new(),
-            lanes: Vec::new(),
         })
     }
 
     /// Pick a candidate index (see `Hypothesis::from_candidate_index`) given
-    /// the signed weights `signed[i] = -y_i p(i)` and `p_positive = P+`.
-    /// `signed` has `n + 1` entries, the last 0.0 (the row lists' sentinel).
+    /// the signed weights `w_i = -y_i p(i)` by class and `p_positive = P+`.
     pub(crate) fn select(
         &mut self,
-        signed: &[f64],
+        weights: ClassWeights<'_>,
         p_positive: f64,
         selection: Selection<'_>,
     ) -> Result<usize, PrivacyError> {
-        self.compute_errors(signed, p_positive);
+        self.compute_errors(weights, p_positive);
         match selection {
             Selection::Best => Ok(argmin(&self.errors)),
             Selection::NoisyMax { eta, rng } => {
@@ -109,52 +108,12 @@ impl OneRule {
     }
 
     /// The `2d + 2` weighted errors, in candidate order.
-    pub(crate) fn compute_errors(&mut self, signed: &[f64], p_positive: f64) {
-        debug_assert_eq!(signed.last(), Some(&0.0), "the sentinel's weight");
-        let d = self.lists.len();
+    pub(crate) fn compute_errors(&mut self, weights: ClassWeights<'_>, p_positive: f64) {
+        let d = self.codes.len();
+        self.codes.literal_sums(weights, &mut self.sums);
         self.errors.clear();
         self.errors.resize(2 * d + 2, 0.0);
-        // sum_i -y_i p(i) = P- - P+ = 1 - 2 P+.
-        let total = 1.0 - 2.0 * p_positive;
-        // One-hot groups: one loop over each group's 4-entry blocks, a fixed
-        // trip count; four lanes per literal (by block) keep the add chains
-        // independent.
-        for group in self.lists.groups() {
-            let rows = self.lists.group_rows(group);
-            self.lanes.clear();
-            self.lanes.resize(4 * group.literals.len(), 0.0);
-            for (b, (c, &owner)) in rows.chunks_exact(4).zip(&group.owner).enumerate() {
-                let s = (signed[c[0] as usize] + signed[c[1] as usize])
-                    + (signed[c[2] as usize] + signed[c[3] as usize]);
-                self.lanes[4 * owner as usize + b % 4] += s;
-            }
-            for (k, lane) in self.lanes.chunks_exact(4).enumerate() {
-                let err = p_positive + ((lane[0] + lane[1]) + (lane[2] + lane[3]));
-                let j = group.literals.start + k;
-                self.errors[j] = err;
-                self.errors[d + j] = 1.0 - err;
-            }
-        }
-        for j in (0..d).filter(|&j| !self.lists.in_group(j)) {
-            // Padded lists, all `floor(n / 2)` long.
-            let (list, complement) = self.lists.get(j);
-            // Four accumulators: a single float add chain would bound the
-            // loop by the add latency rather than by the loads.
-            let mut acc = [0.0f64; 4];
-            let mut chunks = list.chunks_exact(4);
-            for c in &mut chunks {
-                acc[0] += signed[c[0] as usize];
-                acc[1] += signed[c[1] as usize];
-                acc[2] += signed[c[2] as usize];
-                acc[3] += signed[c[3] as usize];
-            }
-            for &i in chunks.remainder() {
-                acc[0] += signed[i as usize];
-            }
-            let sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-            // `total - sum` or `0 + sum`, with the same operations.
-            let c = RowLists::complement_factor(complement);
-            let sum = c * total + (1.0 - 2.0 * c) * sum;
+        for (j, &sum) in self.sums.iter().enumerate() {
             let err = p_positive + sum;
             self.errors[j] = err;
             self.errors[d + j] = 1.0 - err;
@@ -174,11 +133,35 @@ impl OneRule {
         debias: &LocalDebias,
         corrections: Option<&[LiteralCorrection]>,
     ) -> usize {
-        self.compute_errors(signed, p_positive);
+        // One weight per row: each row is its own class.
+        let n = self.codes.n_rows();
+        let rows: Vec<i32> = (0..n as i32).collect();
+        self.compute_errors(
+            ClassWeights {
+                class: &rows,
+                of_class: &signed[..n],
+            },
+            p_positive,
+        );
         // sum_i p(i)^2 (the sentinel adds 0): the variance scale.
         let w2: f64 = signed.iter().map(|w| w * w).sum();
         debias.apply(&mut self.errors, p_positive, w2, corrections);
         argmin(&self.errors)
+    }
+
+    /// [`Self::compute_errors`] with one weight per row (`signed[i]` for row
+    /// i; a last entry, the row lists' sentinel, is ignored). For tests.
+    #[cfg(test)]
+    pub(crate) fn compute_errors_per_row(&mut self, signed: &[f64], p_positive: f64) {
+        let n = self.codes.n_rows();
+        let class: Vec<i32> = (0..n as i32).collect();
+        self.compute_errors(
+            ClassWeights {
+                class: &class,
+                of_class: &signed[..n],
+            },
+            p_positive,
+        );
     }
 
     /// The errors from the last call (for tests).

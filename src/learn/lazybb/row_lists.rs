@@ -110,21 +110,7 @@ impl RowLists {
     ) -> Result<RowLists, GroupError> {
         let n = features.n_rows();
         let d = features.n_cols();
-        let mut group_of = vec![None; d];
-        for (g, range) in groups.iter().enumerate() {
-            if range.is_empty()
-                || range.end > d
-                || group_of[range.clone()].iter().any(Option::is_some)
-            {
-                return Err(GroupError::Invalid(range.clone()));
-            }
-            group_of[range.clone()]
-                .iter_mut()
-                .for_each(|x| *x = Some(g));
-        }
-        for range in groups {
-            check_one_hot(features, range.clone())?;
-        }
+        let group_of = check_groups(features, groups)?;
         let width = n / 2;
         let sentinel = n as u32;
         let mut rows = Vec::new();
@@ -233,6 +219,29 @@ impl RowLists {
     pub(crate) fn complement_factor(complement: bool) -> f64 {
         f64::from(u8::from(complement))
     }
+}
+
+/// Each literal's group index, after checking that `groups` are disjoint
+/// non-empty ranges of literals, each one-hot in the data.
+pub(crate) fn check_groups(
+    features: &BitMatrix,
+    groups: &[Range<usize>],
+) -> Result<Vec<Option<usize>>, GroupError> {
+    let d = features.n_cols();
+    let mut group_of = vec![None; d];
+    for (g, range) in groups.iter().enumerate() {
+        if range.is_empty() || range.end > d || group_of[range.clone()].iter().any(Option::is_some)
+        {
+            return Err(GroupError::Invalid(range.clone()));
+        }
+        group_of[range.clone()]
+            .iter_mut()
+            .for_each(|x| *x = Some(g));
+    }
+    for range in groups {
+        check_one_hot(features, range.clone())?;
+    }
+    Ok(group_of)
 }
 
 /// Entries of a one-hot group of `k` literals: `4 ceil((n + 3 k) / 4)`.

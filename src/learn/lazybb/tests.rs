@@ -96,7 +96,7 @@ fn errors_match_brute_force() {
         .collect();
     let p_positive: f64 = (0..200).filter(|&i| labels.get(i)).map(|i| p[i]).sum();
     let mut learner = OneRule::new(&data.features, &[]).unwrap();
-    learner.compute_errors(&signed, p_positive);
+    learner.compute_errors_per_row(&signed, p_positive);
     for (got, want) in learner.errors().iter().zip(brute_force_errors(&data, &p)) {
         assert!((got - want).abs() < 1e-12, "{got} vs {want}");
     }
@@ -653,7 +653,7 @@ fn float_error_of_the_errors_is_within_the_margin() {
         let (signed, p_positive) = case.float_weights();
         let features = BitMatrix::from_columns(n, &case.columns);
         let mut learner = OneRule::new(&features, &[]).unwrap();
-        learner.compute_errors(&signed, p_positive);
+        learner.compute_errors_per_row(&signed, p_positive);
         let exact = case.exact_errors();
         let worst = learner
             .errors()
@@ -702,8 +702,8 @@ fn one_hot_group_errors_match_the_padded_errors() {
         let p_positive: f64 = signed.iter().filter(|&&s| s < 0.0).map(|s| -s).sum();
         let mut padded = OneRule::new(&features, &[]).unwrap();
         let mut grouped = OneRule::new(&features, &groups).unwrap();
-        padded.compute_errors(&signed, p_positive);
-        grouped.compute_errors(&signed, p_positive);
+        padded.compute_errors_per_row(&signed, p_positive);
+        grouped.compute_errors_per_row(&signed, p_positive);
         for (j, (a, b)) in padded.errors().iter().zip(grouped.errors()).enumerate() {
             assert!((a - b).abs() <= 1e-14, "n {n} candidate {j}: {a} vs {b}");
         }
@@ -843,7 +843,7 @@ fn debiased_one_rule_errors_are_unbiased() {
             .collect();
         let p_positive: f64 = (0..n).filter(|&i| y[i]).map(|i| p[i]).sum();
         let mut learner = OneRule::new(&features, &[]).unwrap();
-        learner.compute_errors(&signed, p_positive);
+        learner.compute_errors_per_row(&signed, p_positive);
         (learner.errors().to_vec(), p_positive)
     };
     let (truth, _) = errors(&a, &b, &y);
