@@ -727,6 +727,74 @@ mod tests {
         );
     }
 
+    /// Batches and parallel chunks do not show: over several batches
+    /// (16 Ki records each) of chunks, the rows keep their order, bad rows
+    /// are reported in order with their row and line, and a refusal names
+    /// the same first rows as a one-at-a-time read would.
+    #[test]
+    fn rows_and_errors_keep_their_order_across_batches() {
+        let n = 40_000;
+        let bad = [1_500usize, 20_000, 39_999];
+        let mut text = String::from("age,id,work,flag,y\n");
+        for row in 1..=n {
+            if bad.contains(&row) {
+                text.push_str("x,2,a,1,+\n");
+            } else {
+                let work = if row % 3 == 0 { "a" } else { "b" };
+                let y = if row % 7 == 0 { "+" } else { "-" };
+                text.push_str(&format!("{},2,{work},{},{y}\n", row % 50, row % 2));
+            }
+        }
+        let mut options = ReadOptions::new(LabelMode::Required);
+        options.max_errors = 10;
+        options.on_bad_row = OnBadRow::Skip;
+        let report = read_csv_with(text.as_bytes(), &encoder(), &options).unwrap();
+        assert_eq!(report.dataset.n_rows(), n - bad.len());
+        assert_eq!(report.skipped, bad.len());
+        let errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+        for (e, row) in errors.iter().zip(bad) {
+            assert!(
+                e.starts_with(&format!("row {row} (line {})", row + 1)),
+                "{e}"
+            );
+        }
+        // Every kept row in order: its label and its flag literal.
+        let kept: Vec<usize> = (1..=n).filter(|r| !bad.contains(r)).collect();
+        let reference = read_csv_with(
+            "age,id,work,flag,y\n0,2,a,1,+\n0,2,a,0,+\n".as_bytes(),
+            &encoder(),
+            &ReadOptions::new(LabelMode::Required),
+        )
+        .unwrap();
+        let flag_on = reference.dataset.features.row_active(0);
+        let flag_off = reference.dataset.features.row_active(1);
+        let flag: Vec<u32> = flag_on
+            .iter()
+            .filter(|l| !flag_off.contains(l))
+            .copied()
+            .collect();
+        let labels = report.dataset.labels.as_ref().unwrap();
+        for (i, &row) in kept.iter().enumerate() {
+            assert_eq!(labels.get(i), row % 7 == 0, "row {row}");
+            let active = report.dataset.features.row_active(i);
+            assert_eq!(
+                flag.iter().all(|l| active.contains(l)),
+                row % 2 == 1,
+                "row {row}"
+            );
+        }
+        // Refusing at the first 2 bad rows: those two, not the third.
+        options.on_bad_row = OnBadRow::Refuse;
+        options.max_errors = 2;
+        let e = read_csv_with(text.as_bytes(), &encoder(), &options).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("row 1500 (line 1501)") && e.contains("row 20000 (line 20001)"),
+            "{e}"
+        );
+        assert!(!e.contains("row 39999"), "{e}");
+    }
+
     #[test]
     fn several_errors_or_skipping() {
         let text = "age,id,work,flag,y\n1,2,a,1,+\n1,2,Zeta,1,+\n1,2,a,1\n1,2,b,0,-\nx,2,a,1,+\n";

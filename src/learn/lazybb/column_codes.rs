@@ -261,7 +261,7 @@ impl ColumnCodes {
 
     /// The per-literal sums over `rows` (at most [`SUPER_BLOCK`] rows).
     fn super_block_sums(&self, rows: Range<usize>, weights: ClassWeights<'_>) -> Vec<f64> {
-        // Each byte's bins, LANES copies per bin, back to back.
+        // Each byte's LANES copies of its bins, back to back.
         let offsets: Vec<usize> = self
             .bytes
             .iter()
@@ -296,7 +296,7 @@ impl ColumnCodes {
         let mut sums = vec![0.0; self.d];
         for (byte, &offset) in self.bytes.iter().zip(&offsets) {
             for bin in 0..byte.bins {
-                let lane = |l: usize| hist[offset + bin * LANES + l];
+                let lane = |l: usize| hist[offset + l * byte.bins + bin];
                 let v = ((lane(0) + lane(1)) + (lane(2) + lane(3)))
                     + ((lane(4) + lane(5)) + (lane(6) + lane(7)));
                 for part in &byte.parts {
@@ -313,8 +313,9 @@ impl ColumnCodes {
 
 /// Add each row's weight into its code's bin, row k into copy `k % LANES`
 /// (one pass; the trip count depends on the block's length only). `hist`
-/// holds `B` bins of `LANES` copies each (a bin's copies share a cache
-/// line, so only the bins in use occupy L1); every code is below `B` (masking it
+/// holds `LANES` copies of `B` bins (copy-major: a bin's copies in one
+/// cache line measured slower at 3 M rows, 0.9-2.1 s against 1.6-2.2 s);
+/// every code is below `B` (masking it
 /// changes nothing and lets the compiler drop the bounds checks).
 #[inline]
 fn add_block<const B: usize>(hist: &mut [f64], codes: &[u8], w: &[f64]) {
@@ -323,7 +324,7 @@ fn add_block<const B: usize>(hist: &mut [f64], codes: &[u8], w: &[f64]) {
     let mut w_chunks = w.chunks_exact(LANES);
     for (c, x) in (&mut code_chunks).zip(&mut w_chunks) {
         for l in 0..LANES {
-            hist[(c[l] as usize & (B - 1)) * LANES + l] += x[l];
+            hist[l * B + (c[l] as usize & (B - 1))] += x[l];
         }
     }
     for (l, (&c, &x)) in code_chunks
@@ -332,7 +333,7 @@ fn add_block<const B: usize>(hist: &mut [f64], codes: &[u8], w: &[f64]) {
         .zip(w_chunks.remainder())
         .enumerate()
     {
-        hist[(c as usize & (B - 1)) * LANES + l] += x;
+        hist[l * B + (c as usize & (B - 1))] += x;
     }
 }
 

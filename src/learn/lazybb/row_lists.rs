@@ -1,7 +1,9 @@
 //! Per-literal row lists: the rows to sum over for each literal, all padded
 //! to the same length so that the work does not depend on the data.
 //!
-//! The weak learners need, each round, sums of per-row weights over the rows
+//! Used by TopDown (DP-1R streams per-row codes instead:
+//! [`super::column_codes`]). The weak learners need, each round, sums of
+//! per-row weights over the rows
 //! where each literal holds. A flat list of row indices per literal sums much
 //! faster than walking the bit matrix every round. A literal that holds for
 //! more than half the rows lists its *unset* rows instead (the sum is then
