@@ -14,6 +14,8 @@
 //!   exponential mechanism whose running time depended on the scores).
 //! - [`randomized_response`]: k-ary randomized response, the local-DP
 //!   mechanism of `privboost randomize`, and its unbiased estimator.
+//! - [`budget_units`]: exact budget amounts (scaled integers) for the
+//!   ledger, and which way each conversion rounds.
 //! - [`calibration`]: the privacy budget type and the per-round split by basic
 //!   or advanced composition, the noise rates `eta`, and the float-error
 //!   margins they charge for.
@@ -23,6 +25,7 @@
 //! The grid and the float error of the scores are part of each mechanism's
 //! stated epsilon; `docs/privacy.md` has the statements and proofs.
 
+pub mod budget_units;
 pub mod calibration;
 pub mod cost;
 pub mod exact;
