@@ -51,7 +51,8 @@ async fn a_filter_dataset_counts_in_rho_and_fits_more_small_jobs() {
     let basic = basic["dataset"]["id"].as_str().unwrap().to_owned();
 
     // How many pure epsilon = 0.01 jobs fit: 349 under the filter (rho 5e-5
-    // each against 0.0174689), 100 (or 99, by f64 summation) under basic.
+    // each against 0.0174689), exactly 100 under basic (issue 15: the
+    // amounts are integer units, so 100 x 0.01 is exactly the total 1).
     let b = budget(&s, &owner, &filter, "?job_epsilon=0.01").await;
     assert_eq!(b["accounting"], "zcdp-filter");
     let rho_total = b["filter"]["rho_total"].as_f64().unwrap();
@@ -60,8 +61,7 @@ async fn a_filter_dataset_counts_in_rho_and_fits_more_small_jobs() {
     let bb = budget(&s, &owner, &basic, "?job_epsilon=0.01").await;
     assert_eq!(bb["accounting"], "basic");
     assert!(bb.get("filter").is_none(), "{bb}");
-    let n = bb["fits"]["jobs"].as_u64().unwrap();
-    assert!((99..=100).contains(&n), "{bb}");
+    assert_eq!(bb["fits"]["jobs"], 100, "{bb}");
 
     // A pure job and a zCDP job (dp-linear with delta > 0) are admitted and
     // their loss descriptions land in the ledger.
@@ -188,13 +188,14 @@ async fn what_the_filter_cannot_account_for_is_refused_before_any_charge() {
 /// and the ledger's own rows, summed again here, stay within the total.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_submissions_on_a_filter_dataset_admit_exactly_what_fits() {
-    use privboost::privacy::filter::{Accounting, Charged, Loss};
+    use privboost::privacy::budget_units::{self, EpsilonUnits};
+    use privboost::privacy::filter::{Accounting, Charge, Charged, Loss};
     let s = TestServer::start_with(|c| c.max_active_jobs_per_key = 1000).await;
     let (_, owner) = s.key("owner", "o").await;
     // Total (0.02, 1e-6): rho budget 7.24e-6; pure jobs of 0.0005 (rho
     // 1.25e-7): the filter fits 57, basic composition 40.
-    let job = Loss::Pure { epsilon: 0.0005 };
-    let total = (0.02, 1e-6);
+    let job = Charge::pure(EpsilonUnits::nearest(0.0005).unwrap()).unwrap();
+    let total = budget_units::total(0.02, 1e-6).unwrap();
     let k = Charged::new().how_many_more(&job, total, Accounting::ZcdpFilter, 1000) as usize;
     let basic = Charged::new().how_many_more(&job, total, Accounting::Basic, 1000) as usize;
     assert!(k > basic, "{k} vs {basic}");
@@ -218,14 +219,44 @@ async fn concurrent_submissions_on_a_filter_dataset_admit_exactly_what_fits() {
         .iter()
         .filter(|e| e["kind"] != "total")
         .fold(Charged::new(), |c, e| {
+            // Each number is the double nearest to its units: read back.
             let loss: Loss = serde_json::from_value(e["loss"].clone()).unwrap();
+            let charge = Charge::read(&loss).unwrap();
+            assert_eq!(charge, job);
             if e["kind"] == "charge" {
-                c.plus(&loss)
+                c.plus(&charge).unwrap()
             } else {
-                c.minus(&loss)
+                c.minus(&charge).unwrap()
             }
         });
     assert!(charged.within(total, Accounting::ZcdpFilter));
+    assert_eq!(charged.epsilon, job.epsilon.checked_mul(k as u64).unwrap());
     assert_eq!(ledger.iter().filter(|e| e["kind"] == "charge").count(), k);
+    s.stop().await;
+}
+
+/// Issue 15 over HTTP: a basic dataset of total 1 admits exactly 100 jobs
+/// of epsilon 0.01 (each charged 0.01 exactly, in integer units), refuses
+/// the rest with 409, and reports a remaining epsilon of exactly 0. Before
+/// the amounts were units, 100 x 0.01 summed in doubles landed above 1 and
+/// the 100th job could be refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_total_of_1_admits_exactly_100_jobs_of_epsilon_001() {
+    let s = TestServer::start_with(|c| c.max_active_jobs_per_key = 1000).await;
+    let (_, owner) = s.key("owner", "o").await;
+    let body = expect_status(upload(&s, &owner, None).await, StatusCode::CREATED).await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    let job = json!({"dataset_id": dataset, "epsilon": 0.01, "rounds": 2});
+    assert_eq!(s.submit_concurrently(&owner, &job, 120).await, 100);
+    let b = budget(&s, &owner, &dataset, "").await;
+    assert_eq!(b["remaining"]["epsilon"], 0.0, "{b}");
+    assert_eq!(b["total"]["epsilon"], 1.0, "{b}");
+    let ledger = s.ledger(&owner, &dataset).await;
+    let charges: Vec<&Value> = ledger.iter().filter(|e| e["kind"] == "charge").collect();
+    assert_eq!(charges.len(), 100);
+    for c in charges {
+        assert_eq!(c["epsilon"], 0.01, "{c}");
+        assert_eq!(c["loss"], json!({"kind": "pure", "epsilon": 0.01}), "{c}");
+    }
     s.stop().await;
 }

@@ -112,27 +112,30 @@ async fn three_replicas_admit_exactly_what_fits() {
     assert_eq!(statuses.get(&409), Some(&920), "{statuses:?}");
     assert_eq!(statuses.len(), 2, "only 202 and 409: {statuses:?}");
 
-    // Recomputed from the ledger rows, in SQL.
+    // Recomputed from the ledger rows, in SQL: an integer sum of the charges'
+    // units (PostgreSQL sums BIGINT as NUMERIC, cast back), so 80 x 0.125 is
+    // exactly the total of 10 (1e13 units of 1e-12), compared exactly.
     let mut conn = pg(&db).await;
-    let (charges, charged): (i64, f64) = sqlx::query_as(
+    let (charges, charged): (i64, i64) = sqlx::query_as(
         "SELECT COUNT(*) FILTER (WHERE kind = 'charge'), \
-                COALESCE(SUM(CASE kind WHEN 'charge' THEN epsilon WHEN 'refund' THEN -epsilon END), 0) \
+                CAST(COALESCE(SUM(CASE kind WHEN 'charge' THEN epsilon_units WHEN 'refund' THEN -epsilon_units END), 0) AS BIGINT) \
          FROM ledger WHERE dataset_id = $1",
     )
     .bind(&dataset)
     .fetch_one(&mut conn)
     .await
     .unwrap();
-    let total: f64 = sqlx::query_scalar(
-        "SELECT epsilon FROM ledger WHERE dataset_id = $1 AND kind = 'total' ORDER BY seq DESC LIMIT 1",
+    let total: i64 = sqlx::query_scalar(
+        "SELECT epsilon_units FROM ledger WHERE dataset_id = $1 AND kind = 'total' ORDER BY seq DESC LIMIT 1",
     )
     .bind(&dataset)
     .fetch_one(&mut conn)
     .await
     .unwrap();
     assert_eq!(charges, 80);
-    assert!(charged <= total, "charged {charged} of {total}");
-    assert_eq!(charged, 10.0);
+    assert!(charged <= total, "charged {charged} of {total} units");
+    assert_eq!(total, 10_000_000_000_000);
+    assert_eq!(charged, total);
     let jobs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE dataset_id = $1")
         .bind(&dataset)
         .fetch_one(&mut conn)

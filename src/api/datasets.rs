@@ -38,8 +38,8 @@ use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, Config, MAX_EPSILON, PageQuery, Routes, idempotency_key, page_json, replay};
 use crate::data::{Encoder, LabelMode, LocalDp, OnBadRow, ReadOptions, Schema, read_csv_with};
-use crate::privacy::Budget;
-use crate::privacy::filter::{Accounting, Loss};
+use crate::privacy::budget_units::{self, DeltaUnits, EpsilonUnits, RhoUnits};
+use crate::privacy::filter::{Accounting, Charge, LossKind};
 use crate::store::datasets::{self, Created, DatasetInfo, MarkPublic, NewDataset};
 use crate::store::idempotency::{IdemRequest, StoredResponse};
 use crate::store::keys::Role;
@@ -135,11 +135,8 @@ impl UploadMeta {
                 ));
                 None
             }
-            (Some(e), Some(d)) => match Budget::new(e, d) {
-                Ok(b) => Some(Amount {
-                    epsilon: b.epsilon(),
-                    delta: b.delta(),
-                }),
+            (Some(e), Some(d)) => match budget_units::total(e, d) {
+                Ok(total) => Some(total),
                 Err(err) => {
                     errors.push(FieldError::new(budget_field(&err), err.to_string()));
                     None
@@ -578,42 +575,56 @@ struct FitsQuery {
 const MAX_FITS: u64 = 1_000_000;
 
 impl FitsQuery {
-    /// The job size asked about, if any. A zCDP job's ledger charge is its
-    /// conversion at the dataset's delta, so only its rho is needed.
-    fn loss(&self, total: Amount) -> Result<Option<Loss>, ApiError> {
+    /// The charge of the job size asked about, if any. A pure job of
+    /// `job_epsilon` is charged it (quantised as a job's request is); a zCDP
+    /// job's ledger charge is its conversion at the dataset's delta, so only
+    /// its rho is needed.
+    fn charge(&self, total: Amount) -> Result<Option<Charge>, ApiError> {
+        let refuse = |field: &str, message: String| {
+            ApiError::Validation(vec![FieldError::new(field, message)])
+        };
         let positive = |field: &str, v: f64| {
             if v.is_finite() && v > 0.0 && v <= MAX_EPSILON {
                 Ok(v)
             } else {
-                Err(ApiError::Validation(vec![FieldError::new(
+                Err(refuse(
                     field,
                     format!("must be a number in (0, {MAX_EPSILON}]"),
-                )]))
+                ))
             }
         };
         match (self.job_epsilon, self.job_rho) {
-            (Some(_), Some(_)) => Err(ApiError::Validation(vec![FieldError::new(
+            (Some(_), Some(_)) => Err(refuse(
                 "job_rho",
-                "give job_epsilon (a pure job) or job_rho (a zCDP job), not both",
-            )])),
-            (Some(e), None) => Ok(Some(Loss::Pure {
-                epsilon: positive("job_epsilon", e)?,
-            })),
+                "give job_epsilon (a pure job) or job_rho (a zCDP job), not both".into(),
+            )),
+            (Some(e), None) => {
+                let epsilon = EpsilonUnits::nearest(positive("job_epsilon", e)?)
+                    .map_err(|e| refuse("job_epsilon", e.to_string()))?;
+                Charge::pure(epsilon)
+                    .map(Some)
+                    .map_err(|e| refuse("job_epsilon", e.to_string()))
+            }
             (None, Some(r)) => {
-                let rho = positive("job_rho", r)?;
-                if total.delta <= 0.0 {
-                    return Err(ApiError::Validation(vec![FieldError::new(
+                let rho = RhoUnits::nearest(positive("job_rho", r)?)
+                    .map_err(|e| refuse("job_rho", e.to_string()))?;
+                if total.delta <= DeltaUnits::ZERO {
+                    return Err(refuse(
                         "job_rho",
-                        "a zCDP job needs a dataset whose total delta is > 0",
-                    )]));
+                        "a zCDP job needs a dataset whose total delta is > 0".into(),
+                    ));
                 }
-                let epsilon = crate::privacy::zcdp::epsilon_of(rho, total.delta).map_err(|e| {
-                    ApiError::Validation(vec![FieldError::new("job_rho", e.to_string())])
-                })?;
-                Ok(Some(Loss::Zcdp {
-                    rho,
+                // Converted at the largest double not above the total's
+                // delta (a smaller delta, a larger epsilon), rounded up.
+                let delta = total.delta.to_f64_down();
+                let epsilon = crate::privacy::zcdp::epsilon_of(rho.to_f64(), delta)
+                    .and_then(EpsilonUnits::up)
+                    .map_err(|e| refuse("job_rho", e.to_string()))?;
+                Ok(Some(Charge {
+                    kind: LossKind::Zcdp,
                     epsilon,
                     delta: total.delta,
+                    rho: Some(rho),
                 }))
             }
             (None, None) => Ok(None),
@@ -630,10 +641,10 @@ async fn budget(
     visible(&state, &caller, &id).await?;
     let budget = ledger::budget(&state.pool, &id).await?;
     let mut body = serde_json::to_value(budget).map_err(|e| ApiError::Internal(e.to_string()))?;
-    if let Some(loss) = q.loss(budget.total)? {
+    if let Some(charge) = q.charge(budget.total)? {
         body["fits"] = json!({
-            "job": loss,
-            "jobs": budget.how_many_more(&loss, MAX_FITS),
+            "job": charge,
+            "jobs": budget.how_many_more(&charge, MAX_FITS),
             "at_most": MAX_FITS,
         });
     }
@@ -662,13 +673,9 @@ async fn set_budget(
             format!("must be at most {MAX_EPSILON}"),
         )]));
     }
-    let total = Budget::new(body.epsilon, body.delta).map_err(|e| {
+    let total = budget_units::total(body.epsilon, body.delta).map_err(|e| {
         ApiError::Validation(vec![FieldError::new(budget_field(&e), e.to_string())])
     })?;
-    let total = Amount {
-        epsilon: total.epsilon(),
-        delta: total.delta(),
-    };
     match ledger::set_total(&state.pool, &id, total, &caller.id).await? {
         SetTotal::Done(b) => Ok(axum::Json(b)),
         SetTotal::BelowCharged(b) => Err(ApiError::Conflict(format!(

@@ -24,6 +24,7 @@ use super::models::visible_model;
 use super::{AppState, Routes};
 use crate::data::Schema;
 use crate::learn::{exact_metrics, private_metrics};
+use crate::privacy::budget_units::EpsilonUnits;
 use crate::privacy::{NoiseRng, metrics};
 use crate::store::evaluations::{self, Admission, EvaluationRecord};
 use crate::store::keys::Role;
@@ -73,23 +74,26 @@ async fn evaluate(
     caller.require(&[Role::Owner, Role::Analyst], "evaluating")?;
     let req: EvaluateRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?;
-    if let Some(epsilon) = req.epsilon {
-        if !(epsilon > 0.0 && epsilon <= MAX_EPSILON) {
-            return Err(ApiError::Validation(vec![FieldError::new(
-                "epsilon",
-                format!("epsilon must be in (0, {MAX_EPSILON}], got {epsilon}"),
-            )]));
+    // The charge (the requested epsilon quantised to the ledger's units)
+    // and the epsilon the release runs at: the largest double not above it.
+    let charged = match req.epsilon {
+        None => None,
+        Some(epsilon) => {
+            let refuse =
+                |message: String| ApiError::Validation(vec![FieldError::new("epsilon", message)]);
+            if !(epsilon > 0.0 && epsilon <= MAX_EPSILON) {
+                return Err(refuse(format!(
+                    "epsilon must be in (0, {MAX_EPSILON}], got {epsilon}"
+                )));
+            }
+            let units = EpsilonUnits::nearest(epsilon).map_err(|e| refuse(e.to_string()))?;
+            // Every refusal comes before the charge: an epsilon whose noise
+            // the exact sampler cannot draw (e.g. 5e-324) is a 422, not a
+            // charged failure.
+            metrics::check_epsilon(units.to_f64_down()).map_err(|e| refuse(e.to_string()))?;
+            Some(units)
         }
-        // Every refusal comes before the charge: an epsilon whose noise the
-        // exact sampler cannot draw (e.g. 5e-324) is a 422, not a charged
-        // failure.
-        if let Err(e) = metrics::check_epsilon(epsilon) {
-            return Err(ApiError::Validation(vec![FieldError::new(
-                "epsilon",
-                e.to_string(),
-            )]));
-        }
-    }
+    };
     let (record, loaded) = visible_model(&state, &caller, &model_id).await?;
     let dataset = visible(&state, &caller, &req.dataset_id).await?;
     if dataset.state != "ready" {
@@ -111,7 +115,7 @@ async fn evaluate(
             .await?
             .ok_or_else(|| ApiError::Internal("public test data without the flag".into()))?
     } else {
-        let Some(epsilon) = req.epsilon else {
+        let Some(epsilon) = charged else {
             return Err(ApiError::Validation(vec![FieldError::new(
                 "epsilon",
                 "required: the epsilon to spend from the dataset's budget (only public test data is evaluated without it)",
@@ -137,7 +141,7 @@ async fn evaluate(
     let outcome = match evaluations::load_rows(&state.pool, &admitted).await? {
         None => Err("the dataset's rows were deleted".to_owned()),
         Some((_, data)) => {
-            let epsilon = req.epsilon;
+            let epsilon = charged.map(EpsilonUnits::to_f64_down);
             let model = loaded.clone();
             tokio::task::spawn_blocking(move || match epsilon.filter(|_| !public) {
                 None => exact_metrics(&model.model, &data)

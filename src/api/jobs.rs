@@ -18,7 +18,8 @@ use crate::data::Schema;
 use crate::jobs::JobParams;
 use crate::learn::{AlgorithmName, AlgorithmSpec, Plan, PublicFacts};
 use crate::privacy::Budget;
-use crate::privacy::filter::{Accounting, Loss};
+use crate::privacy::budget_units::Requested;
+use crate::privacy::filter::{Accounting, Charge, Loss};
 use crate::store::datasets::DatasetInfo;
 use crate::store::idempotency::{IdemRequest, StoredResponse};
 use crate::store::jobs::{self, Cancelled, JobRecord, NewJob, Submitted};
@@ -58,8 +59,10 @@ struct JobRequest {
     params: Map<String, Value>,
 }
 
-/// Check the request's own fields, before any access or budget check.
-fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Option<Budget>), ApiError> {
+/// Check the request's own fields, before any access or budget check. The
+/// budget comes back quantised to the ledger's units (`Requested`): what a
+/// plain run is charged, and the doubles it runs at.
+fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Option<Requested>), ApiError> {
     let mut errors = Vec::new();
     if req.seed.is_some() {
         errors.push(FieldError::new(
@@ -82,7 +85,7 @@ fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Option<Budget>), ApiError> 
             ));
             None
         }
-        Some(epsilon) => match Budget::new(epsilon, req.delta) {
+        Some(epsilon) => match Requested::new(epsilon, req.delta) {
             Ok(b) => Some(Some(b)),
             Err(e) => {
                 let field = if e.to_string().contains("delta") {
@@ -110,12 +113,13 @@ fn check(req: &JobRequest) -> Result<(AlgorithmSpec, Option<Budget>), ApiError> 
 }
 
 /// Parse and check a request body; the dataset must be visible and ready;
-/// the plan (cost, noise) is computed from public facts only.
+/// the plan (cost, noise) is computed from public facts only, at the run
+/// budget (the doubles not above the charged units), and so is its charge.
 async fn prepare(
     state: &AppState,
     caller: &Caller,
     body: Value,
-) -> Result<(JobParams, Plan, DatasetInfo), ApiError> {
+) -> Result<(JobParams, Plan, Charge, DatasetInfo), ApiError> {
     caller.require(&[Role::Owner, Role::Analyst], "training")?;
     let req: JobRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?;
@@ -131,9 +135,12 @@ async fn prepare(
         .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
     // A local-DP dataset: the job is post-processing of the randomized rows
     // and spends nothing centrally, so it takes no epsilon; any other needs one.
-    let budget = match (dataset.local_dp, budget) {
-        (Some(local), None) => Budget::new(local.epsilon, 0.0)
-            .map_err(|e| ApiError::Internal(format!("stored local_dp: {e}")))?,
+    let (budget, asked) = match (dataset.local_dp, budget) {
+        (Some(local), None) => (
+            Budget::new(local.epsilon, 0.0)
+                .map_err(|e| ApiError::Internal(format!("stored local_dp: {e}")))?,
+            Amount::ZERO,
+        ),
         (Some(local), Some(_)) => {
             return Err(ApiError::Validation(vec![FieldError::new(
                 "epsilon",
@@ -143,7 +150,7 @@ async fn prepare(
                 ),
             )]));
         }
-        (None, Some(budget)) => budget,
+        (None, Some(requested)) => (requested.run, requested.asked),
         (None, None) => {
             return Err(ApiError::Validation(vec![FieldError::new(
                 "epsilon",
@@ -175,17 +182,23 @@ async fn prepare(
             "this dataset uses zcdp-filter accounting, which admits pure-DP (delta = 0) and zCDP runs only; this run's (epsilon, delta) comes from a composition theorem with no zCDP description (LazyBB with delta > 0, or auto with delta > 0): use delta = 0, or a zCDP learner (dp-ebm, or dp-linear with delta > 0)",
         )]));
     }
-    // What the ledger charges: 0 for a local-DP run (`Loss::of`).
-    let (epsilon, delta) = Loss::of(&plan.cost).basic();
+    // What the ledger charges: the plan's cost rounded up to units (0 for a
+    // local-DP run, `Loss::of`). For a plain run at the run budget this is
+    // exactly the asked amount; a composition (private bins) may prove a
+    // little more, and then that is charged.
+    let charge = Charge::of(&Loss::of(&plan.cost))
+        .map_err(|e| ApiError::Validation(vec![FieldError::new("epsilon", e.to_string())]))?;
+    // The parameters keep the asked amounts (the nearest doubles of their
+    // units), from which the worker derives the same run budget again.
     let params = JobParams {
         spec: plan.resolved,
-        epsilon,
-        delta,
+        epsilon: asked.epsilon.to_f64(),
+        delta: asked.delta.to_f64(),
         defaults_used: plan.defaults_used,
         binning: plan.binning.as_ref().map(|b| b.summary()),
         local_dp: dataset.local_dp,
     };
-    Ok((params, plan, dataset))
+    Ok((params, plan, charge, dataset))
 }
 
 /// A job as JSON, with live progress when it runs in this process.
@@ -220,7 +233,7 @@ async fn submit(
     let idem_key = idempotency_key(&headers)?;
     // serde_json's map is sorted, so the hash ignores key order.
     let canonical = body.to_string();
-    let (params, plan, dataset) = prepare(&state, &caller, body).await?;
+    let (params, plan, charge, dataset) = prepare(&state, &caller, body).await?;
     let precise = caller.role == Role::Admin || dataset.owner_id == caller.id;
     let idem = idem_key
         .map(|k| IdemRequest::new(&caller.id, &k, "POST", "/v1/jobs", canonical.as_bytes()));
@@ -233,7 +246,7 @@ async fn submit(
             submitted_by: &caller.id,
             params_json: &params_json,
             tau: plan.steps,
-            loss: Loss::of(&plan.cost),
+            charge,
             max_active_per_key: state.config.max_active_jobs_per_key,
         },
         idem.as_ref(),
@@ -279,19 +292,15 @@ async fn estimate(
     caller: Caller,
     AppJson(body): AppJson<Value>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (params, plan, dataset) = prepare(&state, &caller, body).await?;
+    let (params, plan, charge, dataset) = prepare(&state, &caller, body).await?;
     let budget = ledger::budget(&state.pool, &dataset.id).await?;
-    let charge = Amount {
-        epsilon: params.epsilon,
-        delta: params.delta,
-    };
     Ok(axum::Json(json!({
         "dataset_id": dataset.id,
-        "charge": charge,
+        "charge": charge.basic(),
         "params": params,
         "cost": plan.cost,
         "noise": plan.noise(),
-        "admissible": budget.admits(&Loss::of(&plan.cost)),
+        "admissible": budget.admits(&charge),
         "budget": budget,
     })))
 }

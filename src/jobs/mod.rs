@@ -32,6 +32,8 @@ use tracing::{Instrument, error, info, info_span, warn};
 use crate::data::{Dataset, Encoder, LocalDp, Schema};
 use crate::learn::binning::BinningSummary;
 use crate::learn::{AlgorithmName, AlgorithmSpec, LearnError, PublicFacts};
+use crate::privacy::budget_units::Requested;
+use crate::privacy::filter::{Charge, Loss};
 use crate::privacy::{Budget, NoiseRng};
 use crate::store::{self, StoreError, jobs::ClaimedJob};
 
@@ -85,12 +87,15 @@ impl JobParams {
         serde_json::from_value(value)
     }
 
-    /// The job's budget; on local-DP rows, the local epsilon (which the
-    /// default rule reads; nothing central is spent).
+    /// The budget the job runs at: the stored epsilon and delta quantised to
+    /// the ledger's units, as at admission, and then the largest doubles not
+    /// above them (`Requested`), so the worker plans exactly the run that
+    /// was charged. On local-DP rows, the local epsilon (which the default
+    /// rule reads; nothing central is spent).
     pub fn budget(&self) -> Result<Budget, LearnError> {
         match self.local_dp {
             Some(local) => Ok(Budget::new(local.epsilon, 0.0)?),
-            None => Ok(Budget::new(self.epsilon, self.delta)?),
+            None => Ok(Requested::new(self.epsilon, self.delta)?.run),
         }
     }
 }
@@ -325,6 +330,7 @@ impl JobQueue {
         let params = JobParams::from_stored(&job.params_json)
             .map_err(|e| Failure::Internal(format!("stored parameters: {e}")))?;
         let job_id = job.id.clone();
+        let charged = job.charge;
         let control = control.clone();
         let inner = self.inner.clone();
         let lost = Arc::new(AtomicBool::new(false));
@@ -346,6 +352,17 @@ impl JobQueue {
                 params.budget()?,
                 PublicFacts::new(&encoder, data.n_rows()).with_local_dp(params.local_dp),
             )?;
+            // Never run with more than was charged: the plan's own charge
+            // (its cost rounded up to units) must be covered by the one in
+            // the ledger. It is the same plan unless the code that plans it
+            // changed since the admission (an upgrade with jobs queued).
+            let cost = Charge::of(&Loss::of(&plan.cost))
+                .map_err(|e| Failure::Internal(format!("the plan's cost: {e}")))?;
+            if !charged.covers(&cost) {
+                return Err(Failure::Internal(format!(
+                    "the plan costs {cost:?}, more than the job's charge {charged:?}; not run"
+                )));
+            }
             let mut noise = NoiseRng::from_os().map_err(|e| Failure::Internal(e.to_string()))?;
             let mut on_round = |done: u32| {
                 control.rounds_done.store(done, Ordering::Relaxed);

@@ -41,6 +41,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::PrivacyError;
+use super::budget_units::{Amount, DeltaUnits, EpsilonUnits, RhoUnits};
 use super::cost::PrivacyCost;
 
 /// How a dataset composes its jobs' charges. Chosen by the owner at upload;
@@ -175,66 +177,279 @@ pub fn rho_budget(epsilon: f64, delta: f64) -> Option<f64> {
     Some(rho)
 }
 
+/// Which description a charge has: the kind of [`Loss`] it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossKind {
+    /// Pure epsilon-DP.
+    Pure,
+    /// rho-zCDP.
+    Zcdp,
+    /// (epsilon, delta) with no zCDP description.
+    Approx,
+}
+
+impl LossKind {
+    /// The name in the ledger's `loss_kind` column and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LossKind::Pure => "pure",
+            LossKind::Zcdp => "zcdp",
+            LossKind::Approx => "approx",
+        }
+    }
+
+    /// Parse a name.
+    pub fn parse(name: &str) -> Option<LossKind> {
+        [LossKind::Pure, LossKind::Zcdp, LossKind::Approx]
+            .into_iter()
+            .find(|k| k.as_str() == name)
+    }
+}
+
+/// One charge as the ledger records it: exact units (module
+/// [`super::budget_units`]), each rounded so that it is never below the
+/// loss of the run it pays for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Charge {
+    /// Which description.
+    pub kind: LossKind,
+    /// Epsilon under basic composition.
+    pub epsilon: EpsilonUnits,
+    /// Delta under basic composition.
+    pub delta: DeltaUnits,
+    /// Rho under zCDP composition: a pure charge's `epsilon^2 / 2` (rounded
+    /// up), a zCDP charge's stated rho (rounded up); `None` for `approx`.
+    pub rho: Option<RhoUnits>,
+}
+
+impl Charge {
+    /// A pure charge of `epsilon`.
+    pub fn pure(epsilon: EpsilonUnits) -> Result<Charge, PrivacyError> {
+        let rho = RhoUnits::of_pure(epsilon).ok_or_else(|| {
+            PrivacyError::InvalidParameter(format!(
+                "a pure charge of epsilon {epsilon} has a rho above the ledger's cap"
+            ))
+        })?;
+        Ok(Charge {
+            kind: LossKind::Pure,
+            epsilon,
+            delta: DeltaUnits::ZERO,
+            rho: Some(rho),
+        })
+    }
+
+    /// The charge for a run whose loss is `loss` (doubles the run uses):
+    /// every amount rounded up, so the charge is never below the run.
+    pub fn of(loss: &Loss) -> Result<Charge, PrivacyError> {
+        Ok(match *loss {
+            Loss::Pure { epsilon } => Charge::pure(EpsilonUnits::up(epsilon)?)?,
+            Loss::Zcdp {
+                rho,
+                epsilon,
+                delta,
+            } => Charge {
+                kind: LossKind::Zcdp,
+                epsilon: EpsilonUnits::up(epsilon)?,
+                delta: DeltaUnits::up(delta)?,
+                rho: Some(RhoUnits::up(rho)?),
+            },
+            Loss::Approx { epsilon, delta } => Charge {
+                kind: LossKind::Approx,
+                epsilon: EpsilonUnits::up(epsilon)?,
+                delta: DeltaUnits::up(delta)?,
+                rho: None,
+            },
+        })
+    }
+
+    /// A charge as the API reports it (its [`Charge::loss`], each number the
+    /// double nearest to its units), read back: the nearest units recover
+    /// the charge exactly.
+    pub fn read(loss: &Loss) -> Result<Charge, PrivacyError> {
+        Ok(match *loss {
+            Loss::Pure { epsilon } => Charge::pure(EpsilonUnits::nearest(epsilon)?)?,
+            Loss::Zcdp {
+                rho,
+                epsilon,
+                delta,
+            } => Charge {
+                kind: LossKind::Zcdp,
+                epsilon: EpsilonUnits::nearest(epsilon)?,
+                delta: DeltaUnits::nearest(delta)?,
+                rho: Some(RhoUnits::nearest(rho)?),
+            },
+            Loss::Approx { epsilon, delta } => Charge {
+                kind: LossKind::Approx,
+                epsilon: EpsilonUnits::nearest(epsilon)?,
+                delta: DeltaUnits::nearest(delta)?,
+                rho: None,
+            },
+        })
+    }
+
+    /// An entry written before the ledger recorded losses: it counts as it
+    /// always did, by its (epsilon, delta) under basic composition (pure if
+    /// its delta is 0).
+    pub fn legacy(amount: Amount) -> Result<Charge, PrivacyError> {
+        if amount.delta == DeltaUnits::ZERO {
+            Charge::pure(amount.epsilon)
+        } else {
+            Ok(Charge {
+                kind: LossKind::Approx,
+                epsilon: amount.epsilon,
+                delta: amount.delta,
+                rho: None,
+            })
+        }
+    }
+
+    /// The (epsilon, delta) it counts for under basic composition.
+    pub fn basic(&self) -> Amount {
+        Amount {
+            epsilon: self.epsilon,
+            delta: self.delta,
+        }
+    }
+
+    /// The description with each amount as the nearest double (what the API
+    /// shows; [`Charge::read`] inverts it).
+    pub fn loss(&self) -> Loss {
+        match self.kind {
+            LossKind::Pure => Loss::Pure {
+                epsilon: self.epsilon.to_f64(),
+            },
+            LossKind::Zcdp => Loss::Zcdp {
+                rho: self.rho.unwrap_or_default().to_f64(),
+                epsilon: self.epsilon.to_f64(),
+                delta: self.delta.to_f64(),
+            },
+            LossKind::Approx => Loss::Approx {
+                epsilon: self.epsilon.to_f64(),
+                delta: self.delta.to_f64(),
+            },
+        }
+    }
+
+    /// Whether this charge pays for a run charged `run`: no amount above
+    /// this one's, and nothing the accounting relied on lost (a pure charge
+    /// counts under condition (A), so its run must be pure; a charge with a
+    /// rho counts under (B), so its run must have a rho no larger).
+    pub fn covers(&self, run: &Charge) -> bool {
+        let kind = match self.kind {
+            LossKind::Pure => run.kind == LossKind::Pure,
+            LossKind::Zcdp | LossKind::Approx => true,
+        };
+        let rho = match (self.rho, run.rho) {
+            (None, _) => true,
+            (Some(charged), Some(ran)) => ran <= charged,
+            (Some(_), None) => false,
+        };
+        kind && rho && run.basic().fits_within(self.basic())
+    }
+}
+
+/// A charge serializes as its [`Loss`] description (the JSON the ledger's
+/// `loss` field has always had).
+impl Serialize for Charge {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.loss().serialize(s)
+    }
+}
+
+/// The zCDP filter's rho budget for a total, in units, rounded down: the
+/// closed form of [`rho_budget`] at the largest doubles not above the
+/// total's epsilon and delta (the budget grows with both), then down to
+/// the grid. `None` when delta is 0.
+pub fn rho_budget_units(total: Amount) -> Option<RhoUnits> {
+    rho_budget(total.epsilon.to_f64_down(), total.delta.to_f64_down())
+        .and_then(|b| RhoUnits::down(b).ok())
+}
+
 /// The charges a dataset has admitted (charges minus refunds), summed in the
-/// terms of both conditions.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+/// terms of both conditions, exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Charged {
     /// Sum of epsilons under basic composition.
-    pub epsilon: f64,
+    pub epsilon: EpsilonUnits,
     /// Sum of deltas under basic composition.
-    pub delta: f64,
+    pub delta: DeltaUnits,
     /// Sum of rhos, or `None` once a charge without a zCDP description is in.
-    pub rho: Option<f64>,
+    pub rho: Option<RhoUnits>,
     /// Whether every charge is pure.
     pub all_pure: bool,
+}
+
+impl Default for Charged {
+    fn default() -> Charged {
+        Charged::new()
+    }
 }
 
 impl Charged {
     /// Nothing charged.
     pub fn new() -> Charged {
         Charged {
-            epsilon: 0.0,
-            delta: 0.0,
-            rho: Some(0.0),
+            epsilon: EpsilonUnits::ZERO,
+            delta: DeltaUnits::ZERO,
+            rho: Some(RhoUnits::ZERO),
             all_pure: true,
         }
     }
 
-    /// Add a charge.
-    pub fn plus(self, loss: &Loss) -> Charged {
-        let (epsilon, delta) = loss.basic();
-        Charged {
-            epsilon: self.epsilon + epsilon,
-            delta: self.delta + delta,
-            rho: self.rho.zip(loss.rho()).map(|(a, b)| a + b),
-            all_pure: self.all_pure && matches!(loss, Loss::Pure { .. }),
-        }
+    /// Add a charge; `None` if a sum overflows (far beyond any total: the
+    /// caps of [`super::budget_units`] leave room for billions of charges).
+    pub fn plus(self, charge: &Charge) -> Option<Charged> {
+        Some(Charged {
+            epsilon: self.epsilon.checked_add(charge.epsilon)?,
+            delta: self.delta.checked_add(charge.delta)?,
+            rho: match (self.rho, charge.rho) {
+                (Some(a), Some(b)) => Some(a.checked_add(b)?),
+                _ => None,
+            },
+            all_pure: self.all_pure && charge.kind == LossKind::Pure,
+        })
     }
 
     /// Take back a refunded charge (its job never ran). Purity is not
     /// restored: the flag stays conservative.
-    pub fn minus(self, loss: &Loss) -> Charged {
-        let (epsilon, delta) = loss.basic();
-        Charged {
-            epsilon: self.epsilon - epsilon,
-            delta: self.delta - delta,
-            rho: self.rho.zip(loss.rho()).map(|(a, b)| a - b),
+    pub fn minus(self, charge: &Charge) -> Option<Charged> {
+        Some(Charged {
+            epsilon: self.epsilon.checked_sub(charge.epsilon)?,
+            delta: self.delta.checked_sub(charge.delta)?,
+            rho: match (self.rho, charge.rho) {
+                (Some(a), Some(b)) => Some(a.checked_sub(b)?),
+                _ => None,
+            },
             all_pure: self.all_pure,
-        }
+        })
     }
 
-    /// Whether these charges are within `total` under `accounting`
-    /// (exact float comparisons: a rounding error can only refuse).
-    pub fn within(&self, total: (f64, f64), accounting: Accounting) -> bool {
-        let (epsilon, delta) = total;
-        let basic = self.epsilon <= epsilon && self.delta <= delta;
+    /// `k` more charges of `charge`; `None` on overflow.
+    fn plus_times(self, charge: &Charge, k: u64) -> Option<Charged> {
+        Some(Charged {
+            epsilon: self.epsilon.checked_add(charge.epsilon.checked_mul(k)?)?,
+            delta: self.delta.checked_add(charge.delta.checked_mul(k)?)?,
+            rho: match (self.rho, charge.rho) {
+                (Some(a), Some(b)) => Some(a.checked_add(b.checked_mul(k)?)?),
+                _ => None,
+            },
+            all_pure: self.all_pure && (k == 0 || charge.kind == LossKind::Pure),
+        })
+    }
+
+    /// Whether these charges are within `total` under `accounting`: integer
+    /// comparisons, exact (the rounding happened once, in the safe
+    /// direction, when each amount became units).
+    pub fn within(&self, total: Amount, accounting: Accounting) -> bool {
+        let basic = self.epsilon <= total.epsilon && self.delta <= total.delta;
         match accounting {
             Accounting::Basic => basic,
             Accounting::ZcdpFilter => {
                 // (A): pure charges only, basic sum.
                 let a = self.all_pure && basic;
                 // (B): every charge has a rho, and their sum fits.
-                let b = match (self.rho, rho_budget(epsilon, delta)) {
+                let b = match (self.rho, rho_budget_units(total)) {
                     (Some(rho), Some(budget)) => rho <= budget,
                     _ => false,
                 };
@@ -243,23 +458,20 @@ impl Charged {
         }
     }
 
-    /// How many more charges of `loss` fit after these (at most `cap`).
+    /// How many more charges of `charge` fit after these (at most `cap`).
     pub fn how_many_more(
         &self,
-        loss: &Loss,
-        total: (f64, f64),
+        charge: &Charge,
+        total: Amount,
         accounting: Accounting,
         cap: u64,
     ) -> u64 {
         // Admission is monotone in the number of equal charges, so a binary
-        // search over k finds the largest k that still fits.
+        // search over k finds the largest k that still fits. With exact
+        // sums, k charges at once are the same as k one by one.
         let fits = |k: u64| {
-            let mut c = *self;
-            // Summed one by one, as the ledger sums them.
-            for _ in 0..k {
-                c = c.plus(loss);
-            }
-            c.within(total, accounting)
+            self.plus_times(charge, k)
+                .is_some_and(|c| c.within(total, accounting))
         };
         if !fits(0) {
             return 0;
@@ -280,14 +492,35 @@ impl Charged {
 mod tests {
     use super::*;
 
-    const TOTAL: (f64, f64) = (1.0, 1e-6);
+    /// The total (1, 1e-6), as an owner would set it.
+    fn total() -> Amount {
+        Amount {
+            epsilon: EpsilonUnits::total(1.0).unwrap(),
+            delta: DeltaUnits::total(1e-6).unwrap(),
+        }
+    }
 
-    fn admitted(accounting: Accounting, loss: Loss) -> usize {
+    /// The charge of a job that asked for pure `epsilon`.
+    fn pure(epsilon: f64) -> Charge {
+        Charge::pure(EpsilonUnits::nearest(epsilon).unwrap()).unwrap()
+    }
+
+    /// A zCDP charge, in units.
+    fn zcdp(rho: i64, epsilon: i64, delta: i64) -> Charge {
+        Charge {
+            kind: LossKind::Zcdp,
+            epsilon: EpsilonUnits::from_units(epsilon),
+            delta: DeltaUnits::from_units(delta),
+            rho: Some(RhoUnits::from_units(rho)),
+        }
+    }
+
+    fn admitted(accounting: Accounting, charge: Charge) -> usize {
         let mut c = Charged::new();
         let mut n = 0;
         loop {
-            let next = c.plus(&loss);
-            if !next.within(TOTAL, accounting) {
+            let next = c.plus(&charge).unwrap();
+            if !next.within(total(), accounting) {
                 return n;
             }
             c = next;
@@ -307,26 +540,35 @@ mod tests {
         let next = f64::from_bits(rho.to_bits() + 64);
         assert!(filter_epsilon(next, 1e-6) > 1.0 - 1e-12);
         assert_eq!(rho_budget(1.0, 0.0), None);
+        // In units, rounded down: the largest count not above the double
+        // budget computed at the doubles not above the total.
+        let units = rho_budget_units(total()).unwrap();
+        assert!(units.to_f64() <= rho, "{units}");
+        assert!((units.to_f64() - 0.0174689).abs() < 1e-7, "{units}");
+        assert_eq!(
+            rho_budget_units(Amount {
+                epsilon: EpsilonUnits::total(1.0).unwrap(),
+                delta: DeltaUnits::ZERO
+            }),
+            None
+        );
     }
 
     #[test]
     fn many_small_pure_jobs_fit_under_the_filter_and_exactly_100_under_basic() {
-        let job = Loss::Pure { epsilon: 0.01 };
-        // Basic: 100 x 0.01 = 1 (summed in f64 one by one, 0.01 * 100 may
-        // round either side of 1; the ledger sums the same way).
-        let basic = admitted(Accounting::Basic, job);
-        assert!((99..=100).contains(&basic), "{basic}");
-        // Filter: rho 5e-5 each, 0.0174689 / 5e-5 = 349.38.
-        let filter = admitted(Accounting::ZcdpFilter, job);
-        assert_eq!(filter, 349);
-        assert!(filter >= 300);
+        let job = pure(0.01);
+        // Basic: 100 x 1e10 units = 1e12 units, the total, exactly.
+        assert_eq!(admitted(Accounting::Basic, job), 100);
+        // Filter: rho 5e-5 (5e7 units) each, 0.0174689 / 5e-5 = 349.38.
+        assert_eq!(job.rho, Some(RhoUnits::from_units(50_000_000)));
+        assert_eq!(admitted(Accounting::ZcdpFilter, job), 349);
     }
 
     #[test]
     fn a_single_pure_job_of_the_whole_budget_still_fits_under_the_filter() {
         // Basic is tighter here (rho 0.5 is far over the rho budget): the
         // filter takes the better of the two conditions.
-        let whole = Loss::Pure { epsilon: 1.0 };
+        let whole = pure(1.0);
         assert_eq!(admitted(Accounting::ZcdpFilter, whole), 1);
         assert_eq!(admitted(Accounting::Basic, whole), 1);
     }
@@ -336,61 +578,59 @@ mod tests {
         // Pure 0.1 (rho 0.005), zCDP rho 0.01 (charged (0.6, 1e-7) under
         // basic), pure 0.05 (rho 0.00125): rho sum 0.01625 <= 0.0174689.
         let seq = [
-            Loss::Pure { epsilon: 0.1 },
-            Loss::Zcdp {
-                rho: 0.01,
-                epsilon: 0.6,
-                delta: 1e-7,
-            },
-            Loss::Pure { epsilon: 0.05 },
+            pure(0.1),
+            zcdp(10_000_000_000, 600_000_000_000, 100_000_000_000),
+            pure(0.05),
         ];
-        let c = seq.iter().fold(Charged::new(), |c, l| c.plus(l));
-        assert!((c.rho.unwrap() - 0.01625).abs() < 1e-15);
-        assert!((c.epsilon - 0.75).abs() < 1e-15);
+        let c = seq.iter().fold(Charged::new(), |c, l| c.plus(l).unwrap());
+        assert_eq!(c.rho, Some(RhoUnits::from_units(16_250_000_000)));
+        assert_eq!(c.epsilon, EpsilonUnits::from_units(750_000_000_000));
+        assert_eq!(c.delta, DeltaUnits::from_units(100_000_000_000));
         assert!(!c.all_pure);
-        assert!(c.within(TOTAL, Accounting::ZcdpFilter));
+        assert!(c.within(total(), Accounting::ZcdpFilter));
         // Another pure 0.05 is over the rho budget (0.0175 > 0.0174689),
         // and condition (A) does not apply (a zCDP charge is in), though
         // basic composition alone would still admit it (0.8 <= 1): the
         // filter must not use basic for a sequence with a Gaussian job.
-        let over = c.plus(&Loss::Pure { epsilon: 0.05 });
-        assert!((over.rho.unwrap() - 0.0175).abs() < 1e-15);
-        assert!(!over.within(TOTAL, Accounting::ZcdpFilter));
-        assert!(over.within(TOTAL, Accounting::Basic));
+        let over = c.plus(&pure(0.05)).unwrap();
+        assert_eq!(over.rho, Some(RhoUnits::from_units(17_500_000_000)));
+        assert!(!over.within(total(), Accounting::ZcdpFilter));
+        assert!(over.within(total(), Accounting::Basic));
         // How many more pure 0.01 jobs fit: (0.0174689 - 0.01625) / 5e-5 = 24.38.
-        let more = c.how_many_more(
-            &Loss::Pure { epsilon: 0.01 },
-            TOTAL,
-            Accounting::ZcdpFilter,
-            10_000,
-        );
+        let more = c.how_many_more(&pure(0.01), total(), Accounting::ZcdpFilter, 10_000);
         assert_eq!(more, 24);
     }
 
     #[test]
     fn a_charge_without_a_zcdp_description_is_refused_by_the_filter() {
-        let approx = Loss::Approx {
+        let approx = Charge::of(&Loss::Approx {
             epsilon: 0.1,
             delta: 1e-7,
-        };
-        let c = Charged::new().plus(&approx);
+        })
+        .unwrap();
+        assert_eq!(approx.kind, LossKind::Approx);
+        let c = Charged::new().plus(&approx).unwrap();
         assert_eq!(c.rho, None);
-        assert!(!c.within(TOTAL, Accounting::ZcdpFilter));
-        assert!(c.within(TOTAL, Accounting::Basic));
+        assert!(!c.within(total(), Accounting::ZcdpFilter));
+        assert!(c.within(total(), Accounting::Basic));
     }
 
     #[test]
     fn a_refund_takes_its_rho_back() {
-        let job = Loss::Pure { epsilon: 0.1 };
-        let c = Charged::new().plus(&job).plus(&job).minus(&job);
-        assert!((c.rho.unwrap() - 0.005).abs() < 1e-15);
-        assert!((c.epsilon - 0.1).abs() < 1e-15);
+        let job = pure(0.1);
+        let c = Charged::new()
+            .plus(&job)
+            .and_then(|c| c.plus(&job))
+            .and_then(|c| c.minus(&job))
+            .unwrap();
+        assert_eq!(c.rho, Some(RhoUnits::from_units(5_000_000_000)));
+        assert_eq!(c.epsilon, EpsilonUnits::from_units(100_000_000_000));
     }
 
     #[test]
     fn the_filter_is_never_tighter_than_basic_on_pure_charges() {
         for eps in [0.001, 0.01, 0.05, 0.1, 0.3, 1.0] {
-            let job = Loss::Pure { epsilon: eps };
+            let job = pure(eps);
             assert!(
                 admitted(Accounting::ZcdpFilter, job) >= admitted(Accounting::Basic, job),
                 "{eps}"
@@ -401,11 +641,64 @@ mod tests {
     #[test]
     fn how_many_more_agrees_with_admitting_one_by_one() {
         for eps in [0.01, 0.02, 0.3] {
-            let job = Loss::Pure { epsilon: eps };
+            let job = pure(eps);
             for acc in [Accounting::Basic, Accounting::ZcdpFilter] {
-                let k = Charged::new().how_many_more(&job, TOTAL, acc, 100_000);
+                let k = Charged::new().how_many_more(&job, total(), acc, 100_000);
                 assert_eq!(k as usize, admitted(acc, job), "{eps} {acc:?}");
             }
+        }
+    }
+
+    /// The charge of a run rounds every double up; a job that asked for
+    /// 0.01 runs at the double below 0.01 and is charged exactly 0.01.
+    #[test]
+    fn a_runs_charge_rounds_up_and_a_request_runs_below_its_charge() {
+        let asked = EpsilonUnits::nearest(0.01).unwrap();
+        let run = Loss::Pure {
+            epsilon: asked.to_f64_down(),
+        };
+        assert_eq!(Charge::of(&run).unwrap(), pure(0.01));
+        // A run at the double 0.01 itself (2e-19 above the decimal) would
+        // cost one unit more.
+        let at_double = Charge::of(&Loss::Pure { epsilon: 0.01 }).unwrap();
+        assert_eq!(at_double.epsilon.units(), 10_000_000_001);
+        assert!(!pure(0.01).covers(&at_double));
+        assert!(at_double.covers(&pure(0.01)));
+        // A Gaussian learner's rho rounds up too.
+        let z = Charge::of(&Loss::Zcdp {
+            rho: 0.0123,
+            epsilon: 0.5,
+            delta: 1e-6,
+        })
+        .unwrap();
+        assert!(z.rho.unwrap().to_f64() >= 0.0123);
+        assert!(RhoUnits::up(0.0123).unwrap() == z.rho.unwrap());
+        // Local DP: a charge of 0.
+        let local = Charge::of(&Loss::of(&PrivacyCost::LocalDp { local_epsilon: 2.0 })).unwrap();
+        assert_eq!(local.basic(), Amount::ZERO);
+        assert_eq!(local.rho, Some(RhoUnits::ZERO));
+    }
+
+    /// What a charge covers: amounts, and the kind the accounting relied on.
+    #[test]
+    fn a_charge_covers_only_runs_that_cost_no_more() {
+        let charged = zcdp(100, 1000, 10);
+        assert!(charged.covers(&zcdp(100, 1000, 10)));
+        assert!(charged.covers(&zcdp(99, 1000, 10)));
+        assert!(!charged.covers(&zcdp(101, 1000, 10)));
+        assert!(!charged.covers(&zcdp(100, 1001, 10)));
+        assert!(!charged.covers(&zcdp(100, 1000, 11)));
+        let p = Charge::pure(EpsilonUnits::from_units(1000)).unwrap();
+        assert!(p.covers(&p));
+        assert!(
+            !p.covers(&zcdp(0, 1000, 0)),
+            "a pure charge needs a pure run"
+        );
+        // The JSON of a charge reads back as the same charge.
+        for c in [charged, p, pure(0.01)] {
+            let json = serde_json::to_value(c).unwrap();
+            let loss: Loss = serde_json::from_value(json).unwrap();
+            assert_eq!(Charge::read(&loss).unwrap(), c);
         }
     }
 }

@@ -8,7 +8,8 @@ use serde::Serialize;
 use super::ledger::{self, Amount, BudgetState};
 use super::{StoreError, new_id, now};
 use crate::data::Dataset;
-use crate::privacy::filter::Loss;
+use crate::privacy::budget_units::EpsilonUnits;
+use crate::privacy::filter::Charge;
 
 /// A stored evaluation.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -17,7 +18,9 @@ pub(crate) struct EvaluationRecord {
     pub model_id: String,
     pub dataset_id: String,
     pub requested_by: String,
-    pub epsilon: f64,
+    /// The charge (0 for public test data).
+    #[sqlx(try_from = "i64")]
+    pub epsilon: EpsilonUnits,
     /// Exact metrics on public test data (epsilon 0, no ledger entry), not
     /// a DP release.
     pub public: bool,
@@ -56,12 +59,14 @@ pub(crate) enum Admission {
 
 /// Charge `epsilon` (pure DP) to `dataset_id`'s ledger and record the
 /// evaluation, in one `BEGIN IMMEDIATE` transaction (see `jobs::submit`).
+/// The release must then run at `epsilon.to_f64_down()`, not above the
+/// charge.
 pub(crate) async fn admit(
     db: &super::Db,
     model_id: &str,
     dataset_id: &str,
     requested_by: &str,
-    epsilon: f64,
+    epsilon: EpsilonUnits,
 ) -> Result<Admission, StoreError> {
     super::with_db!(db, |pool, pg| {
         let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
@@ -73,32 +78,28 @@ pub(crate) async fn admit(
         if state.as_deref() != Some("ready") {
             return Ok(Admission::DatasetGone);
         }
-        let charge = Amount {
-            epsilon,
-            delta: 0.0,
-        };
         let budget = ledger::budget_on(&mut tx, dataset_id).await?;
         // The metric releases are pure epsilon-DP (privacy::metrics).
-        let loss = Loss::Pure { epsilon };
-        if !budget.admits(&loss) {
+        let charge = Charge::pure(epsilon).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        if !budget.admits(&charge) {
             return Ok(Admission::OverBudget {
-                requested: charge,
+                requested: charge.basic(),
                 budget,
             });
         }
         let id = new_id("eval");
         sqlx::query(
-        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon, state, created_at) VALUES ($1, $2, $3, $4, $5, 'admitted', $6)",
+        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon_units, state, created_at) VALUES ($1, $2, $3, $4, $5, 'admitted', $6)",
     )
     .bind(&id)
     .bind(model_id)
     .bind(dataset_id)
     .bind(requested_by)
-    .bind(epsilon)
+    .bind(epsilon.units())
     .bind(now())
     .execute(&mut *tx)
     .await?;
-        ledger::append_charge(&mut tx, dataset_id, &id, &loss, requested_by).await?;
+        ledger::append_charge(&mut tx, dataset_id, &id, &charge, requested_by).await?;
         tx.commit().await?;
         Ok(Admission::New(AdmittedEvaluation {
             id,
@@ -131,7 +132,7 @@ pub(crate) async fn admit_public(
         }
         let id = new_id("eval");
         sqlx::query(
-        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon, public, state, created_at) VALUES ($1, $2, $3, $4, 0, 1, 'admitted', $5)",
+        "INSERT INTO evaluations (id, model_id, dataset_id, requested_by, epsilon_units, public, state, created_at) VALUES ($1, $2, $3, $4, 0, 1, 'admitted', $5)",
     )
     .bind(&id)
     .bind(model_id)
@@ -191,7 +192,7 @@ pub(crate) async fn get_visible(
 ) -> Result<Option<EvaluationRecord>, StoreError> {
     super::with_db!(db, |pool, pg| {
         Ok(sqlx::query_as(
-        "SELECT e.id, e.model_id, e.dataset_id, e.requested_by, e.epsilon, (e.public <> 0) AS public, e.state, e.result_json, e.error, e.created_at, e.finished_at FROM evaluations e JOIN datasets d ON d.id = e.dataset_id WHERE e.id = $1 AND (e.requested_by = $2 OR d.owner_id = $3)",
+        "SELECT e.id, e.model_id, e.dataset_id, e.requested_by, e.epsilon_units AS epsilon, (e.public <> 0) AS public, e.state, e.result_json, e.error, e.created_at, e.finished_at FROM evaluations e JOIN datasets d ON d.id = e.dataset_id WHERE e.id = $1 AND (e.requested_by = $2 OR d.owner_id = $3)",
     )
     .bind(id)
     .bind(caller_id)

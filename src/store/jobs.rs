@@ -12,7 +12,8 @@ use serde::Serialize;
 use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
 use super::ledger::{self, Amount, BudgetState};
 use super::{Page, StoreError, new_id, now};
-use crate::privacy::filter::Loss;
+use crate::privacy::budget_units::{DeltaUnits, EpsilonUnits};
+use crate::privacy::filter::Charge;
 
 /// A job as the API shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -57,8 +58,8 @@ struct JobRow {
     params_json: String,
     tau: i64,
     rounds_done: i64,
-    epsilon: f64,
-    delta: f64,
+    epsilon_units: i64,
+    delta_units: i64,
     model_id: Option<String>,
     error: Option<String>,
     cancel_requested: i64,
@@ -92,8 +93,8 @@ impl JobRow {
                 tau: u32::try_from(self.tau).map_err(|_| corrupt("tau"))?,
                 rounds_done: u32::try_from(self.rounds_done).map_err(|_| corrupt("rounds"))?,
                 charge: Amount {
-                    epsilon: self.epsilon,
-                    delta: self.delta,
+                    epsilon: EpsilonUnits::from_units(self.epsilon_units),
+                    delta: DeltaUnits::from_units(self.delta_units),
                 },
                 model_id: self.model_id,
                 error: self.error,
@@ -109,7 +110,7 @@ impl JobRow {
 macro_rules! select_jobs {
     ($rest:literal) => {
         concat!(
-            "SELECT j.seq, j.id, j.dataset_id, j.submitted_by, j.state, j.params_json, j.tau, j.rounds_done, j.epsilon, j.delta, j.model_id, j.error, j.cancel_requested, j.created_at, j.started_at, j.finished_at FROM jobs j ",
+            "SELECT j.seq, j.id, j.dataset_id, j.submitted_by, j.state, j.params_json, j.tau, j.rounds_done, j.epsilon_units, j.delta_units, j.model_id, j.error, j.cancel_requested, j.created_at, j.started_at, j.finished_at FROM jobs j ",
             $rest
         )
     };
@@ -134,9 +135,10 @@ pub(crate) struct NewJob<'a> {
     pub submitted_by: &'a str,
     pub params_json: &'a str,
     pub tau: u32,
-    /// The run's privacy loss, as its plan stated it; the ledger charges its
-    /// basic (epsilon, delta) and records the description.
-    pub loss: Loss,
+    /// The charge for the run's privacy loss (as its plan stated it,
+    /// rounded up to the ledger's units); the ledger records its basic
+    /// (epsilon, delta), kind and rho.
+    pub charge: Charge,
     /// Refuse when the key already has this many queued or running jobs.
     pub max_active_per_key: u32,
 }
@@ -200,9 +202,8 @@ pub(crate) async fn submit(
             return Ok(Submitted::TooManyActive);
         }
         let budget = ledger::budget_on(&mut tx, new.dataset_id).await?;
-        let (epsilon, delta) = new.loss.basic();
-        let charge = Amount { epsilon, delta };
-        if !budget.admits(&new.loss) {
+        let charge = new.charge.basic();
+        if !budget.admits(&new.charge) {
             // Dropping the transaction rolls it back: nothing changes.
             return Ok(Submitted::OverBudget {
                 requested: charge,
@@ -211,19 +212,19 @@ pub(crate) async fn submit(
         }
         let id = new_id("job");
         sqlx::query(
-        "INSERT INTO jobs (id, dataset_id, submitted_by, state, params_json, tau, epsilon, delta, created_at) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $8)",
+        "INSERT INTO jobs (id, dataset_id, submitted_by, state, params_json, tau, epsilon_units, delta_units, created_at) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $8)",
     )
     .bind(&id)
     .bind(new.dataset_id)
     .bind(new.submitted_by)
     .bind(new.params_json)
     .bind(i64::from(new.tau))
-    .bind(charge.epsilon)
-    .bind(charge.delta)
+    .bind(charge.epsilon.units())
+    .bind(charge.delta.units())
     .bind(now())
     .execute(&mut *tx)
     .await?;
-        ledger::append_charge(&mut tx, new.dataset_id, &id, &new.loss, new.submitted_by).await?;
+        ledger::append_charge(&mut tx, new.dataset_id, &id, &new.charge, new.submitted_by).await?;
         let row: JobRow = sqlx::query_as(select_jobs!("WHERE j.id = $1"))
             .bind(&id)
             .fetch_one(&mut *tx)
@@ -249,6 +250,9 @@ pub(crate) struct ClaimedJob {
     /// The claim's number (`attempts` after it): every later update of this
     /// run matches only while no other worker has re-claimed the job.
     pub attempt: i64,
+    /// The charge the ledger holds for the job: the worker runs only a plan
+    /// whose own charge it covers (`Charge::covers`).
+    pub charge: Charge,
 }
 
 /// Seconds since the Unix epoch (the lease clock).
@@ -277,15 +281,21 @@ pub(crate) async fn claim(db: &super::Db) -> Result<Option<ClaimedJob>, StoreErr
     .bind(unix_now())
     .fetch_optional(pool)
     .await?;
-        Ok(row.map(
-            |(id, dataset_id, params_json, cancel, attempt)| ClaimedJob {
-                id,
-                dataset_id,
-                params_json,
-                cancel_requested: cancel != 0,
-                attempt,
-            },
-        ))
+        let Some((id, dataset_id, params_json, cancel, attempt)) = row else {
+            return Ok(None);
+        };
+        // Every job was admitted with its charge in the same transaction.
+        let charge = ledger::charge_of(&mut *pool.acquire().await?, &id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("job {id} has no charge")))?;
+        Ok(Some(ClaimedJob {
+            id,
+            dataset_id,
+            params_json,
+            cancel_requested: cancel != 0,
+            attempt,
+            charge,
+        }))
     })
 }
 

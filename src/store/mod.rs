@@ -20,6 +20,8 @@ pub(crate) mod idempotency;
 pub(crate) mod jobs;
 pub(crate) mod keys;
 pub(crate) mod ledger;
+#[cfg(test)]
+mod migration_tests;
 pub(crate) mod models;
 #[cfg(test)]
 mod pg_tests;

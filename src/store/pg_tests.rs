@@ -14,7 +14,8 @@ use super::ledger::Amount;
 use super::testing::fresh_postgres;
 use super::{Db, with_db};
 use crate::data::{BitMatrix, BitVec, Dataset};
-use crate::privacy::filter::{Accounting, Loss};
+use crate::privacy::budget_units::{DeltaUnits, EpsilonUnits};
+use crate::privacy::filter::{Accounting, Charge};
 
 fn respond(_: &impl serde::Serialize) -> StoredResponse {
     StoredResponse {
@@ -47,8 +48,8 @@ async fn dataset(db: &Db, n: usize, cols: usize, epsilon: f64) -> (KeyInfo, data
         data: &data,
         rejected_rows: 0,
         total: Amount {
-            epsilon,
-            delta: 0.0,
+            epsilon: EpsilonUnits::total(epsilon).unwrap(),
+            delta: DeltaUnits::ZERO,
         },
         accounting: Accounting::Basic,
         local_dp: None,
@@ -65,7 +66,7 @@ fn job<'a>(d: &'a str, by: &'a str, epsilon: f64) -> NewJob<'a> {
         submitted_by: by,
         params_json: "{}",
         tau: 1,
-        loss: Loss::Pure { epsilon },
+        charge: Charge::pure(EpsilonUnits::nearest(epsilon).unwrap()).unwrap(),
         max_active_per_key: 1_000_000,
     }
 }
@@ -139,15 +140,16 @@ async fn concurrent_admissions_never_overspend() {
     let Db::Postgres(pool) = &db else {
         unreachable!()
     };
-    let (sum, n): (f64, i64) = sqlx::query_as(
-        "SELECT COALESCE(SUM(epsilon), 0), COUNT(*) FROM ledger WHERE dataset_id = $1 AND kind = 'charge'",
+    // An integer sum in SQL: 40 x 0.25 is exactly 10 (10^13 units).
+    let (sum, n): (i64, i64) = sqlx::query_as(
+        "SELECT CAST(COALESCE(SUM(epsilon_units), 0) AS BIGINT), COUNT(*) FROM ledger WHERE dataset_id = $1 AND kind = 'charge'",
     )
     .bind(&d.id)
     .fetch_one(pool)
     .await
     .unwrap();
     assert_eq!(n, 40);
-    assert!(sum <= 10.0, "{sum}");
+    assert_eq!(sum, 10_000_000_000_000);
 }
 
 /// Two claimers racing over 50 queued jobs: each job is claimed once.
@@ -297,7 +299,7 @@ async fn the_ledger_is_append_only_in_the_database() {
     let (_, d) = dataset(&db, 10, 1, 1.0).await;
     with_db!(&db, |pool, pg| {
         for sql in [
-            "UPDATE ledger SET epsilon = 100",
+            "UPDATE ledger SET epsilon_units = 100",
             "DELETE FROM ledger",
             "TRUNCATE ledger CASCADE",
         ] {
@@ -306,5 +308,5 @@ async fn the_ledger_is_append_only_in_the_database() {
         }
     });
     let b = super::ledger::budget(&db, &d.id).await.unwrap();
-    assert_eq!(b.total.epsilon, 1.0);
+    assert_eq!(b.total.epsilon.to_f64(), 1.0);
 }

@@ -14,6 +14,14 @@ pub(crate) const POSTGRES_ENV: &str = "PRIVBOOST_TEST_POSTGRES_URL";
 /// A store in a new, empty PostgreSQL database (migrated), or `None` with a
 /// printed notice when no server is configured.
 pub(crate) async fn fresh_postgres(test: &str, max_connections: u32) -> Option<Db> {
+    let pool = empty_postgres(test, max_connections).await?;
+    migrate_postgres(&pool).await.expect("migrations apply");
+    Some(Db::Postgres(pool))
+}
+
+/// A new PostgreSQL database with no tables (for migration tests), or
+/// `None` with a printed notice when no server is configured.
+pub(crate) async fn empty_postgres(test: &str, max_connections: u32) -> Option<sqlx::PgPool> {
     let url = match std::env::var(POSTGRES_ENV) {
         Ok(url) if !url.is_empty() => url,
         _ => {
@@ -31,13 +39,13 @@ pub(crate) async fn fresh_postgres(test: &str, max_connections: u32) -> Option<D
         .await
         .expect("create a test database");
     admin.close().await.ok();
-    let pool = PgPoolOptions::new()
-        .max_connections(max_connections)
-        .connect_with(base.database(&name))
-        .await
-        .expect("connect to the test database");
-    migrate_postgres(&pool).await.expect("migrations apply");
-    Some(Db::Postgres(pool))
+    Some(
+        PgPoolOptions::new()
+            .max_connections(max_connections)
+            .connect_with(base.database(&name))
+            .await
+            .expect("connect to the test database"),
+    )
 }
 
 /// A store in an SQLite file in `dir`.

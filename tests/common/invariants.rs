@@ -20,7 +20,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use privboost::data::{Encoder, LabelMode, OnBadRow, ReadOptions, Schema, read_csv_with};
-use privboost::privacy::filter::{Accounting, Charged, Loss};
+use privboost::privacy::budget_units::{Amount, DeltaUnits, EpsilonUnits, RhoUnits};
+use privboost::privacy::filter::{Accounting, Charge, Charged, LossKind};
 use sha2::{Digest, Sha256};
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Connection, PgConnection, SqliteConnection};
@@ -163,8 +164,8 @@ type JobRow = (
     String,         // id
     String,         // dataset_id
     String,         // state
-    f64,            // epsilon
-    f64,            // delta
+    i64,            // epsilon_units
+    i64,            // delta_units
     Option<String>, // started_at
     Option<String>, // model_id
     i64,            // attempts
@@ -278,21 +279,21 @@ pub async fn check(
 
         // Jobs, the ledger and models.
         let jobs: Vec<JobRow> = sqlx::query_as(
-        "SELECT id, dataset_id, state, epsilon, delta, started_at, model_id, attempts FROM jobs ORDER BY seq",
+        "SELECT id, dataset_id, state, epsilon_units, delta_units, started_at, model_id, attempts FROM jobs ORDER BY seq",
     )
     .fetch_all(&mut *tx)
     .await
     .unwrap();
-        let ledger: Vec<(String, String, Option<String>, f64, f64)> = sqlx::query_as(
-            "SELECT dataset_id, kind, job_id, epsilon, delta FROM ledger ORDER BY seq",
+        let ledger: Vec<(String, String, Option<String>, i64, i64)> = sqlx::query_as(
+            "SELECT dataset_id, kind, job_id, epsilon_units, delta_units FROM ledger ORDER BY seq",
         )
         .fetch_all(&mut *tx)
         .await
         .unwrap();
-        // Each entry's privacy-loss description (in ledger order, like `ledger`)
-        // and each dataset's accounting, for the filter's rule.
-        let losses: Vec<Option<String>> =
-            sqlx::query_scalar("SELECT loss_json FROM ledger ORDER BY seq")
+        // Each entry's privacy-loss kind and rho (in ledger order, like
+        // `ledger`) and each dataset's accounting, for the filter's rule.
+        let losses: Vec<(Option<String>, Option<i64>)> =
+            sqlx::query_as("SELECT loss_kind, rho_units FROM ledger ORDER BY seq")
                 .fetch_all(&mut *tx)
                 .await
                 .unwrap();
@@ -311,7 +312,7 @@ pub async fn check(
             .iter()
             .map(|(m, j)| (j.as_str(), m.as_str()))
             .collect();
-        let mut entries: HashMap<&str, Vec<(&str, &str, f64, f64)>> = HashMap::new();
+        let mut entries: HashMap<&str, Vec<(&str, &str, i64, i64)>> = HashMap::new();
         for (dataset, kind, job, e, d) in &ledger {
             if let Some(job) = job {
                 entries.entry(job.as_str()).or_default().push((
@@ -387,9 +388,10 @@ pub async fn check(
             }
         }
 
-        // Budgets: ledger order, the same arithmetic as the server. The API is
-        // asked about every dataset when quiet, else about the latest ones
-        // (the ones in use), to keep a long run's checks short.
+        // Budgets: integer sums of the ledger's units, and the filter's rule
+        // from the library. The API is asked about every dataset when quiet,
+        // else about the latest ones (the ones in use), to keep a long run's
+        // checks short.
         let api_from = if quiet {
             0
         } else {
@@ -397,29 +399,34 @@ pub async fn check(
         };
         for (i, (id, ..)) in datasets.iter().enumerate() {
             let mut total = None;
-            let (mut e, mut d) = (0.0f64, 0.0f64);
-            let mut sums = Charged::new();
-            for ((dataset, kind, _, ke, kd), loss) in ledger.iter().zip(&losses) {
+            let (mut e, mut d) = (0i64, 0i64);
+            let mut sums = Some(Charged::new());
+            for ((dataset, kind, _, ke, kd), (loss_kind, rho)) in ledger.iter().zip(&losses) {
                 if dataset != id {
                     continue;
                 }
-                let loss = match loss {
-                    Some(text) => serde_json::from_str(text).expect("ledger loss JSON"),
-                    None if *kd == 0.0 => Loss::Pure { epsilon: *ke },
-                    None => Loss::Approx {
-                        epsilon: *ke,
-                        delta: *kd,
+                let amount = Amount {
+                    epsilon: EpsilonUnits::from_units(*ke),
+                    delta: DeltaUnits::from_units(*kd),
+                };
+                let charge = match loss_kind {
+                    Some(k) => Charge {
+                        kind: LossKind::parse(k).expect("a known loss kind"),
+                        epsilon: amount.epsilon,
+                        delta: amount.delta,
+                        rho: rho.map(RhoUnits::from_units),
                     },
+                    None => Charge::legacy(amount).expect("an old entry counts as it did"),
                 };
                 match kind.as_str() {
                     "total" => total = Some((*ke, *kd)),
                     "charge" => {
                         (e, d) = (e + ke, d + kd);
-                        sums = sums.plus(&loss);
+                        sums = sums.and_then(|s| s.plus(&charge));
                     }
                     "refund" => {
                         (e, d) = (e - ke, d - kd);
-                        sums = sums.minus(&loss);
+                        sums = sums.and_then(|s| s.minus(&charge));
                     }
                     other => v.push(format!("ledger kind {other}")),
                 }
@@ -432,19 +439,22 @@ pub async fn check(
                 Some("zcdp-filter") => Accounting::ZcdpFilter,
                 _ => Accounting::Basic,
             };
-            if !sums.within((te, td), rule) {
+            let total_amount = Amount {
+                epsilon: EpsilonUnits::from_units(te),
+                delta: DeltaUnits::from_units(td),
+            };
+            if !sums.is_some_and(|s| s.within(total_amount, rule)) {
                 v.push(format!(
-                    "dataset {id} overspent under {}: charged ({e}, {d}, rho {:?}) of ({te}, {td})",
+                    "dataset {id} overspent under {}: charged ({e}, {d} units, {sums:?}) of ({te}, {td})",
                     rule.as_str(),
-                    sums.rho
                 ));
             }
             if rule == Accounting::Basic && (e > te || d > td) {
                 v.push(format!(
-                    "dataset {id} overspent: charged ({e}, {d}) of ({te}, {td})"
+                    "dataset {id} overspent: charged ({e}, {d}) units of ({te}, {td})"
                 ));
             }
-            let reserved: f64 = jobs
+            let reserved: i64 = jobs
                 .iter()
                 .filter(|j| &j.1 == id && j.2 == "queued" && j.5.is_none())
                 .map(|j| j.3)
@@ -459,7 +469,19 @@ pub async fn check(
                     .json()
                     .await
                     .expect("budget JSON");
-                let f = |p: &str, c: &str| b[p][c].as_f64().unwrap_or(f64::NAN);
+                // The API shows each amount as the double nearest to its
+                // units, so the nearest units read it back exactly.
+                let f = |p: &str, c: &str| {
+                    b[p][c]
+                        .as_f64()
+                        .and_then(|x| {
+                            let units = i128::from(EpsilonUnits::nearest(x.abs()).ok()?.units());
+                            Some(if x < 0.0 { -units } else { units })
+                        })
+                        // A missing or unreadable amount matches nothing.
+                        .unwrap_or(i128::MIN / 4)
+                };
+                let (e, te, reserved) = (i128::from(e), i128::from(te), i128::from(reserved));
                 // The server may have admitted or finished jobs since the
                 // snapshot, so only relations that always hold are compared.
                 let charged_api = f("spent", "epsilon") + f("reserved", "epsilon");
@@ -468,14 +490,11 @@ pub async fn check(
                 let basic = rule == Accounting::Basic;
                 if f("total", "epsilon") != te
                     || b["accounting"].as_str() != Some(rule.as_str())
-                    || (basic && charged_api > te + 1e-9)
-                    || (basic && f("spent", "epsilon") > te + 1e-9)
-                    || (basic && f("remaining", "epsilon") < 0.0)
-                    || (f("total", "epsilon") - charged_api - f("remaining", "epsilon")).abs()
-                        > 1e-9
-                    || (quiet
-                        && ((charged_api - e).abs() > 1e-9
-                            || (f("reserved", "epsilon") - reserved).abs() > 1e-9))
+                    || (basic && charged_api > te)
+                    || (basic && f("spent", "epsilon") > te)
+                    || (basic && f("remaining", "epsilon") < 0)
+                    || f("total", "epsilon") - charged_api != f("remaining", "epsilon")
+                    || (quiet && (charged_api != e || f("reserved", "epsilon") != reserved))
                 {
                     v.push(format!(
                     "dataset {id}: API budget {b} vs ledger charged {e} of {te} (reserved {reserved})"
