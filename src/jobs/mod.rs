@@ -466,3 +466,116 @@ fn training_pool(n: usize, threads: usize) -> Arc<rayon::ThreadPool> {
     });
     Arc::new(pool)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{LabelMode, read_csv};
+    use crate::learn::AlgorithmSpec;
+    use crate::privacy::budget_units::{self, EpsilonUnits};
+    use crate::privacy::filter::Accounting;
+    use crate::store::datasets::{self, Created, NewDataset};
+    use crate::store::idempotency::StoredResponse;
+    use crate::store::jobs::{NewJob, Submitted};
+    use crate::store::keys::{self, Role};
+
+    const SCHEMA: &str = r#"{
+      "label": {"column": "y", "positive": "1", "negative": "0"},
+      "columns": [{"name": "c", "type": "categorical", "categories": ["a", "b"]}]
+    }"#;
+
+    fn respond(_: &impl serde::Serialize) -> StoredResponse {
+        StoredResponse {
+            status: 200,
+            location: None,
+            body: String::new(),
+        }
+    }
+
+    /// The worker runs a job only if the ledger's charge covers the plan it
+    /// makes from the stored parameters: a job admitted with a charge below
+    /// its plan's cost (as if planned by other code before an upgrade)
+    /// fails without training or releasing a model, while the same job
+    /// charged its plan's cost succeeds.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_job_never_runs_above_its_charge() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = store::testing::fresh_sqlite(dir.path(), 4).await;
+        let owner = keys::create(&db, Role::Owner, "o", "secret").await.unwrap();
+        let schema = Schema::from_json(SCHEMA).unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let mut csv = String::from("c,y\n");
+        for i in 0..60 {
+            csv.push_str(if i % 3 == 0 { "a,1\n" } else { "b,0\n" });
+        }
+        let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
+        let new = NewDataset {
+            owner_id: &owner.id,
+            name: "d",
+            schema_json: SCHEMA,
+            data: &data,
+            rejected_rows: 0,
+            total: budget_units::total(10.0, 0.0).unwrap(),
+            accounting: Accounting::Basic,
+            local_dp: None,
+        };
+        let Created::New(d) = datasets::create(&db, new, None, respond).await.unwrap() else {
+            panic!("created")
+        };
+        // A LazyBB job of epsilon 1: its plan costs pure 1, 1e12 units.
+        let params = JobParams {
+            spec: AlgorithmSpec::default(),
+            epsilon: 1.0,
+            delta: 0.0,
+            defaults_used: true,
+            binning: None,
+            local_dp: None,
+        };
+        let plan = params
+            .spec
+            .plan(params.budget().unwrap(), PublicFacts::new(&encoder, 60))
+            .unwrap();
+        let params_json = serde_json::to_string(&params).unwrap();
+        let mut ids = Vec::new();
+        for charged in [0.5, 1.0] {
+            let new = NewJob {
+                dataset_id: &d.id,
+                submitted_by: &owner.id,
+                params_json: &params_json,
+                tau: plan.steps,
+                charge: Charge::pure(EpsilonUnits::nearest(charged).unwrap()).unwrap(),
+                max_active_per_key: 10,
+            };
+            let Submitted::New(job) = store::jobs::submit(&db, new, None, respond).await.unwrap()
+            else {
+                panic!("admitted")
+            };
+            ids.push(job.id);
+        }
+        let (stop, shutdown) = watch::channel(false);
+        let (_queue, workers) = JobQueue::start(db.clone(), 1, 1, DEFAULT_LEASE, shutdown);
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let states = loop {
+            let mut states = Vec::new();
+            for id in &ids {
+                let job = store::jobs::get_visible(&db, id, &owner.id)
+                    .await
+                    .unwrap()
+                    .unwrap();
+                states.push((job.state, job.model_id.is_some()));
+            }
+            if states.iter().all(|(s, _)| s != "queued" && s != "running") {
+                break states;
+            }
+            assert!(std::time::Instant::now() < deadline, "{states:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        stop.send(true).unwrap();
+        workers.join().await;
+        assert_eq!(
+            states,
+            [("failed".to_owned(), false), ("succeeded".to_owned(), true)]
+        );
+        db.close().await;
+    }
+}
