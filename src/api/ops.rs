@@ -74,6 +74,7 @@ async fn metrics_text(State(state): State<AppState>) -> Result<impl IntoResponse
     );
     out.push_str("# HELP privboost_budget_epsilon_charged Epsilon charged and not refunded, summed over all datasets.\n");
     out.push_str("# TYPE privboost_budget_epsilon_charged gauge\n");
+    // The exact decimal of an integer sum of units (`Units`' Display).
     let _ = writeln!(
         out,
         "privboost_budget_epsilon_charged {}",

@@ -37,7 +37,10 @@
 //!   dataset.
 //!
 //! Everything here is arithmetic on public quantities: the charges are
-//! fixed by public parameters before any job reads a row.
+//! fixed by public parameters before any job reads a row. A run's [`Loss`]
+//! is in doubles; the ledger's [`Charge`] and the sums ([`Charged`]) are
+//! integer units ([`super::budget_units`]), rounded once, in the safe
+//! direction, so the filter's comparisons are exact.
 
 use serde::{Deserialize, Serialize};
 
@@ -542,9 +545,10 @@ mod tests {
         assert_eq!(rho_budget(1.0, 0.0), None);
         // In units, rounded down: the largest count not above the double
         // budget computed at the doubles not above the total.
+        // The double budget is 0.01746890476912338: 17_468_904_769 units.
         let units = rho_budget_units(total()).unwrap();
         assert!(units.to_f64() <= rho, "{units}");
-        assert!((units.to_f64() - 0.0174689).abs() < 1e-7, "{units}");
+        assert_eq!(units.units(), 17_468_904_769);
         assert_eq!(
             rho_budget_units(Amount {
                 epsilon: EpsilonUnits::total(1.0).unwrap(),
