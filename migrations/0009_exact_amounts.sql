@@ -88,6 +88,8 @@ WITH v (x, s) AS (
 SELECT x, s, down, up,
     CASE WHEN ROUND(p) / s = x THEN CAST(ROUND(p) AS INTEGER) ELSE down END AS total
 FROM rounded;
+-- Each row below finds its amounts by value.
+CREATE INDEX temp.amounts_0009_by_value ON amounts_0009 (x, s);
 
 CREATE TABLE ledger_new (
     seq           INTEGER PRIMARY KEY AUTOINCREMENT,

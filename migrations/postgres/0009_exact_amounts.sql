@@ -49,6 +49,10 @@ WITH v (x, s) AS (
 SELECT x, s, down, up,
     CASE WHEN round(p) / s = x THEN round(p)::bigint ELSE down END AS total
 FROM rounded;
+-- Each row below finds its amounts by value; statistics for the planner
+-- (a temporary table is never analysed automatically).
+CREATE INDEX amounts_0009_by_value ON amounts_0009 (x, s);
+ANALYZE amounts_0009;
 
 ALTER TABLE ledger
     ADD COLUMN epsilon_units BIGINT,
