@@ -17,9 +17,10 @@
 //! overflowing (`i64::MAX` is 9.2e18); sums are checked all the same and an
 //! overflow is an error, never a wrap. The API accepts at most epsilon 1000
 //! (1e15 units), so a dataset's basic-composition sums stay below 1e15
-//! units. The units are fine enough that no meaningful request is rounded
-//! (a job's epsilon is never below 1e-9 in practice, and a delta of 1e-15 is
-//! 1000 units); a request that would round to 0 units is refused.
+//! units. A request written with at most 12 decimal places (18 for delta)
+//! is taken exactly whenever the double carrying it is within half a unit of
+//! it: every epsilon below 8192 (the API's cap is 1000) and every delta
+//! below 2^-7. A request that would round to 0 units is refused.
 //!
 //! # Which way each amount rounds (the privacy argument)
 //!
@@ -188,12 +189,6 @@ impl<S: Scale> Units<S> {
     /// The count of units.
     pub const fn units(self) -> i64 {
         self.0
-    }
-
-    /// `10^DIGITS`, the number of units in 1.
-    pub fn per_one() -> i64 {
-        // Invariant: DIGITS <= 18, so 10^DIGITS <= 1e18 < i64::MAX.
-        i64::try_from(pow10(S::DIGITS)).expect("a scale's digits fit an i64")
     }
 
     fn check(x: f64) -> Result<(), PrivacyError> {
