@@ -120,14 +120,26 @@ fn column_kinds_pick_the_favourite_when_selection_does_not_pay() {
     let plan = AlgorithmSpec::Auto(AutoSpec::default())
         .plan(budget(1.0, 1e-6), breast)
         .unwrap();
-    assert_eq!(
-        plan.cost,
-        PrivacyCost::Approx {
-            epsilon: 1.0,
-            delta: 1e-6
-        }
+    // DP-EBM alone is charged as DP-EBM: its rho, proved to (1, 1e-6), so
+    // that a zCDP-filter dataset can compose it.
+    let PrivacyCost::Zcdp {
+        rho,
+        epsilon,
+        delta,
+    } = plan.cost
+    else {
+        panic!(
+            "DP-EBM alone should cost its zCDP description, got {:?}",
+            plan.cost
+        );
+    };
+    assert!(
+        epsilon <= 1.0 && delta == 1e-6 && rho > 0.0,
+        "{:?}",
+        plan.cost
     );
     let noise = plan.noise();
+    assert_eq!(noise["candidates"][0]["noise"]["rho"], rho);
     assert_eq!(noise["n_validation"], 0);
     assert_eq!(noise["n_train"], 455);
     assert_eq!(noise["candidates"][0]["label"], "dp-ebm");
