@@ -79,7 +79,7 @@ mod propose;
 mod reader;
 mod schema;
 #[cfg(test)]
-mod shipped;
+pub(crate) mod shipped;
 
 pub use bits::{BitMatrix, BitMatrixBuilder, BitVec};
 pub use dataset::Dataset;

@@ -6,7 +6,8 @@ use serde_json::json;
 
 use super::file::Score;
 use super::{AutoSpec, candidates, default_validation_share};
-use crate::data::{Dataset, Encoder, LabelMode, Schema, Task, read_csv};
+use crate::data::Task;
+use crate::data::shipped::load_one as shipped;
 use crate::learn::family::{AlgorithmName, AlgorithmSpec, ColumnKinds, PublicFacts};
 use crate::learn::{Model, Output};
 use crate::privacy::{Budget, NoiseRng, PrivacyCost};
@@ -315,18 +316,6 @@ fn the_better_score_wins() {
     assert!(!acc(0.8).better_than(&acc(0.8)));
     assert!(mse(2.0).better_than(&mse(3.0)));
     assert!(!mse(3.0).better_than(&mse(2.0)));
-}
-
-fn shipped(name: &str, file: &str) -> (Encoder, Dataset) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data")
-        .join(name);
-    let schema =
-        Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
-    let encoder = Encoder::new(&schema).unwrap();
-    let f = std::fs::File::open(root.join(file)).unwrap();
-    let data = read_csv(std::io::BufReader::new(f), &encoder, LabelMode::Required).unwrap();
-    (encoder, data)
 }
 
 /// Mushroom, first four fifths train, pure epsilon = 4 in total (large
