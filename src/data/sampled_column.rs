@@ -483,3 +483,250 @@ fn csv_error(e: csv::Error, row: usize) -> DataError {
         _ => DataError::row(row, "malformed CSV record").at_line(line),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::reader::LabelMode;
+    use crate::privacy::randomized_response::{keep_probability, other_probability};
+    use crate::privacy::testutil::chi_square_p_value;
+
+    /// Intervals, thresholds with missing, a categorical with missing, an
+    /// ignored column and a boolean (whose `false` lights no literal).
+    pub(crate) fn schema() -> Schema {
+        Schema::from_json(
+            r#"{
+              "label": {"column": "y", "positive": "yes", "negative": "no"},
+              "columns": [
+                {"name": "age", "type": "numeric", "min": 0, "max": 100, "bins": 2},
+                {"name": "hours", "type": "numeric", "min": 0, "max": 90, "thresholds": [30, 60], "encoding": "thresholds", "missing": ["?"]},
+                {"name": "work", "type": "categorical", "categories": ["a", "b"], "missing": ["NA"]},
+                {"name": "id", "type": "ignore"},
+                {"name": "smoker", "type": "boolean"}
+              ]
+            }"#,
+        )
+        .unwrap()
+    }
+
+    /// The cells of one row: age 70, hours missing, work b, id, smoker false.
+    const ROW: [&str; 5] = ["70", "?", "b", "123", "false"];
+
+    fn reports(seed: u64, epsilon: f64, row: &[&str], label: &str, draws: usize) -> Vec<Report> {
+        let schema = schema();
+        let encoder = Encoder::new(&schema).unwrap();
+        let protocol = SampledColumn::new(&schema, epsilon).unwrap();
+        let mut rng = NoiseRng::seeded(seed);
+        (0..draws)
+            .map(|i| {
+                protocol
+                    .report(&mut rng, &encoder, |c| row[c], label, i + 1)
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// The pair RR's probabilities over `2 k` pairs when the truth is `pair`.
+    fn pair_probabilities(k: u32, epsilon: f64, pair: u32) -> Vec<f64> {
+        (0..2 * k)
+            .map(|z| {
+                if z == pair {
+                    keep_probability(2 * k, epsilon)
+                } else {
+                    other_probability(2 * k, epsilon)
+                }
+            })
+            .collect()
+    }
+
+    /// Given the drawn column, the reported pair follows k-ary RR over the
+    /// column's `2 k` (value, label) pairs at the FULL epsilon (chi-square,
+    /// p > 1e-4), for every column: age (2 intervals: 4 pairs), hours
+    /// (3 intervals + missing: 8), work (2 + missing: 6), smoker (4).
+    #[test]
+    fn the_pair_follows_rr_at_the_full_epsilon() {
+        let epsilon = 1.0;
+        let all = reports(1, epsilon, &ROW, "no", 200_000);
+        // (k, true value index) per feature column, label "no" = 1.
+        let truth = [(2u32, 1u32), (4, 3), (3, 1), (2, 0)];
+        for (f, &(k, v)) in truth.iter().enumerate() {
+            let mut counts = vec![0u64; 2 * k as usize];
+            for r in all.iter().filter(|r| r.feature == f) {
+                counts[r.pair as usize] += 1;
+            }
+            let expected = pair_probabilities(k, epsilon, pair_index(v, 1));
+            let p = chi_square_p_value(&counts, &expected);
+            assert!(p > 1e-4, "column {f}: p = {p}, counts {counts:?}");
+        }
+    }
+
+    /// A protocol that ran the pair RR at twice or half the epsilon would
+    /// be caught by the same test (p < 1e-10): the test can fail.
+    #[test]
+    fn a_wrong_epsilon_of_the_pair_is_detected() {
+        let epsilon = 1.0;
+        let (f, k, pair) = (2usize, 3u32, pair_index(1, 1));
+        let histogram = |seed: u64, eps: f64| {
+            let mut counts = vec![0u64; 2 * k as usize];
+            for r in reports(seed, eps, &ROW, "no", 200_000)
+                .iter()
+                .filter(|r| r.feature == f)
+            {
+                counts[r.pair as usize] += 1;
+            }
+            counts
+        };
+        let doubled = histogram(2, 2.0 * epsilon);
+        let p = chi_square_p_value(&doubled, &pair_probabilities(k, epsilon, pair));
+        assert!(p < 1e-10, "RR at 2 eps passed as eps: p = {p}");
+        let halved = histogram(3, epsilon / 2.0);
+        let p = chi_square_p_value(&halved, &pair_probabilities(k, epsilon, pair));
+        assert!(p < 1e-10, "RR at eps / 2 passed as eps: p = {p}");
+    }
+
+    /// The column is drawn uniformly over the 4 feature columns (the ignored
+    /// one is never drawn), whatever the row: two different rows give the
+    /// same uniform draw (chi-square, p > 1e-4). A draw 5% off uniform
+    /// would be detected (p < 1e-10).
+    #[test]
+    fn the_column_draw_is_uniform_and_ignores_the_row() {
+        let other_row = ["5", "80", "a", "9", "true"];
+        for (seed, row, label) in [(4, ROW, "no"), (5, other_row, "yes")] {
+            let mut counts = vec![0u64; 4];
+            for r in reports(seed, 0.5, &row, label, 100_000) {
+                counts[r.feature] += 1;
+            }
+            let p = chi_square_p_value(&counts, &[0.25; 4]);
+            assert!(p > 1e-4, "p = {p}, counts {counts:?}");
+            let skewed = [0.2625, 0.2375, 0.25, 0.25];
+            let p = chi_square_p_value(&counts, &skewed);
+            assert!(p < 1e-10, "a 5% skew passed: p = {p}");
+        }
+    }
+
+    /// Report lines written by `cells` are read and stored, then decoded
+    /// back to the same reports: the marker says which column a row
+    /// reported, so a boolean `false` (no literal) and a randomized missing
+    /// token are read as themselves, never as "not reported".
+    #[test]
+    fn reports_round_trip_through_the_file_and_the_stored_rows() {
+        let schema = schema();
+        let encoder = Encoder::new(&schema).unwrap();
+        let protocol = SampledColumn::new(&schema, 1.0).unwrap();
+        let mut all = Vec::new();
+        for f in 0..protocol.n_features() {
+            for pair in 0..2 * protocol.k(f) {
+                all.push(Report { feature: f, pair });
+            }
+        }
+        let mut csv = format!("{REPORTED_VALUE},y,{REPORTED_COLUMN}\n");
+        for r in &all {
+            let [c, v, y] = protocol.cells(&encoder, *r);
+            csv.push_str(&format!("{v},{y},{c}\n"));
+        }
+        assert!(csv.contains("?,no,hours"), "{csv}");
+        assert!(csv.contains("false,yes,smoker"), "{csv}");
+        let read = read_reports(
+            csv.as_bytes(),
+            &encoder,
+            &protocol,
+            &ReadOptions::new(LabelMode::Required),
+        )
+        .unwrap();
+        let data = read.dataset;
+        assert_eq!(data.n_literals(), encoder.n_literals() + 4);
+        assert_eq!(protocol.decode_reports(&encoder, &data).unwrap(), all);
+        // A smoker report with `false` lights only its marker.
+        let i = all
+            .iter()
+            .position(|r| r.feature == 3 && r.pair == pair_index(0, 0))
+            .unwrap();
+        assert_eq!(
+            data.features.row_active(i),
+            [(encoder.n_literals() + 3) as u32]
+        );
+    }
+
+    /// Bad files and lines are refused, naming the row and column but never
+    /// the cell; skipping keeps the good lines.
+    #[test]
+    fn refuses_bad_report_files() {
+        let schema = schema();
+        let encoder = Encoder::new(&schema).unwrap();
+        let protocol = SampledColumn::new(&schema, 1.0).unwrap();
+        let read = |text: &str, skip: bool| {
+            let mut options = ReadOptions::new(LabelMode::Required);
+            options.max_errors = 10;
+            if skip {
+                options.on_bad_row = OnBadRow::Skip;
+            }
+            read_reports(text.as_bytes(), &encoder, &protocol, &options)
+        };
+        for header in [
+            "age,hours,work,id,smoker,y",
+            "reported_column,reported_value",
+            "reported_column,reported_value,y,extra",
+            "reported_column,reported_column,y",
+        ] {
+            let e = read(&format!("{header}\nage,10,yes\n"), false).unwrap_err();
+            assert!(matches!(e, DataError::Header { .. }), "{header}: {e}");
+        }
+        let bad = "reported_column,reported_value,y\n\
+                   secretcolumn,10,yes\n\
+                   id,10,yes\n\
+                   work,secretvalue,yes\n\
+                   age,abc,no\n\
+                   age,10,maybe\n\
+                   age,10\n\
+                   age,10,yes\n";
+        let e = read(bad, false).unwrap_err().to_string();
+        for row in 1..=6 {
+            assert!(e.contains(&format!("row {row}")), "{e}");
+        }
+        assert!(!e.contains("secret") && !e.contains("maybe"), "{e}");
+        let skipped = read(bad, true).unwrap();
+        assert_eq!((skipped.dataset.n_rows(), skipped.skipped), (1, 6));
+        assert!(matches!(
+            read("reported_column,reported_value,y\n", false),
+            Err(DataError::NoRows)
+        ));
+        // The label may not take a report column's name.
+        let clash = Schema::from_json(
+            r#"{"label": {"column": "reported_value", "positive": "1"},
+                "columns": [{"name": "a", "type": "boolean"}]}"#,
+        )
+        .unwrap();
+        assert!(SampledColumn::new(&clash, 1.0).is_err());
+    }
+
+    /// Stored rows that are not reports of this schema are refused when
+    /// decoded, not misread.
+    #[test]
+    fn decoding_refuses_rows_that_are_not_reports() {
+        let schema = schema();
+        let encoder = Encoder::new(&schema).unwrap();
+        let protocol = SampledColumn::new(&schema, 1.0).unwrap();
+        let rows = crate::data::read_csv(
+            "age,hours,work,id,smoker,y\n70,?,b,1,false,no\n".as_bytes(),
+            &encoder,
+            LabelMode::Required,
+        )
+        .unwrap();
+        assert!(protocol.decode_reports(&encoder, &rows).is_err());
+        let n = encoder.n_literals();
+        for active in [vec![], vec![n as u32, n as u32 + 1], vec![0, 1, n as u32]] {
+            let mut b = BitMatrixBuilder::new(n + 4);
+            b.push_row(&active);
+            let data = Dataset {
+                features: b.finish(),
+                labels: Some(BitVec::from_bools(&[true])),
+                targets: None,
+                one_hot_groups: vec![],
+            };
+            assert!(
+                protocol.decode_reports(&encoder, &data).is_err(),
+                "{active:?}"
+            );
+        }
+    }
+}
