@@ -489,6 +489,32 @@ mod tests {
         assert_eq!(given.feature_epsilon(&schema), 0.5);
     }
 
+    /// A declaration stored before protocols existed reads as all-columns
+    /// (old datasets keep their protocol); a sampled-column one round-trips
+    /// and gives the label the full epsilon; no label share is accepted.
+    #[test]
+    fn declarations_carry_their_protocol() {
+        let old: LocalDp = serde_json::from_str(r#"{"epsilon": 4, "label_epsilon": 1}"#).unwrap();
+        assert_eq!(old.protocol, Protocol::AllColumns);
+        let schema = schema();
+        let sampled = LocalDp::sampled_column(&schema, 2.0).unwrap();
+        let json = serde_json::to_value(sampled).unwrap();
+        assert_eq!(json["protocol"], "sampled-column");
+        assert_eq!(json["label_epsilon"], 2.0);
+        assert_eq!(serde_json::from_value::<LocalDp>(json).unwrap(), sampled);
+        assert_eq!(sampled.feature_epsilon(&schema), 2.0);
+        assert!(LocalDp::with_protocol(Protocol::SampledColumn, &schema, 2.0, Some(1.0)).is_err());
+        for bad in [0.0, -1.0, f64::NAN] {
+            assert!(LocalDp::sampled_column(&schema, bad).is_err());
+        }
+        assert_eq!(
+            Protocol::parse("sampled-column"),
+            Some(Protocol::SampledColumn)
+        );
+        assert_eq!(Protocol::parse("all-columns"), Some(Protocol::AllColumns));
+        assert_eq!(Protocol::parse("columns"), None);
+    }
+
     #[test]
     fn refuses_what_it_cannot_randomize() {
         let schema = schema();
