@@ -47,7 +47,8 @@ struct JobRequest {
     /// Total delta (0: pure DP; > 0: advanced composition or zCDP).
     #[serde(default)]
     delta: f64,
-    /// `lazybb` (default).
+    /// `lazybb` (default; `ldp-naive-bayes` on sampled-column local-DP
+    /// datasets).
     algorithm: Option<AlgorithmName>,
     /// Accepted only to refuse it clearly (SPEC §2).
     seed: Option<Value>,
@@ -121,6 +122,25 @@ async fn prepare(
         .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?;
     let (spec, budget) = check(&req)?;
     let dataset = visible(state, caller, &req.dataset_id).await?;
+    // On sampled-column reports the default learner is the one that reads
+    // them (every other is refused there).
+    let sampled = dataset
+        .local_dp
+        .is_some_and(|l| l.protocol == crate::data::Protocol::SampledColumn);
+    let spec = if sampled && req.algorithm.is_none() {
+        AlgorithmSpec::from_fields(AlgorithmName::LdpNaiveBayes, req.params.clone()).map_err(
+            |problems| {
+                ApiError::Validation(
+                    problems
+                        .into_iter()
+                        .map(|p| FieldError::new(p.field, p.message))
+                        .collect(),
+                )
+            },
+        )?
+    } else {
+        spec
+    };
     if dataset.state != "ready" {
         return Err(ApiError::Conflict("the dataset was deleted".into()));
     }
