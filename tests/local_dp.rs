@@ -24,26 +24,33 @@ fn privboost(args: &[&str]) -> (bool, String) {
     )
 }
 
-/// Randomize `small_csv(rows)` at `epsilon` with the CLI; the output CSV.
-fn randomized_small(dir: &Path, rows: usize, epsilon: &str) -> Vec<u8> {
+/// Randomize `small_csv(rows)` at `epsilon` with the CLI and the `extra`
+/// arguments; the output file. stderr must contain `says`.
+fn randomize_small(dir: &Path, rows: usize, epsilon: &str, extra: &[&str], says: &str) -> Vec<u8> {
     let schema = dir.join("schema.json");
     let raw = dir.join("raw.csv");
     let out = dir.join("randomized.csv");
     std::fs::write(&schema, SMALL_SCHEMA).unwrap();
     std::fs::write(&raw, small_csv(rows)).unwrap();
-    let (ok, err) = privboost(&[
+    let mut args = vec![
         "randomize",
         "--schema",
         schema.to_str().unwrap(),
         "--epsilon",
         epsilon,
-        raw.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    args.extend([raw.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let (ok, err) = privboost(&args);
     assert!(ok, "{err}");
-    assert!(err.contains("-local DP per row"), "{err}");
+    assert!(err.contains(says), "{err}");
     std::fs::read(out).unwrap()
+}
+
+/// Randomize `small_csv(rows)` at `epsilon` (all-columns protocol); the
+/// output CSV.
+fn randomized_small(dir: &Path, rows: usize, epsilon: &str) -> Vec<u8> {
+    randomize_small(dir, rows, epsilon, &[], "-local DP per row")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -295,26 +302,13 @@ fn randomize_refuses_bad_input_with_a_clear_message() {
 /// Randomize `small_csv(rows)` with the sampled-column protocol; the report
 /// file.
 fn sampled_small(dir: &Path, rows: usize, epsilon: &str) -> Vec<u8> {
-    let schema = dir.join("schema.json");
-    let raw = dir.join("raw.csv");
-    let out = dir.join("reports.csv");
-    std::fs::write(&schema, SMALL_SCHEMA).unwrap();
-    std::fs::write(&raw, small_csv(rows)).unwrap();
-    let (ok, err) = privboost(&[
-        "randomize",
-        "--schema",
-        schema.to_str().unwrap(),
-        "--epsilon",
+    randomize_small(
+        dir,
+        rows,
         epsilon,
-        "--protocol",
+        &["--protocol", "sampled-column"],
         "sampled-column",
-        raw.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(ok, "{err}");
-    assert!(err.contains("sampled-column"), "{err}");
-    std::fs::read(out).unwrap()
+    )
 }
 
 /// The sampled-column protocol end to end over HTTP: randomize (one
