@@ -183,6 +183,78 @@ async fn what_the_filter_cannot_account_for_is_refused_before_any_charge() {
     s.stop().await;
 }
 
+/// `auto` with a delta is refused on a filter dataset when it would choose
+/// among several learners (basic composition of their shares has no zCDP
+/// description), but admitted when the candidate rule leaves DP-EBM alone:
+/// then the job is DP-EBM's run and is charged its rho.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let job = |dataset: &str| json!({"dataset_id": dataset, "algorithm": "auto", "epsilon": 0.5, "delta": 1e-7});
+
+    // Mixed kinds (one numeric, one categorical column): several candidates.
+    let mixed = expect_status(
+        upload(&s, &owner, Some("zcdp-filter")).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let mixed = mixed["dataset"]["id"].as_str().unwrap().to_owned();
+    let refused = expect_status(
+        s.post(&owner, "/v1/jobs", &job(&mixed)).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(refused["errors"][0]["field"], "delta", "{refused}");
+
+    // Four numeric columns, 200 rows: n x epsilon is far below what
+    // selection needs, so auto runs the numeric favourite, DP-EBM (delta > 0).
+    let schema = r#"{
+      "label": {"column": "y", "positive": "1", "negative": "0"},
+      "columns": [
+        {"name": "a", "type": "numeric", "min": 0, "max": 100, "bins": 4},
+        {"name": "b", "type": "numeric", "min": 0, "max": 100, "bins": 4},
+        {"name": "c", "type": "numeric", "min": 0, "max": 100, "bins": 4},
+        {"name": "d", "type": "numeric", "min": 0, "max": 100, "bins": 4}
+      ]
+    }"#;
+    let mut csv = String::from("a,b,c,d,y\n");
+    for i in 0..200usize {
+        let (a, b, c, d) = ((i * 37) % 100, (i * 11) % 100, (i * 7) % 100, i % 100);
+        csv.push_str(&format!("{a},{b},{c},{d},{}\n", u8::from(a > 50)));
+    }
+    let numeric = expect_status(
+        s.upload_form(
+            &owner,
+            "numeric",
+            "1",
+            schema,
+            csv.into_bytes(),
+            &[("delta", "1e-6"), ("accounting", "zcdp-filter")],
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let numeric = numeric["dataset"]["id"].as_str().unwrap().to_owned();
+    let admitted = expect_status(
+        s.post(&owner, "/v1/jobs", &job(&numeric)).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let done = s.wait_job(&owner, admitted["id"].as_str().unwrap()).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let ledger = s.ledger(&owner, &numeric).await;
+    let charge = ledger
+        .iter()
+        .find(|e| e["kind"] == "charge")
+        .expect("one charge");
+    assert_eq!(charge["loss"]["kind"], "zcdp", "{charge}");
+    assert!(charge["loss"]["rho"].as_f64().unwrap() > 0.0, "{charge}");
+    assert!(charge["epsilon"].as_f64().unwrap() <= 0.5, "{charge}");
+    s.stop().await;
+}
+
 /// Concurrent admissions on a filter dataset admit exactly as many jobs as
 /// the filter's rule allows (computed by the library from public numbers),
 /// and the ledger's own rows, summed again here, stay within the total.

@@ -24,26 +24,33 @@ fn privboost(args: &[&str]) -> (bool, String) {
     )
 }
 
-/// Randomize `small_csv(rows)` at `epsilon` with the CLI; the output CSV.
-fn randomized_small(dir: &Path, rows: usize, epsilon: &str) -> Vec<u8> {
+/// Randomize `small_csv(rows)` at `epsilon` with the CLI and the `extra`
+/// arguments; the output file. stderr must contain `says`.
+fn randomize_small(dir: &Path, rows: usize, epsilon: &str, extra: &[&str], says: &str) -> Vec<u8> {
     let schema = dir.join("schema.json");
     let raw = dir.join("raw.csv");
     let out = dir.join("randomized.csv");
     std::fs::write(&schema, SMALL_SCHEMA).unwrap();
     std::fs::write(&raw, small_csv(rows)).unwrap();
-    let (ok, err) = privboost(&[
+    let mut args = vec![
         "randomize",
         "--schema",
         schema.to_str().unwrap(),
         "--epsilon",
         epsilon,
-        raw.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    args.extend([raw.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let (ok, err) = privboost(&args);
     assert!(ok, "{err}");
-    assert!(err.contains("-local DP per row"), "{err}");
+    assert!(err.contains(says), "{err}");
     std::fs::read(out).unwrap()
+}
+
+/// Randomize `small_csv(rows)` at `epsilon` (all-columns protocol); the
+/// output CSV.
+fn randomized_small(dir: &Path, rows: usize, epsilon: &str) -> Vec<u8> {
+    randomize_small(dir, rows, epsilon, &[], "-local DP per row")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,5 +296,256 @@ fn randomize_refuses_bad_input_with_a_clear_message() {
         );
         assert!(["a", "b"].contains(&cells[1]), "{line}");
         assert!(["0", "1"].contains(&cells[2]), "{line}");
+    }
+}
+
+/// Randomize `small_csv(rows)` with the sampled-column protocol; the report
+/// file.
+fn sampled_small(dir: &Path, rows: usize, epsilon: &str) -> Vec<u8> {
+    randomize_small(
+        dir,
+        rows,
+        epsilon,
+        &["--protocol", "sampled-column"],
+        "sampled-column",
+    )
+}
+
+/// The sampled-column protocol end to end over HTTP: randomize (one
+/// column per row) -> upload with local_dp_protocol -> a job with no
+/// epsilon and no algorithm (ldp-naive-bayes is the default there) ->
+/// a model that predicts raw rows and inspects as coefficients; the
+/// refusals of other learners there, of ldp-naive-bayes elsewhere, and of
+/// evaluating a model on reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampled_column_reports_train_naive_bayes_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    // Epsilon 8 on 4000 rows: the small schema's signal (y = x > 50 or
+    // c == a) survives, so the model must get the clear cases right.
+    let reports = sampled_small(dir.path(), 4000, "8");
+    let text = String::from_utf8(reports.clone()).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("reported_column,reported_value,y"));
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), 3, "{line}");
+        match cells[0] {
+            "x" => assert!(
+                ["12.5", "37.5", "62.5", "87.5"].contains(&cells[1]),
+                "{line}"
+            ),
+            "c" => assert!(["a", "b"].contains(&cells[1]), "{line}"),
+            other => panic!("reported column {other}"),
+        }
+        assert!(["0", "1"].contains(&cells[2]), "{line}");
+    }
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let body = expect_status(
+        s.upload_form(
+            &owner,
+            "reports",
+            "1",
+            SMALL_SCHEMA,
+            reports.clone(),
+            &[
+                ("local_dp_epsilon", "8"),
+                ("local_dp_protocol", "sampled-column"),
+            ],
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        body["dataset"]["local_dp"]["protocol"], "sampled-column",
+        "{body}"
+    );
+    assert_eq!(body["dataset"]["local_dp"]["epsilon"], 8.0, "{body}");
+    assert_eq!(body["accepted_rows"], 4000, "{body}");
+
+    // Learners that read whole rows are refused on reports.
+    for algorithm in ["lazybb", "dp-linear"] {
+        let refused = expect_status(
+            s.post(
+                &owner,
+                "/v1/jobs",
+                &json!({"dataset_id": dataset, "algorithm": algorithm}),
+            )
+            .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        let text = refused.to_string();
+        assert!(text.contains("sampled-column"), "{algorithm}: {text}");
+        assert!(text.contains("ldp-naive-bayes"), "{algorithm}: {text}");
+    }
+    // ldp-naive-bayes takes no parameter.
+    expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "algorithm": "ldp-naive-bayes", "rounds": 3}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+
+    let job = expect_status(
+        s.post(&owner, "/v1/jobs", &json!({"dataset_id": dataset}))
+            .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    assert_eq!(job["params"]["algorithm"], "ldp-naive-bayes", "{job}");
+    assert_eq!(job["params"]["epsilon"], 0.0, "{job}");
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let ledger = s.ledger(&owner, &dataset).await;
+    let charges: Vec<_> = ledger.iter().filter(|e| e["kind"] == "charge").collect();
+    assert_eq!(charges.len(), 1, "{ledger:?}");
+    assert_eq!(charges[0]["epsilon"], 0.0, "{ledger:?}");
+
+    let model_id = job["model_id"].as_str().unwrap().to_owned();
+    let model = expect_status(
+        s.get(&owner, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(model["algorithm"], "ldp-naive-bayes", "{model}");
+    let privacy = &model["privacy"];
+    assert_eq!(privacy["local_epsilon"], 8.0, "{privacy}");
+    assert_eq!(privacy["epsilon"], 0.0, "{privacy}");
+    assert_eq!(privacy["protocol"], "sampled-column", "{privacy}");
+    assert!(
+        privacy["accounting"]
+            .as_str()
+            .unwrap()
+            .starts_with("8-local DP, randomized on the client"),
+        "{privacy}"
+    );
+    // Inspected as dp-linear's coefficients: the intercept and one per literal.
+    let coefficients = model["inspection"]["coefficients"].as_array().unwrap();
+    assert_eq!(coefficients.len(), 6, "{model}");
+
+    // Raw rows: x > 50 or c == a is positive. The clear cases (both
+    // signals agree) must come out right.
+    let rows = json!({"rows": [
+        {"x": 90, "c": "a"}, {"x": 70, "c": "a"},
+        {"x": 10, "c": "b"}, {"x": 30, "c": "b"}
+    ]});
+    let predicted = expect_status(
+        s.post(&owner, &format!("/v1/models/{model_id}/predict"), &rows)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let classes: Vec<&str> = predicted["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(classes, ["1", "1", "0", "0"], "{predicted}");
+
+    // Evaluating a model on reports is refused (they are not rows).
+    let refused = expect_status(
+        s.post(
+            &owner,
+            &format!("/v1/models/{model_id}/evaluate"),
+            &json!({"dataset_id": dataset, "epsilon": 0.1}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(refused.to_string().contains("sampled-column"), "{refused}");
+
+    // ldp-naive-bayes is refused on raw and on all-columns datasets.
+    let raw = s.upload_small(&owner, 1.0, 50).await;
+    let all_columns = randomized_small(dir.path(), 100, "4");
+    let body = expect_status(
+        s.upload_form(
+            &owner,
+            "all",
+            "1",
+            SMALL_SCHEMA,
+            all_columns,
+            &[("local_dp_epsilon", "4")],
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    assert_eq!(body["dataset"]["local_dp"]["protocol"], "all-columns");
+    let all_columns = body["dataset"]["id"].as_str().unwrap().to_owned();
+    for (id, epsilon) in [(raw, Some(1.0)), (all_columns, None)] {
+        let mut request = json!({"dataset_id": id, "algorithm": "ldp-naive-bayes"});
+        if let Some(e) = epsilon {
+            request["epsilon"] = json!(e);
+        }
+        let refused = expect_status(
+            s.post(&owner, "/v1/jobs", &request).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        let text = refused.to_string();
+        assert!(text.contains("sampled-column"), "{text}");
+        assert!(text.contains("\"algorithm\""), "{text}");
+    }
+
+    // A report file uploaded as rows, or rows uploaded as reports, is
+    // refused by the header check; a label epsilon or an unknown protocol
+    // by field. (A short file: the server answers before reading it all.)
+    let reports: Vec<u8> = text
+        .lines()
+        .take(30)
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect();
+    for (data, extra, field) in [
+        (
+            reports.clone(),
+            vec![("local_dp_epsilon", "8")],
+            "CSV header",
+        ),
+        (
+            small_csv(20).into_bytes(),
+            vec![
+                ("local_dp_epsilon", "8"),
+                ("local_dp_protocol", "sampled-column"),
+            ],
+            "reported_column",
+        ),
+        (
+            reports.clone(),
+            vec![
+                ("local_dp_epsilon", "8"),
+                ("local_dp_protocol", "sampled-column"),
+                ("local_dp_label_epsilon", "1"),
+            ],
+            "local_dp_label_epsilon",
+        ),
+        (
+            reports.clone(),
+            vec![
+                ("local_dp_epsilon", "8"),
+                ("local_dp_protocol", "one-column"),
+            ],
+            "local_dp_protocol",
+        ),
+        (
+            reports.clone(),
+            vec![("local_dp_protocol", "sampled-column")],
+            "local_dp_protocol",
+        ),
+    ] {
+        let response = s
+            .upload_form(&owner, "bad", "1", SMALL_SCHEMA, data, &extra)
+            .await;
+        assert!(response.status().is_client_error(), "{extra:?}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert!(body.to_string().contains(field), "{extra:?}: {body}");
     }
 }

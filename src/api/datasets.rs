@@ -10,8 +10,10 @@
 //! `accounting` (optional: `basic`, the default, or `zcdp-filter`; fixed for
 //! the dataset's life), `local_dp_epsilon` and `local_dp_label_epsilon`
 //! (optional: the owner's declaration that the rows were randomized on the
-//! client with `privboost randomize`; jobs on them spend no central budget)
-//! and `schema` (the schema JSON), then the file field `data` (the CSV)
+//! client with `privboost randomize`; jobs on them spend no central budget),
+//! `local_dp_protocol` (optional, with `local_dp_epsilon`: `all-columns`, the
+//! default, or `sampled-column`, whose data is a report file,
+//! `data::sampled_column`) and `schema` (the schema JSON), then the file field `data` (the CSV)
 //! last.
 //! The CSV is streamed through a bounded channel into the encoder on a
 //! blocking thread, so memory holds the bit matrix and a few chunks, never
@@ -37,7 +39,10 @@ use tokio::sync::mpsc;
 use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, Config, MAX_EPSILON, PageQuery, Routes, idempotency_key, page_json, replay};
-use crate::data::{Encoder, LabelMode, LocalDp, OnBadRow, ReadOptions, Schema, read_csv_with};
+use crate::data::sampled_column::{SampledColumn, read_reports};
+use crate::data::{
+    Encoder, LabelMode, LocalDp, OnBadRow, Protocol, ReadOptions, Schema, read_csv_with,
+};
 use crate::privacy::budget_units::{self, DeltaUnits, EpsilonUnits, RhoUnits};
 use crate::privacy::filter::{Accounting, Charge, LossKind};
 use crate::store::datasets::{self, Created, DatasetInfo, MarkPublic, NewDataset};
@@ -84,6 +89,7 @@ struct UploadMeta {
     accounting: Option<String>,
     local_dp_epsilon: Option<String>,
     local_dp_label_epsilon: Option<String>,
+    local_dp_protocol: Option<String>,
     schema: Option<String>,
 }
 
@@ -197,9 +203,33 @@ impl UploadMeta {
                 "only with local_dp_epsilon",
             ));
         }
+        let protocol = match self.local_dp_protocol.as_deref().map(str::trim) {
+            None => Protocol::AllColumns,
+            Some(_) if self.local_dp_epsilon.is_none() => {
+                errors.push(FieldError::new(
+                    "local_dp_protocol",
+                    "only with local_dp_epsilon",
+                ));
+                Protocol::AllColumns
+            }
+            Some(name) => Protocol::parse(name).unwrap_or_else(|| {
+                errors.push(FieldError::new(
+                    "local_dp_protocol",
+                    "must be all-columns or sampled-column",
+                ));
+                Protocol::AllColumns
+            }),
+        };
         let local_dp = match (&schema, local_epsilon) {
-            (Some(schema), Some(e)) => LocalDp::new(schema, e, label_epsilon)
-                .map_err(|err| errors.push(FieldError::new("local_dp_epsilon", err.to_string())))
+            (Some(schema), Some(e)) => LocalDp::with_protocol(protocol, schema, e, label_epsilon)
+                .map_err(|err| {
+                    let field = if label_epsilon.is_some() && protocol == Protocol::SampledColumn {
+                        "local_dp_label_epsilon"
+                    } else {
+                        "local_dp_epsilon"
+                    };
+                    errors.push(FieldError::new(field, err.to_string()))
+                })
                 .ok(),
             _ => None,
         };
@@ -332,8 +362,17 @@ async fn upload(
                 max_lines: state.config.max_upload_rows.saturating_add(1),
                 too_many_lines: too_many_lines.clone(),
             };
-            let reader = tokio::task::spawn_blocking(move || {
-                read_csv_with(channel_reader, &encoder, &options)
+            let sampled = checked
+                .local_dp
+                .filter(|l| l.protocol == Protocol::SampledColumn)
+                .map(|l| SampledColumn::new(&checked.schema, l.epsilon))
+                .transpose()
+                .map_err(|e| ApiError::Internal(format!("sampled-column protocol: {e}")))?;
+            let reader = tokio::task::spawn_blocking(move || match sampled {
+                // A sampled-column upload is a report file (one column's
+                // pair per row), stored with marker literals.
+                Some(protocol) => read_reports(channel_reader, &encoder, &protocol, &options),
+                None => read_csv_with(channel_reader, &encoder, &options),
             });
             let mut streamed = Ok(());
             loop {
@@ -391,11 +430,12 @@ async fn upload(
             "accounting" => &mut meta.accounting,
             "local_dp_epsilon" => &mut meta.local_dp_epsilon,
             "local_dp_label_epsilon" => &mut meta.local_dp_label_epsilon,
+            "local_dp_protocol" => &mut meta.local_dp_protocol,
             "schema" => &mut meta.schema,
             other => {
                 return Err(ApiError::Validation(vec![FieldError::new(
                     other,
-                    "unknown field (expected name, epsilon, delta, skip_bad_rows, accounting, local_dp_epsilon, local_dp_label_epsilon, schema, data)",
+                    "unknown field (expected name, epsilon, delta, skip_bad_rows, accounting, local_dp_epsilon, local_dp_label_epsilon, local_dp_protocol, schema, data)",
                 )]));
             }
         };

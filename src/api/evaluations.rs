@@ -99,6 +99,16 @@ async fn evaluate(
     if dataset.state != "ready" {
         return Err(ApiError::Conflict("the dataset was deleted".into()));
     }
+    if dataset
+        .local_dp
+        .is_some_and(|l| l.protocol == crate::data::Protocol::SampledColumn)
+    {
+        // Its rows are one column's report each, not rows a model predicts.
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "dataset_id",
+            "this dataset holds sampled-column local-DP reports (one randomized column per row), not rows to evaluate a model on",
+        )]));
+    }
     let schema = Schema::from_json(&dataset.schema.to_string())
         .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
     if &schema != loaded.model.schema() {

@@ -48,7 +48,8 @@ struct JobRequest {
     /// Total delta (0: pure DP; > 0: advanced composition or zCDP).
     #[serde(default)]
     delta: f64,
-    /// `lazybb` (default).
+    /// `lazybb` (default; `ldp-naive-bayes` on sampled-column local-DP
+    /// datasets).
     algorithm: Option<AlgorithmName>,
     /// Accepted only to refuse it clearly (SPEC §2).
     seed: Option<Value>,
@@ -125,6 +126,25 @@ async fn prepare(
         .map_err(|e| ApiError::Validation(vec![FieldError::new("body", e.to_string())]))?;
     let (spec, budget) = check(&req)?;
     let dataset = visible(state, caller, &req.dataset_id).await?;
+    // On sampled-column reports the default learner is the one that reads
+    // them (every other is refused there).
+    let sampled = dataset
+        .local_dp
+        .is_some_and(|l| l.protocol == crate::data::Protocol::SampledColumn);
+    let spec = if sampled && req.algorithm.is_none() {
+        AlgorithmSpec::from_fields(AlgorithmName::LdpNaiveBayes, req.params.clone()).map_err(
+            |problems| {
+                ApiError::Validation(
+                    problems
+                        .into_iter()
+                        .map(|p| FieldError::new(p.field, p.message))
+                        .collect(),
+                )
+            },
+        )?
+    } else {
+        spec
+    };
     if dataset.state != "ready" {
         return Err(ApiError::Conflict("the dataset was deleted".into()));
     }
@@ -179,7 +199,7 @@ async fn prepare(
     {
         return Err(ApiError::Validation(vec![FieldError::new(
             "delta",
-            "this dataset uses zcdp-filter accounting, which admits pure-DP (delta = 0) and zCDP runs only; this run's (epsilon, delta) comes from a composition theorem with no zCDP description (LazyBB with delta > 0, or auto with delta > 0): use delta = 0, or a zCDP learner (dp-ebm, or dp-linear with delta > 0)",
+            "this dataset uses zcdp-filter accounting, which admits pure-DP (delta = 0) and zCDP runs only; this run's (epsilon, delta) comes from a composition theorem with no zCDP description (LazyBB with delta > 0, or auto with delta > 0 choosing among several learners): use delta = 0, or a zCDP learner (dp-ebm, or dp-linear with delta > 0)",
         )]));
     }
     // What the ledger charges: the plan's cost rounded up to units (0 for a

@@ -446,13 +446,7 @@ struct TimingDesigns {
 }
 
 fn timing_designs() -> TimingDesigns {
-    use crate::data::{Encoder, LabelMode, Schema, read_csv};
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult/");
-    let schema =
-        Schema::from_json(&std::fs::read_to_string(format!("{dir}schema.json")).unwrap()).unwrap();
-    let encoder = Encoder::new(&schema).unwrap();
-    let file = std::fs::File::open(format!("{dir}adult-train.csv")).unwrap();
-    let adult = read_csv(file, &encoder, LabelMode::Required).unwrap();
+    let (_, adult) = crate::data::shipped::load_one("adult", "adult-train.csv");
     let (n, d) = (adult.n_rows(), adult.features.n_cols());
     // D': row 0 replaced by the row (among the first 2,000) whose literals
     // differ from it most, with the label flipped as well.

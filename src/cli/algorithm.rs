@@ -9,6 +9,7 @@ use privboost::learn::dpboost::DpBoostSpec;
 use privboost::learn::dpboost::params::LeafRelease;
 use privboost::learn::ebm::EbmSpec;
 use privboost::learn::linear::{LinearSpec, NumericFeatures};
+use privboost::learn::naive_bayes::NaiveBayesSpec;
 use privboost::learn::params::WeakLearnerName;
 use privboost::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec};
 
@@ -25,6 +26,9 @@ pub enum AlgorithmArg {
     Dpboost,
     /// auto: the private choice of the best learner (docs/accuracy.md, "auto").
     Auto,
+    /// ldp-naive-bayes: naive Bayes on sampled-column local-DP reports
+    /// (with --local-dp-protocol sampled-column).
+    LdpNaiveBayes,
 }
 
 impl AlgorithmArg {
@@ -35,6 +39,7 @@ impl AlgorithmArg {
             AlgorithmArg::DpLinear => AlgorithmName::DpLinear,
             AlgorithmArg::Dpboost => AlgorithmName::Dpboost,
             AlgorithmArg::Auto => AlgorithmName::Auto,
+            AlgorithmArg::LdpNaiveBayes => AlgorithmName::LdpNaiveBayes,
         }
     }
 }
@@ -253,8 +258,9 @@ impl AlgorithmArgs {
                 .chain(&epochs)
                 .chain(&auto)
                 .collect(),
-            // The candidates run at their default rules: no learner's flag.
-            AlgorithmName::Auto => lazybb
+            // The candidates run at their default rules, and naive Bayes
+            // has no parameter: no learner's flag.
+            AlgorithmName::Auto | AlgorithmName::LdpNaiveBayes => lazybb
                 .iter()
                 .chain(&ebm)
                 .chain(&linear)
@@ -311,6 +317,12 @@ impl AlgorithmArgs {
             AlgorithmName::Auto => Ok(AlgorithmSpec::Auto(AutoSpec {
                 validation_share: self.validation_share,
             })),
+            AlgorithmName::LdpNaiveBayes => {
+                if self.validation_share.is_some() {
+                    bail!("--validation-share is not a parameter of --algorithm ldp-naive-bayes");
+                }
+                Ok(AlgorithmSpec::LdpNaiveBayes(NaiveBayesSpec::default()))
+            }
         }
     }
 }

@@ -30,7 +30,15 @@ pub struct AlgorithmList(Vec<AlgorithmArg>);
 fn parse_algorithms(text: &str) -> Result<AlgorithmList, String> {
     use clap::ValueEnum;
     if text.trim() == "all" {
-        return Ok(AlgorithmList(AlgorithmArg::value_variants().to_vec()));
+        // Every learner that trains on raw rows: ldp-naive-bayes reads only
+        // sampled-column local-DP reports.
+        return Ok(AlgorithmList(
+            AlgorithmArg::value_variants()
+                .iter()
+                .copied()
+                .filter(|a| *a != AlgorithmArg::LdpNaiveBayes)
+                .collect(),
+        ));
     }
     text.split(',')
         .map(|name| AlgorithmArg::from_str(name.trim(), true))

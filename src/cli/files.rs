@@ -6,7 +6,8 @@ use std::io::{BufReader, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use privboost::data::{Dataset, Encoder, LabelMode, Schema, read_csv};
+use privboost::data::sampled_column::{SampledColumn, read_reports};
+use privboost::data::{Dataset, Encoder, LabelMode, ReadOptions, Schema, read_csv};
 use privboost::learn::Model;
 
 /// Read and validate a schema file.
@@ -20,6 +21,17 @@ pub fn load_schema(path: &Path) -> anyhow::Result<Schema> {
 pub fn load_dataset(path: &Path, encoder: &Encoder, label: LabelMode) -> anyhow::Result<Dataset> {
     let file = File::open(path).with_context(|| format!("cannot open data {}", path.display()))?;
     read_csv(BufReader::new(file), encoder, label)
+        .with_context(|| format!("data {}", path.display()))
+}
+
+/// Read a sampled-column report file (`randomize --protocol
+/// sampled-column`) into the stored form (`data::sampled_column`).
+pub fn load_reports(path: &Path, encoder: &Encoder, epsilon: f64) -> anyhow::Result<Dataset> {
+    let protocol = SampledColumn::new(encoder.schema(), epsilon)?;
+    let file = File::open(path).with_context(|| format!("cannot open data {}", path.display()))?;
+    let options = ReadOptions::new(LabelMode::Required);
+    read_reports(BufReader::new(file), encoder, &protocol, &options)
+        .map(|r| r.dataset)
         .with_context(|| format!("data {}", path.display()))
 }
 

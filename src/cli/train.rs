@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use privboost::data::{Encoder, LabelMode, LocalDp};
+use privboost::data::{Encoder, LabelMode, LocalDp, Protocol};
 use privboost::learn::PublicFacts;
 use privboost::privacy::{Budget, NoiseRng};
 
 use super::algorithm::AlgorithmArgs;
 use super::files;
+use super::randomize::ProtocolArg;
 
 /// Options of `privboost train`.
 #[derive(Debug, Args)]
@@ -38,6 +39,11 @@ pub struct TrainArgs {
     /// --label-epsilon`); default an equal share of every column.
     #[arg(long, allow_negative_numbers = true, requires = "local_dp_epsilon")]
     local_dp_label_epsilon: Option<f64>,
+    /// The protocol the data was randomized with (`randomize --protocol`):
+    /// sampled-column data is a report file, trained with `--algorithm
+    /// ldp-naive-bayes`.
+    #[arg(long, value_enum, requires = "local_dp_epsilon", default_value_t = ProtocolArg::AllColumns)]
+    local_dp_protocol: ProtocolArg,
     /// Total delta; 0 (the default) is pure DP, > 0 uses advanced composition.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     delta: f64,
@@ -68,10 +74,22 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let schema = files::load_schema(&args.schema)?;
     let local = args
         .local_dp_epsilon
-        .map(|e| LocalDp::new(&schema, e, args.local_dp_label_epsilon))
+        .map(|e| {
+            LocalDp::with_protocol(
+                args.local_dp_protocol.value(),
+                &schema,
+                e,
+                args.local_dp_label_epsilon,
+            )
+        })
         .transpose()?;
     let encoder = Encoder::new(&schema)?;
-    let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
+    let data = match local {
+        Some(l) if l.protocol == Protocol::SampledColumn => {
+            files::load_reports(&args.data, &encoder, l.epsilon)?
+        }
+        _ => files::load_dataset(&args.data, &encoder, LabelMode::Required)?,
+    };
     let facts = PublicFacts::new(&encoder, data.n_rows()).with_local_dp(local);
     let plan = spec.plan(budget, facts)?;
     let mut noise = NoiseRng::from_os()?;

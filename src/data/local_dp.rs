@@ -22,11 +22,52 @@ use super::encode::Encoder;
 use super::error::DataError;
 use super::schema::{Bins, Column, NumericEncoding, Schema, Task, UnknownPolicy};
 
-/// A dataset's local-DP declaration: the total per-row epsilon and the part
-/// of it spent on the label; the rest is split equally over the feature
-/// columns (basic composition over the row's columns).
+/// How the rows of a local-DP dataset were randomized on the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// Every column and the label, each by its own randomized response at a
+    /// share of epsilon (the first protocol; datasets declared before
+    /// protocols existed are this one).
+    #[default]
+    AllColumns,
+    /// One uniformly drawn column per row, reported jointly with the label
+    /// at the full epsilon (`super::sampled_column`).
+    SampledColumn,
+}
+
+impl Protocol {
+    /// The name as written in requests, flags and declarations.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Protocol::AllColumns => "all-columns",
+            Protocol::SampledColumn => "sampled-column",
+        }
+    }
+
+    /// Parse a name ([`Protocol::as_str`]).
+    pub fn parse(name: &str) -> Option<Protocol> {
+        [Protocol::AllColumns, Protocol::SampledColumn]
+            .into_iter()
+            .find(|p| p.as_str() == name)
+    }
+}
+
+/// A dataset's local-DP declaration: the protocol, the per-row epsilon and
+/// the label's part of it.
+///
+/// - [`Protocol::AllColumns`]: the label gets `label_epsilon`, the rest is
+///   split equally over the feature columns (basic composition over the
+///   row's columns).
+/// - [`Protocol::SampledColumn`]: one randomized response of one column's
+///   (value, label) pair at the full `epsilon`; `label_epsilon` is then
+///   `epsilon` (the label's report is part of that one epsilon-LDP release).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LocalDp {
+    /// How the rows were randomized; absent in declarations stored before
+    /// the sampled-column protocol, which are all-columns.
+    #[serde(default)]
+    pub protocol: Protocol,
     /// Per-row epsilon: the sum of the per-column epsilons.
     pub epsilon: f64,
     /// The label's epsilon.
@@ -74,13 +115,53 @@ impl LocalDp {
             });
         }
         Ok(LocalDp {
+            protocol: Protocol::AllColumns,
             epsilon,
             label_epsilon,
         })
     }
 
-    /// Each feature column's epsilon: `(epsilon - label_epsilon) / features`.
+    /// The sampled-column declaration for `schema` at per-row `epsilon`
+    /// (`super::sampled_column`): checks the schema and that every column's
+    /// pair randomized response can run at `epsilon`.
+    pub fn sampled_column(schema: &Schema, epsilon: f64) -> Result<LocalDp, DataError> {
+        if !(epsilon.is_finite() && epsilon > 0.0) {
+            return Err(DataError::LocalDp {
+                message: format!("the local epsilon must be a finite number > 0, got {epsilon}"),
+            });
+        }
+        super::sampled_column::SampledColumn::new(schema, epsilon)?;
+        Ok(LocalDp {
+            protocol: Protocol::SampledColumn,
+            epsilon,
+            label_epsilon: epsilon,
+        })
+    }
+
+    /// The declaration for `protocol`: [`LocalDp::new`] or
+    /// [`LocalDp::sampled_column`] (which takes no label share).
+    pub fn with_protocol(
+        protocol: Protocol,
+        schema: &Schema,
+        epsilon: f64,
+        label_epsilon: Option<f64>,
+    ) -> Result<LocalDp, DataError> {
+        match (protocol, label_epsilon) {
+            (Protocol::AllColumns, _) => LocalDp::new(schema, epsilon, label_epsilon),
+            (Protocol::SampledColumn, None) => LocalDp::sampled_column(schema, epsilon),
+            (Protocol::SampledColumn, Some(_)) => Err(DataError::LocalDp {
+                message: "the sampled-column protocol reports the label jointly with one column at the full epsilon: it takes no label epsilon".into(),
+            }),
+        }
+    }
+
+    /// Each feature column's epsilon: `(epsilon - label_epsilon) / features`
+    /// (all-columns); the full epsilon for sampled-column, where the one
+    /// reported column's pair gets all of it.
     pub fn feature_epsilon(&self, schema: &Schema) -> f64 {
+        if self.protocol == Protocol::SampledColumn {
+            return self.epsilon;
+        }
         let features = feature_count(schema).max(1);
         (self.epsilon - self.label_epsilon) / features as f64
     }
@@ -406,6 +487,32 @@ mod tests {
         );
         let given = LocalDp::new(&schema, 7.0, Some(4.0)).unwrap();
         assert_eq!(given.feature_epsilon(&schema), 0.5);
+    }
+
+    /// A declaration stored before protocols existed reads as all-columns
+    /// (old datasets keep their protocol); a sampled-column one round-trips
+    /// and gives the label the full epsilon; no label share is accepted.
+    #[test]
+    fn declarations_carry_their_protocol() {
+        let old: LocalDp = serde_json::from_str(r#"{"epsilon": 4, "label_epsilon": 1}"#).unwrap();
+        assert_eq!(old.protocol, Protocol::AllColumns);
+        let schema = schema();
+        let sampled = LocalDp::sampled_column(&schema, 2.0).unwrap();
+        let json = serde_json::to_value(sampled).unwrap();
+        assert_eq!(json["protocol"], "sampled-column");
+        assert_eq!(json["label_epsilon"], 2.0);
+        assert_eq!(serde_json::from_value::<LocalDp>(json).unwrap(), sampled);
+        assert_eq!(sampled.feature_epsilon(&schema), 2.0);
+        assert!(LocalDp::with_protocol(Protocol::SampledColumn, &schema, 2.0, Some(1.0)).is_err());
+        for bad in [0.0, -1.0, f64::NAN] {
+            assert!(LocalDp::sampled_column(&schema, bad).is_err());
+        }
+        assert_eq!(
+            Protocol::parse("sampled-column"),
+            Some(Protocol::SampledColumn)
+        );
+        assert_eq!(Protocol::parse("all-columns"), Some(Protocol::AllColumns));
+        assert_eq!(Protocol::parse("columns"), None);
     }
 
     #[test]

@@ -17,6 +17,9 @@
 //! - [`LocalDp`], [`Domains`]: local-DP collection (`privboost randomize`):
 //!   each column's randomized-response domain and the split of the local
 //!   epsilon over the columns;
+//! - [`sampled_column`]: the sampled-column protocol (one uniformly drawn
+//!   column per row, reported with its label at the full epsilon), its
+//!   report file and how the reports are stored;
 //! - [`propose_schema`]: an owner-side helper that reads private rows to draft a
 //!   schema; never run it on an analyst's request.
 //!
@@ -77,16 +80,17 @@ mod literal;
 mod local_dp;
 mod propose;
 mod reader;
+pub mod sampled_column;
 mod schema;
 #[cfg(test)]
-mod shipped;
+pub(crate) mod shipped;
 
 pub use bits::{BitMatrix, BitMatrixBuilder, BitVec};
 pub use dataset::Dataset;
 pub use encode::Encoder;
 pub use error::DataError;
 pub use literal::Literal;
-pub use local_dp::{ColumnDomain, DomainValue, Domains, LiteralRr, LocalDp};
+pub use local_dp::{ColumnDomain, DomainValue, Domains, LiteralRr, LocalDp, Protocol};
 pub use propose::propose_schema;
 pub use reader::{
     LabelMode, MAX_RECORD_BYTES, OnBadRow, ReadOptions, ReadReport, read_csv, read_csv_with,

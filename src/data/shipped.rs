@@ -25,6 +25,31 @@ fn read(encoder: &Encoder, file: &str) -> Dataset {
         .unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
+/// The shipped data set `set` (a folder of `data/`): its encoder and the
+/// given files, encoded. The one loader every test over shipped data uses.
+pub(crate) fn load(set: &str, files: &[&str]) -> (Encoder, Vec<Dataset>) {
+    let encoder = encoder(set);
+    let sets = files
+        .iter()
+        .map(|f| read(&encoder, &format!("{set}/{f}")))
+        .collect();
+    (encoder, sets)
+}
+
+/// One shipped file of `set`, encoded, with its encoder.
+pub(crate) fn load_one(set: &str, file: &str) -> (Encoder, Dataset) {
+    let (encoder, mut sets) = load(set, &[file]);
+    (encoder, sets.pop().unwrap())
+}
+
+/// Adult's canonical split: the encoder, the training and the test file.
+pub(crate) fn adult_split() -> (Encoder, Dataset, Dataset) {
+    let (encoder, mut sets) = load("adult", &["adult-train.csv", "adult-test.csv"]);
+    let test = sets.pop().unwrap();
+    let train = sets.pop().unwrap();
+    (encoder, train, test)
+}
+
 /// Every feature column here is one-hot (intervals, categories, missing), so each row
 /// has exactly one active literal per feature column.
 fn assert_one_hot(data: &Dataset, encoder: &Encoder) {

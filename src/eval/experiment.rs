@@ -228,7 +228,7 @@ mod tests {
     use super::*;
 
     fn load(set: &str, file: &str) -> (Encoder, crate::data::Dataset) {
-        let (encoder, mut sets) = crate::eval::tests::load(set, &[file]);
+        let (encoder, mut sets) = crate::data::shipped::load(set, &[file]);
         (encoder, sets.remove(0))
     }
 

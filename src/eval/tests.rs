@@ -5,26 +5,8 @@
 //! by several standard errors (docs/accuracy.md has the figures).
 
 use super::*;
-use crate::data::{LabelMode, Schema, read_csv};
+use crate::data::shipped::load;
 use crate::privacy::NoiseRng;
-
-/// The shipped data set `set`: its encoder and the given files, encoded.
-pub(crate) fn load(set: &str, files: &[&str]) -> (Encoder, Vec<Dataset>) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data")
-        .join(set);
-    let schema =
-        Schema::from_json(&std::fs::read_to_string(dir.join("schema.json")).unwrap()).unwrap();
-    let encoder = Encoder::new(&schema).unwrap();
-    let sets = files
-        .iter()
-        .map(|f| {
-            let file = std::fs::File::open(dir.join(f)).unwrap();
-            read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap()
-        })
-        .collect();
-    (encoder, sets)
-}
 
 fn lazybb(epsilon: f64, tau: u32, lambda: f64, kappa: f64) -> Method {
     Method::Lazybb {

@@ -23,13 +23,14 @@ use super::dpboost::{self, DpBoostFile, DpBoostPlan, DpBoostSpec};
 use super::ebm::{self, EbmFile, EbmPlan, EbmSpec};
 use super::linear::{self, LinearFile, LinearPlan, LinearShape, LinearSpec};
 use super::model::LazyBbModel;
+use super::naive_bayes::{self, NaiveBayesFile, NaiveBayesPlan, NaiveBayesSpec};
 use super::params::{
     Calibration, SensitivityBound, ValidLazyBbParams, WeakLearnerKind, WeakLearnerName,
     default_parameters, default_top_down_parameters,
 };
 use super::trained::Model;
 use super::{LazyBbParams, LearnError, PrivacyMode, train};
-use crate::data::{Dataset, Domains, Encoder, LocalDp, Task};
+use crate::data::{Dataset, Domains, Encoder, LocalDp, Protocol, Task};
 use crate::privacy::randomized_response::{Debias, effective_epsilon};
 use crate::privacy::{Budget, Composition, NoiseRng, PrivacyCost, PrivacyError, mechanisms};
 
@@ -49,16 +50,20 @@ pub enum AlgorithmName {
     Dpboost,
     /// auto: the private choice among the learners above (`learn::auto`).
     Auto,
+    /// ldp-naive-bayes: naive Bayes on sampled-column local-DP reports
+    /// (`learn::naive_bayes`).
+    LdpNaiveBayes,
 }
 
 impl AlgorithmName {
     /// Every learner, in the order the docs list them.
-    pub const ALL: [AlgorithmName; 5] = [
+    pub const ALL: [AlgorithmName; 6] = [
         AlgorithmName::Lazybb,
         AlgorithmName::DpEbm,
         AlgorithmName::DpLinear,
         AlgorithmName::Dpboost,
         AlgorithmName::Auto,
+        AlgorithmName::LdpNaiveBayes,
     ];
 
     /// The name as written in requests and files.
@@ -69,6 +74,7 @@ impl AlgorithmName {
             AlgorithmName::DpLinear => "dp-linear",
             AlgorithmName::Dpboost => "dpboost",
             AlgorithmName::Auto => "auto",
+            AlgorithmName::LdpNaiveBayes => "ldp-naive-bayes",
         }
     }
 
@@ -112,6 +118,7 @@ impl AlgorithmName {
                 "leaves",
             ],
             AlgorithmName::Auto => &["validation_share"],
+            AlgorithmName::LdpNaiveBayes => &[],
         }
     }
 
@@ -129,7 +136,7 @@ impl AlgorithmName {
     /// Whether the learner can do `task`.
     pub fn supports(&self, task: Task) -> bool {
         match self {
-            AlgorithmName::Lazybb => matches!(task, Task::Binary),
+            AlgorithmName::Lazybb | AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
             AlgorithmName::DpEbm
             | AlgorithmName::DpLinear
             | AlgorithmName::Dpboost
@@ -198,6 +205,8 @@ pub enum AlgorithmSpec {
     Dpboost(DpBoostSpec),
     /// auto: private selection among learners.
     Auto(AutoSpec),
+    /// ldp-naive-bayes (sampled-column local-DP datasets only).
+    LdpNaiveBayes(NaiveBayesSpec),
 }
 
 impl Default for AlgorithmSpec {
@@ -363,8 +372,12 @@ impl ColumnKinds {
     }
 }
 
-/// The learners that train on local-DP rows, as error messages name them.
+/// The learners that train on local-DP rows (all-columns protocol), as
+/// error messages name them.
 pub const LOCAL_DP_LEARNERS: &str = "lazybb with the dp-1r weak learner";
+
+/// The learners that train on sampled-column local-DP reports.
+pub const SAMPLED_COLUMN_LEARNERS: &str = "ldp-naive-bayes";
 
 impl PublicFacts {
     /// Adult's shape (14 DP-EBM features, dp-linear's blocks, no private
@@ -451,6 +464,8 @@ enum PlannedLearner {
         params: ValidLazyBbParams,
         local: LocalDp,
     },
+    /// Naive Bayes on sampled-column reports: no noise.
+    NaiveBayes(NaiveBayesPlan),
 }
 
 impl AlgorithmSpec {
@@ -462,6 +477,7 @@ impl AlgorithmSpec {
             AlgorithmSpec::DpLinear(_) => AlgorithmName::DpLinear,
             AlgorithmSpec::Dpboost(_) => AlgorithmName::Dpboost,
             AlgorithmSpec::Auto(_) => AlgorithmName::Auto,
+            AlgorithmSpec::LdpNaiveBayes(_) => AlgorithmName::LdpNaiveBayes,
         }
     }
 
@@ -509,6 +525,17 @@ impl AlgorithmSpec {
     /// debiased, no central noise and no central cost. The default rule
     /// is LazyBB's at the local epsilon (there is no central one).
     fn plan_local(&self, local: LocalDp, facts: PublicFacts) -> Result<Plan, LearnError> {
+        if let AlgorithmSpec::LdpNaiveBayes(spec) = *self {
+            return plan_naive_bayes(spec, facts);
+        }
+        if local.protocol == Protocol::SampledColumn {
+            // Sampled-column rows are one (column, value, label) report
+            // each: the learners that debias whole rows would misread them.
+            return Err(LearnError::InvalidParameter(format!(
+                "algorithm {} does not read sampled-column reports; this dataset was randomized on the client with the sampled-column protocol, so choose {SAMPLED_COLUMN_LEARNERS}",
+                self.name().as_str()
+            )));
+        }
         let refuse = || {
             LearnError::InvalidParameter(format!(
                 "algorithm {} does not debias local-DP data; this dataset was randomized on the client (local_dp), so choose {LOCAL_DP_LEARNERS}",
@@ -555,8 +582,25 @@ impl AlgorithmSpec {
             AlgorithmSpec::DpLinear(spec) => plan_linear(spec, budget, facts),
             AlgorithmSpec::Dpboost(spec) => plan_dpboost(spec, budget, facts),
             AlgorithmSpec::Auto(spec) => plan_auto(spec, budget, facts),
+            AlgorithmSpec::LdpNaiveBayes(spec) => plan_naive_bayes(spec, facts),
         }
     }
+}
+
+/// ldp-naive-bayes: only on sampled-column reports (`facts.local_dp`);
+/// nothing to calibrate, no central cost, one step.
+fn plan_naive_bayes(spec: NaiveBayesSpec, facts: PublicFacts) -> Result<Plan, LearnError> {
+    let plan = spec.plan(facts.local_dp)?;
+    Ok(Plan {
+        cost: PrivacyCost::LocalDp {
+            local_epsilon: plan.local.epsilon,
+        },
+        steps: 1,
+        resolved: AlgorithmSpec::LdpNaiveBayes(spec),
+        defaults_used: true,
+        binning: None,
+        learner: PlannedLearner::NaiveBayes(plan),
+    })
 }
 
 fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
@@ -772,6 +816,11 @@ impl Plan {
                 noise
             }
             PlannedLearner::DpBoost(p) => dpboost::params::noise_json(p),
+            PlannedLearner::NaiveBayes(p) => json!({
+                "mechanism": "none centrally: each row was randomized on the client, reporting one uniformly drawn column's (value, label) pair by k-ary randomized response at the full local epsilon; naive Bayes from the debiased pair counts",
+                "local_epsilon": p.local.epsilon,
+                "protocol": p.local.protocol.as_str(),
+            }),
             PlannedLearner::LazyBbLocal { local, .. } => json!({
                 "mechanism": "none centrally: the rows were randomized on the client (k-ary randomized response per column); each round takes the one-rule with the least debiased weighted error",
                 "local_epsilon": local.epsilon,
@@ -862,6 +911,18 @@ impl Plan {
                 )?)))
             }
             PlannedLearner::Auto(plan) => auto::run::fit(plan, data, encoder, rng, on_step),
+            PlannedLearner::NaiveBayes(plan) => {
+                let model = naive_bayes::fit(data, encoder, plan)?;
+                if !on_step(1) {
+                    return Err(LearnError::Cancelled);
+                }
+                Ok(Model::NaiveBayes(Box::new(NaiveBayesFile::new(
+                    encoder,
+                    plan,
+                    data.n_rows(),
+                    model,
+                )?)))
+            }
             PlannedLearner::LazyBbLocal { params, local } => {
                 let debias = local_debias(local, encoder)?;
                 let ensemble = super::lazybb::train_local(data, params, &debias, on_step)?;
@@ -972,6 +1033,7 @@ mod tests {
     #[test]
     fn local_dp_plans_only_the_debiasing_learner() {
         let local = LocalDp {
+            protocol: Protocol::AllColumns,
             epsilon: 4.0,
             label_epsilon: 1.0,
         };

@@ -25,6 +25,7 @@ pub mod family;
 pub mod lazybb;
 pub mod linear;
 pub mod metrics;
+pub mod naive_bayes;
 pub mod private_eval;
 pub mod trained;
 

@@ -168,18 +168,12 @@ pub fn exact_metrics(model: &Model, data: &Dataset) -> Result<ExactMetrics, Lear
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{Encoder, LabelMode, Schema, read_csv};
+    use crate::data::{Dataset, Encoder};
     use crate::learn::{AlgorithmSpec, PublicFacts, metrics as exact};
     use crate::privacy::Budget;
 
     fn abalone() -> (Encoder, Dataset) {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/abalone");
-        let schema =
-            Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
-        let encoder = Encoder::new(&schema).unwrap();
-        let file = std::fs::File::open(root.join("abalone.csv")).unwrap();
-        let data = read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap();
-        (encoder, data)
+        crate::data::shipped::load_one("abalone", "abalone.csv")
     }
 
     /// A regressor's exact metrics are the RMSE and MAE of its predictions

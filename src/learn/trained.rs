@@ -18,6 +18,7 @@ use super::ebm::{self, EbmFile, EbmPredictor, sigmoid};
 use super::inspect::{Inspection, inspect};
 use super::linear::{self, LinearFile, LinearInspection, LinearPredictor};
 use super::model::{LazyBbModel, MODEL_FORMAT, Prediction, Predictor};
+use super::naive_bayes::{self, NaiveBayesFile};
 use crate::data::{Dataset, Encoder, Schema, Task};
 use crate::privacy::{Budget, mechanisms};
 
@@ -35,6 +36,9 @@ pub enum Model {
     /// auto (model file version 2): the winner's model with the selection
     /// record; it predicts and inspects as the winner.
     Auto(Box<AutoFile>),
+    /// ldp-naive-bayes (model file version 2): a dp-linear body, so it
+    /// predicts and inspects as dp-linear.
+    NaiveBayes(Box<NaiveBayesFile>),
 }
 
 /// One prediction of any model.
@@ -318,6 +322,9 @@ impl Model {
                 Some(auto::file::ALGORITHM) => {
                     Ok(Model::Auto(Box::new(AutoFile::from_value(value)?)))
                 }
+                Some(naive_bayes::ALGORITHM) => Ok(Model::NaiveBayes(Box::new(
+                    NaiveBayesFile::from_value(value)?,
+                ))),
                 other => Err(LearnError::ModelFormat(format!(
                     "unknown algorithm {other:?} in a version-2 model file"
                 ))),
@@ -343,6 +350,7 @@ impl Model {
             Model::Auto(f) => {
                 serde_json::to_string_pretty(&f.to_value()).expect("model serialises")
             }
+            Model::NaiveBayes(f) => serde_json::to_string_pretty(f).expect("model serialises"),
         }
     }
 
@@ -354,6 +362,7 @@ impl Model {
             Model::Linear(_) => linear::file::ALGORITHM,
             Model::DpBoost(_) => dpboost::model::ALGORITHM,
             Model::Auto(_) => auto::file::ALGORITHM,
+            Model::NaiveBayes(_) => naive_bayes::ALGORITHM,
         }
     }
 
@@ -365,6 +374,7 @@ impl Model {
             Model::Linear(f) => &f.schema,
             Model::DpBoost(f) => &f.schema,
             Model::Auto(f) => f.schema(),
+            Model::NaiveBayes(f) => &f.schema,
         }
     }
 
@@ -389,6 +399,7 @@ impl Model {
                 f.winner.set_job_id(job_id.clone());
                 f.job_id = Some(job_id);
             }
+            Model::NaiveBayes(f) => f.job_id = Some(job_id),
         }
     }
 
@@ -414,6 +425,8 @@ impl Model {
             Model::DpBoost(f) => attach!(f.privacy),
             // Not reached: `auto` refuses private bins in its plan.
             Model::Auto(f) => f.winner.attach_binning(binning, charged),
+            // Not reached: local DP refuses private bins (`data::Domains`).
+            Model::NaiveBayes(_) => {}
         }
     }
 
@@ -440,6 +453,12 @@ impl Model {
                 v
             }
             Model::Auto(f) => f.params_json(),
+            Model::NaiveBayes(f) => {
+                let mut v = serde_json::to_value(f.params).unwrap_or(Value::Null);
+                v["algorithm"] = naive_bayes::ALGORITHM.into();
+                v["defaults_used"] = f.defaults_used.into();
+                v
+            }
         }
     }
 
@@ -451,6 +470,7 @@ impl Model {
             Model::Linear(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
             Model::DpBoost(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
             Model::Auto(f) => f.privacy_json(),
+            Model::NaiveBayes(f) => serde_json::to_value(&f.privacy).unwrap_or(Value::Null),
         }
     }
 
@@ -462,6 +482,9 @@ impl Model {
             Model::Linear(f) => ModelPredictor::Linear(f.model.predictor(f.task, f.literals.len())),
             Model::DpBoost(f) => ModelPredictor::DpBoost(f.clone()),
             Model::Auto(f) => f.winner.predictor(),
+            Model::NaiveBayes(f) => {
+                ModelPredictor::Linear(f.model.predictor(f.task, f.literals.len()))
+            }
         }
     }
 
@@ -477,7 +500,7 @@ impl Model {
                 edited.winner = f.winner.edited(edit)?;
                 Ok(Model::Auto(edited))
             }
-            Model::LazyBb(_) | Model::Linear(_) | Model::DpBoost(_) => {
+            Model::LazyBb(_) | Model::Linear(_) | Model::DpBoost(_) | Model::NaiveBayes(_) => {
                 Err(LearnError::InvalidParameter(format!(
                     "a {} model has no per-feature shape functions to edit ({} edits are for dp-ebm models)",
                     self.algorithm(),
@@ -498,6 +521,7 @@ impl Model {
             Model::Linear(f) => ModelInspection::Linear(f.model.inspect()),
             Model::DpBoost(f) => ModelInspection::DpBoost(DpBoostInspection::new(f, encoder)),
             Model::Auto(f) => f.winner.inspect(encoder),
+            Model::NaiveBayes(f) => ModelInspection::Linear(f.model.inspect()),
         }
     }
 }

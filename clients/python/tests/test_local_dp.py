@@ -91,7 +91,7 @@ def test_bad_input_is_refused():
 
 def test_a_local_dp_upload_trains_without_central_budget(owner):
     randomized, declaration = randomize(frame(300), SCHEMA, 4.0)
-    assert declaration == {"epsilon": 4.0, "label_epsilon": 4.0 / 3}
+    assert declaration == {"protocol": "all-columns", "epsilon": 4.0, "label_epsilon": 4.0 / 3}
     created = owner.upload_dataset("ldp", randomized, SCHEMA, epsilon=1.0, local_dp=declaration)
     dataset = created["dataset"]
     assert dataset["local_dp"] == declaration
@@ -102,3 +102,48 @@ def test_a_local_dp_upload_trains_without_central_budget(owner):
     assert owner.budget(dataset["id"]).loc["remaining", "epsilon"] == 1.0
     model = owner.get_model(job["model_id"])
     assert model["privacy"]["accounting"].startswith("4-local DP, randomized on the client")
+
+
+def test_sampled_column_reports_one_pair_at_the_full_epsilon():
+    # x = 30 is interval 1 of 4, y = "1" the positive class (0): the pair 2 * 1 + 0 = 2 of x's
+    # 8 pairs; c = "b" is value 1 of 4 (a, b, c, missing): pair 2 of 8 as well.
+    n, eps = 60_000, 1.0
+    rows = pd.DataFrame({"x": [30] * n, "c": ["b"] * n, "id": ["7"] * n, "y": ["1"] * n})
+    out, declaration = randomize(rows, SCHEMA, eps, protocol="sampled-column", rng=random.Random(5))
+    assert declaration == {"protocol": "sampled-column", "epsilon": eps}
+    assert list(out.columns) == ["reported_column", "reported_value", "y"]
+    # The column is drawn uniformly between the two feature columns (never the ignored one).
+    draws = out["reported_column"].value_counts().to_dict()
+    assert set(draws) == {"x", "c"}
+    assert max(abs(z) for z in z_scores(draws, n, {"x": 0.5, "c": 0.5})) < 5
+    p = keep_probability(8, eps)
+    q = (1 - p) / 7
+    for column, cells in [("x", ["12.5", "37.5", "62.5", "87.5"]), ("c", ["a", "b", "c", "?"])]:
+        part = out[out["reported_column"] == column]
+        pairs = [f"{v}|{y}" for v, y in zip(part["reported_value"], part["y"])]
+        counts = pd.Series(pairs).value_counts().to_dict()
+        expected = {f"{v}|{y}": q for v in cells for y in ["1", "0"]}
+        expected[f"{cells[1]}|1"] = p
+        assert max(abs(z) for z in z_scores(counts, len(part), expected)) < 5
+        # At half the epsilon the same reports would be far off.
+        p_half = keep_probability(8, eps / 2)
+        q_half = (1 - p_half) / 7
+        wrong = {key: (p_half if value == p else q_half) for key, value in expected.items()}
+        assert max(abs(z) for z in z_scores(counts, len(part), wrong)) > 10
+    with pytest.raises(ValueError, match="label_epsilon is for the all-columns protocol"):
+        randomize(rows, SCHEMA, eps, 0.5, protocol="sampled-column")
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        randomize(rows, SCHEMA, eps, protocol="one-column")
+
+
+def test_a_sampled_column_upload_trains_naive_bayes(owner):
+    reports_frame, declaration = randomize(frame(600), SCHEMA, 8.0, protocol="sampled-column")
+    created = owner.upload_dataset("ldp-sc", reports_frame, SCHEMA, epsilon=1.0, local_dp=declaration)
+    dataset = created["dataset"]
+    assert dataset["local_dp"]["protocol"] == "sampled-column"
+    job = owner.train(dataset["id"], None, progress=False)
+    assert job["state"] == "succeeded"
+    model = owner.get_model(job["model_id"])
+    assert model["algorithm"] == "ldp-naive-bayes"
+    assert model["privacy"]["accounting"].startswith("8-local DP, randomized on the client")
+    assert owner.budget(dataset["id"]).loc["remaining", "epsilon"] == 1.0

@@ -238,6 +238,16 @@ impl AutoSpec {
                 plan,
             });
         }
+        // One candidate: the run is that learner alone on every row with
+        // the whole budget, and no score is released, so the job's privacy
+        // loss is the learner's own description (DP-EBM's rho, say), not the
+        // basic composition of one share. This is what lets a zCDP-filter
+        // dataset compose it (docs/privacy.md, "Accounting across jobs"); the
+        // charge is never larger, since the candidate's budget is the job's.
+        let cost = match planned.as_slice() {
+            [only] => only.plan.cost,
+            _ => cost,
+        };
         let error_clip = match facts.task {
             Task::Binary => None,
             Task::Regression { min, max } => Some((max - min) / 4.0),

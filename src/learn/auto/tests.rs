@@ -6,7 +6,8 @@ use serde_json::json;
 
 use super::file::Score;
 use super::{AutoSpec, candidates, default_validation_share};
-use crate::data::{Dataset, Encoder, LabelMode, Schema, Task, read_csv};
+use crate::data::Task;
+use crate::data::shipped::load_one as shipped;
 use crate::learn::family::{AlgorithmName, AlgorithmSpec, ColumnKinds, PublicFacts};
 use crate::learn::{Model, Output};
 use crate::privacy::{Budget, NoiseRng, PrivacyCost};
@@ -120,14 +121,26 @@ fn column_kinds_pick_the_favourite_when_selection_does_not_pay() {
     let plan = AlgorithmSpec::Auto(AutoSpec::default())
         .plan(budget(1.0, 1e-6), breast)
         .unwrap();
-    assert_eq!(
-        plan.cost,
-        PrivacyCost::Approx {
-            epsilon: 1.0,
-            delta: 1e-6
-        }
+    // DP-EBM alone is charged as DP-EBM: its rho, proved to (1, 1e-6), so
+    // that a zCDP-filter dataset can compose it.
+    let PrivacyCost::Zcdp {
+        rho,
+        epsilon,
+        delta,
+    } = plan.cost
+    else {
+        panic!(
+            "DP-EBM alone should cost its zCDP description, got {:?}",
+            plan.cost
+        );
+    };
+    assert!(
+        epsilon <= 1.0 && delta == 1e-6 && rho > 0.0,
+        "{:?}",
+        plan.cost
     );
     let noise = plan.noise();
+    assert_eq!(noise["candidates"][0]["noise"]["rho"], rho);
     assert_eq!(noise["n_validation"], 0);
     assert_eq!(noise["n_train"], 455);
     assert_eq!(noise["candidates"][0]["label"], "dp-ebm");
@@ -303,18 +316,6 @@ fn the_better_score_wins() {
     assert!(!acc(0.8).better_than(&acc(0.8)));
     assert!(mse(2.0).better_than(&mse(3.0)));
     assert!(!mse(3.0).better_than(&mse(2.0)));
-}
-
-fn shipped(name: &str, file: &str) -> (Encoder, Dataset) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data")
-        .join(name);
-    let schema =
-        Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
-    let encoder = Encoder::new(&schema).unwrap();
-    let f = std::fs::File::open(root.join(file)).unwrap();
-    let data = read_csv(std::io::BufReader::new(f), &encoder, LabelMode::Required).unwrap();
-    (encoder, data)
 }
 
 /// Mushroom, first four fifths train, pure epsilon = 4 in total (large

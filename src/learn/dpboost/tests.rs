@@ -6,7 +6,7 @@ use super::fit::grid_hessian;
 use super::params::LeafRelease;
 use super::params::{DpBoostParams, DpBoostSpec, clip_bound, leaf_sensitivity, subset_sizes};
 use super::tree::{self, newton_value, release_leaf, release_sums};
-use crate::data::{Encoder, LabelMode, Schema, read_csv};
+use crate::data::shipped::load;
 use crate::learn::{AlgorithmSpec, Model, Output, PublicFacts, metrics};
 use crate::privacy::testutil::chi_square_p_value;
 use crate::privacy::{Budget, NoiseRng, PrivacyCost};
@@ -293,21 +293,6 @@ fn bad_parameters_are_refused_before_any_charge() {
     assert_eq!(tiny.field(), "epsilon", "{tiny}");
 }
 
-fn load(dir: &str, files: &[&str]) -> (Encoder, Vec<crate::data::Dataset>) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    let schema =
-        Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
-    let encoder = Encoder::new(&schema).unwrap();
-    let data = files
-        .iter()
-        .map(|f| {
-            let file = std::fs::File::open(root.join(f)).unwrap();
-            read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap()
-        })
-        .collect();
-    (encoder, data)
-}
-
 /// Adult, canonical split, epsilon = 8, delta = 0, the defaults (Newton
 /// leaves), one seeded run: AUC above 0.84, below the 10-run 0.868 +- 0.006
 /// of docs/accuracy.md by more than 4 standard deviations, so noise does not
@@ -318,7 +303,7 @@ fn load(dir: &str, files: &[&str]) -> (Encoder, Vec<crate::data::Dataset>) {
 /// tree.
 #[test]
 fn adult_at_epsilon_8() {
-    let (encoder, data) = load("data/adult", &["adult-train.csv", "adult-test.csv"]);
+    let (encoder, data) = load("adult", &["adult-train.csv", "adult-test.csv"]);
     let (train, test) = (&data[0], &data[1]);
     let plan = AlgorithmSpec::Dpboost(DpBoostSpec::default())
         .plan(
@@ -373,7 +358,7 @@ fn adult_at_epsilon_8() {
 /// +- 0.13 against 3.22 (docs/accuracy.md).
 #[test]
 fn abalone_at_epsilon_1() {
-    let (encoder, data) = load("data/abalone", &["abalone.csv"]);
+    let (encoder, data) = load("abalone", &["abalone.csv"]);
     let all = &data[0];
     let n = all.n_rows();
     let cut = n * 4 / 5;

@@ -7,6 +7,7 @@ use super::bins;
 use super::fit::noisy_leaf_sums;
 use super::kernel::{Bin, Cuts, MAX_CUTS, Residual, Update};
 use super::*;
+use crate::data::shipped::adult_split;
 use crate::data::{Encoder, LabelMode, Schema, read_csv};
 use crate::learn::{AlgorithmSpec, Model, ModelEdit, Output, PublicFacts, metrics};
 use crate::privacy::{Budget, NoiseRng};
@@ -170,26 +171,13 @@ fn pav_matches_a_brute_force_isotonic_fit() {
     }
 }
 
-fn adult() -> (Encoder, crate::data::Dataset, crate::data::Dataset) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/adult");
-    let schema =
-        Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
-    let encoder = Encoder::new(&schema).unwrap();
-    let read = |f: &str| {
-        let file = std::fs::File::open(root.join(f)).unwrap();
-        read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap()
-    };
-    let (train, test) = (read("adult-train.csv"), read("adult-test.csv"));
-    (encoder, train, test)
-}
-
 /// Adult, canonical split, epsilon = 1, delta = 1e-6, the paper's defaults,
 /// one seeded run: AUC and accuracy with margins below what was measured
 /// (docs/accuracy.md has the 10-run figures), so that a broken learner
 /// fails while noise does not.
 #[test]
 fn adult_at_epsilon_1() {
-    let (encoder, train, test) = adult();
+    let (encoder, train, test) = adult_split();
     let plan = AlgorithmSpec::DpEbm(EbmSpec::default())
         .plan(
             Budget::new(1.0, 1e-6).unwrap(),
@@ -312,7 +300,7 @@ fn synthetic_regression_beats_the_midpoint() {
 
 #[test]
 fn malformed_model_files_are_refused() {
-    let (encoder, train, _) = adult();
+    let (encoder, train, _) = adult_split();
     let plan = AlgorithmSpec::DpEbm(EbmSpec {
         epochs: Some(2),
         ..EbmSpec::default()

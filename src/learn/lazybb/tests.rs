@@ -716,15 +716,9 @@ fn one_hot_group_errors_match_the_padded_errors() {
 /// `2^-30` grid, so accuracy is unchanged.
 #[test]
 fn one_hot_groups_train_the_same_models() {
-    use crate::data::{Encoder, LabelMode, Schema, read_csv};
     for (set, file) in [("adult", "adult-train.csv"), ("mushroom", "mushroom.csv")] {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("data")
-            .join(set);
-        let schema = std::fs::read_to_string(dir.join("schema.json")).unwrap();
-        let encoder = Encoder::new(&Schema::from_json(&schema).unwrap()).unwrap();
-        let file = std::fs::File::open(dir.join(file)).unwrap();
-        let grouped = &read_csv(file, &encoder, LabelMode::Required).unwrap();
+        let (encoder, grouped) = crate::data::shipped::load_one(set, file);
+        let grouped = &grouped;
         assert!(!grouped.one_hot_groups.is_empty(), "{set}");
         assert_eq!(grouped.one_hot_groups, encoder.one_hot_groups());
         let padded = Dataset {

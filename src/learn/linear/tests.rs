@@ -7,6 +7,7 @@
 use super::features::{self, BlockRows, LinearShape};
 use super::fit::{curvature_sums, gradient_sums, noisy_curvatures, noisy_gradient};
 use super::*;
+use crate::data::shipped::{adult_split, load_one};
 use crate::data::{Encoder, LabelMode, Schema, Task, read_csv};
 use crate::learn::{AlgorithmSpec, Model, Output, PublicFacts, metrics};
 use crate::privacy::{Budget, NoiseRng, PrivacyCost, mechanisms, zcdp};
@@ -356,25 +357,12 @@ fn blocks_from_the_schema() {
     assert_eq!(rows.feature, [0, 1, 0, 0]);
 }
 
-fn adult() -> (Encoder, crate::data::Dataset, crate::data::Dataset) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/adult");
-    let schema =
-        Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
-    let encoder = Encoder::new(&schema).unwrap();
-    let read = |f: &str| {
-        let file = std::fs::File::open(root.join(f)).unwrap();
-        read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap()
-    };
-    let (train, test) = (read("adult-train.csv"), read("adult-test.csv"));
-    (encoder, train, test)
-}
-
 /// Adult, canonical split, pure epsilon = 1, the defaults, one seeded run:
 /// accuracy and AUC with margins below the 10-run figures of
 /// docs/accuracy.md, so that a broken learner fails while noise does not.
 #[test]
 fn adult_at_epsilon_1() {
-    let (encoder, train, test) = adult();
+    let (encoder, train, test) = adult_split();
     assert_eq!(LinearShape::new(&encoder), ADULT);
     let plan = AlgorithmSpec::DpLinear(LinearSpec::default())
         .plan(
@@ -505,12 +493,7 @@ fn synthetic_regression_beats_the_midpoint() {
 /// range is also checked: no prediction leaves [0, 30].
 #[test]
 fn abalone_at_epsilon_1_beats_the_mean() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/abalone");
-    let schema =
-        Schema::from_json(&std::fs::read_to_string(root.join("schema.json")).unwrap()).unwrap();
-    let encoder = Encoder::new(&schema).unwrap();
-    let file = std::fs::File::open(root.join("abalone.csv")).unwrap();
-    let all = read_csv(std::io::BufReader::new(file), &encoder, LabelMode::Required).unwrap();
+    let (encoder, all) = load_one("abalone", "abalone.csv");
     let (train_rows, test_rows): (Vec<usize>, Vec<usize>) =
         (0..all.n_rows()).partition(|i| i % 5 != 0);
     let (train, test) = (all.subset(&train_rows), all.subset(&test_rows));
@@ -546,7 +529,7 @@ fn abalone_at_epsilon_1_beats_the_mean() {
 
 #[test]
 fn malformed_model_files_are_refused() {
-    let (encoder, train, _) = adult();
+    let (encoder, train, _) = adult_split();
     let plan = AlgorithmSpec::DpLinear(LinearSpec {
         epochs: Some(1),
         ..LinearSpec::default()

@@ -53,13 +53,18 @@ def _job_body(dataset_id: str, epsilon: float | None, delta: float | None, algor
     return body
 
 
-def _local_dp_fields(local_dp: Mapping[str, float] | float | None) -> list:
-    """The upload's ``local_dp_epsilon`` / ``local_dp_label_epsilon`` fields."""
+def _local_dp_fields(local_dp: Mapping[str, Any] | float | None) -> list:
+    """The upload's ``local_dp_epsilon`` / ``local_dp_label_epsilon`` / ``local_dp_protocol``
+    fields."""
     if local_dp is None:
         return []
     if isinstance(local_dp, Mapping):
         fields = [("local_dp_epsilon", (None, repr(float(local_dp["epsilon"]))))]
-        if local_dp.get("label_epsilon") is not None:
+        protocol = local_dp.get("protocol")
+        if protocol is not None:
+            fields.append(("local_dp_protocol", (None, str(protocol))))
+        # The sampled-column protocol has no label share (the server refuses one).
+        if local_dp.get("label_epsilon") is not None and protocol != "sampled-column":
             fields.append(("local_dp_label_epsilon", (None, repr(float(local_dp["label_epsilon"])))))
         return fields
     return [("local_dp_epsilon", (None, repr(float(local_dp))))]
@@ -269,19 +274,22 @@ class Client:
         *,
         skip_bad_rows: bool = False,
         accounting: str | None = None,
-        local_dp: Mapping[str, float] | float | None = None,
+        local_dp: Mapping[str, Any] | float | None = None,
         idempotency_key: str | None = None,
     ) -> dict:
         """Upload rows with their schema and a total (epsilon, delta) budget (owner).
 
         ``local_dp`` declares that the rows were randomized on the client
         (:func:`privboost.randomize` or ``privboost randomize``): the
-        declaration :func:`~privboost.randomize` returns (``{"epsilon",
-        "label_epsilon"}``) or the per-row local epsilon alone (the label's
-        share then defaults to an equal one). Jobs on such a dataset take no
-        epsilon and spend no central budget; only LazyBB with the dp-1r weak
-        learner trains on it. The server cannot check the randomization: it
-        is the owner's declaration.
+        declaration :func:`~privboost.randomize` returns (``{"protocol",
+        "epsilon", "label_epsilon"}``, or ``{"protocol": "sampled-column",
+        "epsilon"}`` for report frames) or the per-row local epsilon alone
+        (all-columns, the label's share then defaulting to an equal one). Jobs
+        on such a dataset take no epsilon and spend no central budget; on
+        all-columns rows only LazyBB with the dp-1r weak learner trains, on
+        sampled-column reports only ``ldp-naive-bayes`` (the default there).
+        The server cannot check the randomization: it is the owner's
+        declaration.
 
         ``accounting`` is how the ledger composes the jobs' charges:
         ``"basic"`` (the server's default) or ``"zcdp-filter"`` (more small jobs

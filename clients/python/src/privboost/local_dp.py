@@ -8,8 +8,19 @@ response over every value the column can take, and written back as a value
 of the same schema (a category, an interval's midpoint, the first missing
 token); the label gets binary randomized response; ignored columns are
 emptied. Each row is then ``epsilon``-local DP by basic composition over its
-columns. Noise comes from :class:`random.SystemRandom` (the OS CSPRNG) unless
-a test passes its own ``rng``.
+columns. That is the ``all-columns`` protocol (the default).
+
+The ``sampled-column`` protocol (``protocol="sampled-column"``; docs/privacy.md,
+"Local DP collection: sampled-column"; Wang et al., ICDE 2019) is much more
+accurate: each row draws one feature column uniformly (independently of its
+values) and reports only that column's (value, label) pair, by randomized
+response over the column's ``2 k`` pairs at the FULL epsilon; the other
+columns are not reported. The output has one row per input row with the
+columns ``reported_column``, ``reported_value`` and the label; train on it
+with ``ldp-naive-bayes``.
+
+Noise comes from :class:`random.SystemRandom` (the OS CSPRNG) unless a test
+passes its own ``rng``.
 
 The Rust CLI samples exactly (integer arithmetic only); this function draws
 ``exp(-epsilon)`` as a float, so its ratio bound holds up to float rounding
@@ -127,24 +138,42 @@ def _check_epsilon(name: str, value: float) -> float:
     return value
 
 
+REPORTED_COLUMN = "reported_column"
+REPORTED_VALUE = "reported_value"
+PROTOCOLS = ("all-columns", "sampled-column")
+
+
 def randomize(
     data: pd.DataFrame,
     schema: Mapping[str, Any],
     epsilon: float,
     label_epsilon: float | None = None,
     *,
+    protocol: str = "all-columns",
     rng: random.Random | None = None,
 ) -> tuple[pd.DataFrame, dict]:
     """Randomize rows on the owner's side: ``(randomized frame, local_dp declaration)``.
 
-    ``epsilon`` is the per-row local epsilon; the label gets ``label_epsilon`` (default an equal
-    share, ``epsilon / (feature columns + 1)``) and each feature column an equal share of the rest.
+    ``epsilon`` is the per-row local epsilon. With ``protocol="all-columns"`` (the default) the
+    label gets ``label_epsilon`` (default an equal share, ``epsilon / (feature columns + 1)``) and
+    each feature column an equal share of the rest. With ``protocol="sampled-column"`` each row
+    reports one uniformly drawn column with its label at the full epsilon (no ``label_epsilon``;
+    module docs): the frame has the columns ``reported_column``, ``reported_value`` and the label.
     Upload the frame with ``Client.upload_dataset(..., local_dp=declaration)``; jobs on it then
-    spend no central budget. Raises ``ValueError`` for a bad epsilon, a column the schema does not
-    declare (or a declared one that is absent), a regression label, private bins, or a cell the
-    server would refuse (the message names the row and column, never the value).
+    spend no central budget. Raises ``ValueError`` for a bad epsilon or protocol, a column the
+    schema does not declare (or a declared one that is absent), a regression label, private bins,
+    or a cell the server would refuse (the message names the row and column, never the value).
     """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     epsilon = _check_epsilon("epsilon", epsilon)
+    if protocol == "sampled-column":
+        if label_epsilon is not None:
+            raise ValueError(
+                "label_epsilon is for the all-columns protocol: sampled-column reports the label "
+                "jointly with one column at the full epsilon"
+            )
+        return _randomize_sampled(data, schema, epsilon, rng or random.SystemRandom())
     label = schema["label"]
     if label.get("type") == "numeric":
         raise ValueError(
@@ -188,4 +217,57 @@ def randomize(
             for row, value in enumerate(data[name], start=1):
                 cells.append(column.cells[randomized_response(column.index(value, row), k, column_epsilon, rng)])
         out[name] = cells
-    return out, {"epsilon": epsilon, "label_epsilon": label_epsilon}
+    return out, {"protocol": "all-columns", "epsilon": epsilon, "label_epsilon": label_epsilon}
+
+
+def _randomize_sampled(
+    data: pd.DataFrame, schema: Mapping[str, Any], epsilon: float, rng: random.Random
+) -> tuple[pd.DataFrame, dict]:
+    """The sampled-column protocol (module docs): per row, ``j`` uniform among the feature
+    columns (independent of the row, so it is reported in the clear), then randomized response
+    of the pair ``2 v + y`` over ``2 k_j`` values at the full epsilon. epsilon-local DP per row:
+    one randomized response of one pair, the draw of ``j`` reading nothing of the row."""
+    label = schema["label"]
+    if label.get("type") == "numeric":
+        raise ValueError(
+            "local DP covers binary classification only: a numeric (regression) label cannot be "
+            "randomized and debiased by the learners yet"
+        )
+    if label["column"] in (REPORTED_COLUMN, REPORTED_VALUE):
+        raise ValueError(f"the label column may not be named {REPORTED_COLUMN!r} or {REPORTED_VALUE!r}")
+    declared = {c["name"]: c for c in schema["columns"]}
+    unknown = [c for c in data.columns if c != label["column"] and c not in declared]
+    if unknown:
+        raise ValueError(f"columns not in the schema: {unknown} (declare them with \"type\": \"ignore\")")
+    absent = [n for n in [label["column"], *declared] if n not in data.columns]
+    if absent:
+        raise ValueError(f"columns declared in the schema but not in the data: {absent}")
+    features = [_Column(c) for c in schema["columns"] if c["type"] != "ignore"]
+    if not features:
+        raise ValueError("the sampled-column protocol needs at least one feature column")
+    negative = label.get("negative") or f"not {label['positive']}"
+    labels = [label["positive"], negative]
+    columns, values, reported = [], [], []
+    for row, record in enumerate(data.itertuples(index=False), start=1):
+        cells = dict(zip(data.columns, record))
+        # Every cell is checked first, so a bad row is refused whatever the draw.
+        indices = [column.index(cells[column.name], row) for column in features]
+        text = "" if cells[label["column"]] is None else str(cells[label["column"]]).strip()
+        if text == "":
+            raise ValueError(f"row {row}, column {label['column']!r}: empty label")
+        positive = text == label["positive"]
+        if not positive and label.get("negative") is not None and text != label["negative"]:
+            raise ValueError(
+                f"row {row}, column {label['column']!r}: label is neither the positive nor the negative value"
+            )
+        j = rng.randrange(len(features))
+        column = features[j]
+        k = len(column.cells)
+        pair = randomized_response(2 * indices[j] + (0 if positive else 1), 2 * k, epsilon, rng)
+        columns.append(column.name)
+        values.append(column.cells[pair // 2])
+        reported.append(labels[pair % 2])
+    out = pd.DataFrame(
+        {REPORTED_COLUMN: columns, REPORTED_VALUE: values, label["column"]: reported}, index=data.index
+    )
+    return out, {"protocol": "sampled-column", "epsilon": epsilon}

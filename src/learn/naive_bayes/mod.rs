@@ -1,0 +1,298 @@
+//! ldp-naive-bayes: a naive Bayes classifier from sampled-column local-DP
+//! reports (`data::sampled_column`), emitted as a linear model over the
+//! schema's literals so that prediction, OIP, inspection and the dashboard
+//! treat it as they treat dp-linear (`learn::linear::LinearModel`).
+//!
+//! # Estimation (docs/privacy.md, "Local DP collection: sampled-column")
+//!
+//! For feature column `j`, let `n_j` rows have reported it (the draw is
+//! uniform and independent of the data, so they are a uniform random subset
+//! of the rows) and `c_j(z)` of them the pair `z = (v, y)`, one of `2 k_j`
+//! values. Pair randomized response keeps `z` with probability `p` and moves
+//! it to each other pair with `q` (`privacy::randomized_response`), so
+//! `E[c_j(z)] = n_j q + (p - q) N_j(z)` for the true count `N_j(z)` among
+//! those rows, and
+//!
+//! `N^_j(z) = (c_j(z) - n_j q) / (p - q)`
+//!
+//! is unbiased (the generalized randomized response estimator of Wang et
+//! al., "Locally differentially private protocols for frequency
+//! estimation", USENIX Security 2017, §4.1, Eq. 2; the same inverse as
+//! `randomized_response::Debias` with `m = 1`). Its variance is
+//! `n_j q (1 - q) / (p - q)^2` where the true count is 0 (ibid., Eq. 3).
+//!
+//! Estimates can be negative or tiny, which would give infinite or wild log
+//! ratios, so each is clipped to a floor of one standard deviation of a
+//! zero cell's estimate, `sqrt(n_j q (1 - q)) / (p - q)`, and at least half
+//! a row: a cell the noise cannot tell from empty is treated as being that
+//! large (on Adult a floor of one standard deviation was as accurate as a
+//! tiny floor at epsilon 2-8 and steadier at epsilon 1; docs/accuracy.md).
+//!
+//! The classifier is naive Bayes (Yilmaz et al., "Locally differentially
+//! private naive Bayes classification", 2019, §3: the class prior and each
+//! attribute's class-conditional frequencies from perturbed (value, label)
+//! pairs):
+//!
+//! `log-odds(x) = log P(+)/P(-) + sum_j log P(x_j | +) / P(x_j | -)`
+//!
+//! with `P(y)` from the pooled label marginals of every column's estimates
+//! (every row reports a label) and `P(v | y) = N^_j(v, y) / sum_u N^_j(u, y)`
+//! from column `j`'s own clipped estimates.
+//!
+//! # As a linear model
+//!
+//! A column's term `w_j(v) = log P(v | +) / P(v | -)` depends only on which
+//! of the column's literals value `v` lights, so it is an intercept share
+//! plus one weight per literal ([`literal_weights`]): for a one-hot column
+//! the weight of the value's literal; for a column with a value that lights
+//! nothing (a boolean's `false`, a threshold column's last interval) that
+//! value's term goes to the intercept and the others are differences. The
+//! model's `curvatures` slot (dp-linear's public per-feature row count) holds
+//! the estimated number of rows with each literal, `n / n_j sum N^_j`.
+//!
+//! # Privacy
+//!
+//! Nothing here draws noise or reads anything but the reports: the model is
+//! post-processing of an epsilon-local-DP release and costs no central
+//! budget (`PrivacyCost::LocalDp`).
+
+pub mod file;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+pub use file::{ALGORITHM, NaiveBayesFile};
+
+use super::LearnError;
+use super::linear::features::{Block, layout};
+use super::linear::{LinearModel, NumericFeatures};
+use crate::data::sampled_column::{Report, SampledColumn, pair_index};
+use crate::data::{ColumnDomain, Dataset, Encoder, LocalDp, Protocol};
+
+/// ldp-naive-bayes' parameters: none (the estimator and the floor are
+/// fixed, module docs). Unknown fields are refused where requests are
+/// parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NaiveBayesSpec {}
+
+/// Smallest floor of a clipped count estimate, in rows.
+pub const MIN_FLOOR: f64 = 0.5;
+
+/// A checked plan: the sampled-column declaration it debiases.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NaiveBayesPlan {
+    /// The dataset's declaration (sampled-column).
+    pub local: LocalDp,
+}
+
+impl NaiveBayesSpec {
+    /// Check that the rows are sampled-column reports (the only data this
+    /// learner reads).
+    pub fn plan(&self, local: Option<LocalDp>) -> Result<NaiveBayesPlan, LearnError> {
+        match local {
+            Some(local) if local.protocol == Protocol::SampledColumn => Ok(NaiveBayesPlan { local }),
+            Some(local) => Err(LearnError::InvalidParameter(format!(
+                "algorithm ldp-naive-bayes reads sampled-column reports; this dataset was randomized with the {} protocol, so choose lazybb with the dp-1r weak learner",
+                local.protocol.as_str()
+            ))),
+            None => Err(LearnError::InvalidParameter(
+                "algorithm ldp-naive-bayes trains only on rows randomized on the client with the sampled-column protocol (privboost randomize --protocol sampled-column, uploaded with local_dp_protocol = sampled-column); this dataset holds raw rows, so choose a central-DP learner".into(),
+            )),
+        }
+    }
+}
+
+/// Per feature column: the debiased (value, label) count estimates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnEstimate {
+    /// Rows that reported the column.
+    pub n: u64,
+    /// `N^(z)` per pair `z = 2 v + y` (unclipped, may be negative).
+    pub counts: Vec<f64>,
+    /// The clipping floor (module docs).
+    pub floor: f64,
+}
+
+/// The unbiased joint-count estimates of every feature column from the
+/// reports (module docs, `N^_j(z)`).
+pub fn estimate(protocol: &SampledColumn, reports: &[Report]) -> Vec<ColumnEstimate> {
+    let d = protocol.n_features();
+    let mut observed: Vec<Vec<u64>> = (0..d)
+        .map(|f| vec![0; 2 * protocol.k(f) as usize])
+        .collect();
+    for r in reports {
+        observed[r.feature][r.pair as usize] += 1;
+    }
+    observed
+        .into_iter()
+        .enumerate()
+        .map(|(f, c)| {
+            let rr = protocol.rr(f);
+            let (p, q) = (rr.keep(), rr.other());
+            let n: u64 = c.iter().sum();
+            let nf = n as f64;
+            // Wang et al. 2017, Eq. 2: (c - n q) / (p - q).
+            let counts = c.iter().map(|&c| (c as f64 - nf * q) / (p - q)).collect();
+            // Ibid., Eq. 3 at a true count of 0: n q (1 - q) / (p - q)^2.
+            let sd = (nf * q * (1.0 - q)).sqrt() / (p - q);
+            ColumnEstimate {
+                n,
+                counts,
+                floor: sd.max(MIN_FLOOR),
+            }
+        })
+        .collect()
+}
+
+/// Train: decode the stored reports, estimate, and fold naive Bayes into a
+/// linear model over the literals. Errors if the rows are not
+/// sampled-column reports of `encoder`'s schema.
+pub fn fit(
+    data: &Dataset,
+    encoder: &Encoder,
+    plan: &NaiveBayesPlan,
+) -> Result<LinearModel, LearnError> {
+    let protocol = SampledColumn::new(encoder.schema(), plan.local.epsilon)?;
+    let reports = protocol.decode_reports(encoder, data)?;
+    if reports.is_empty() {
+        return Err(LearnError::NoRows);
+    }
+    let estimates = estimate(&protocol, &reports);
+    naive_bayes(&protocol, encoder, &estimates, reports.len())
+}
+
+/// The naive Bayes model of the estimates (module docs), as a linear model.
+pub fn naive_bayes(
+    protocol: &SampledColumn,
+    encoder: &Encoder,
+    estimates: &[ColumnEstimate],
+    n_rows: usize,
+) -> Result<LinearModel, LearnError> {
+    // The prior from every column's label marginal (each row reports its
+    // label with the column it drew), clipped to half a row.
+    let mut class = [0.0f64; 2];
+    for e in estimates {
+        for (z, &c) in e.counts.iter().enumerate() {
+            class[z % 2] += c;
+        }
+    }
+    let mut intercept = (class[0].max(MIN_FLOOR) / class[1].max(MIN_FLOOR)).ln();
+    let mut weights = vec![0.0; encoder.n_literals()];
+    let mut rows = vec![0.0; encoder.n_literals()];
+    let domains = protocol.domains();
+    for (f, e) in estimates.iter().enumerate() {
+        let c = protocol.schema_column(f);
+        let domain = domains.columns[c]
+            .as_ref()
+            .expect("a feature column has a domain");
+        let k = domain.values.len();
+        let clipped = |v: usize, y: u32| e.counts[pair_index(v as u32, y) as usize].max(e.floor);
+        let total = |y: u32| (0..k).map(|v| clipped(v, y)).sum::<f64>();
+        let (pos, neg) = (total(0), total(1));
+        let terms: Vec<f64> = (0..k)
+            .map(|v| (clipped(v, 0) / pos).ln() - (clipped(v, 1) / neg).ln())
+            .collect();
+        let (base, literal) = literal_weights(domain, &terms).ok_or_else(|| {
+            LearnError::InvalidParameter(format!(
+                "ldp-naive-bayes: column {:?}'s values are not a sum of literal weights",
+                encoder.schema().columns[c].name()
+            ))
+        })?;
+        intercept += base;
+        let name = encoder.schema().columns[c].name();
+        let Some(Some(fi)) = encoder.column_role(name) else {
+            return Err(LearnError::InvalidParameter(format!(
+                "ldp-naive-bayes: column {name:?} is not a feature column"
+            )));
+        };
+        let first = encoder.first_literal(fi) as usize;
+        let scale = if e.n > 0 {
+            n_rows as f64 / e.n as f64
+        } else {
+            0.0
+        };
+        for (o, w) in literal.into_iter().enumerate() {
+            weights[first + o] = w;
+            rows[first + o] = domain
+                .values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.literals.contains(&(o as u32)))
+                .map(|(v, _)| {
+                    (e.counts[pair_index(v as u32, 0) as usize]
+                        + e.counts[pair_index(v as u32, 1) as usize])
+                        * scale
+                })
+                .sum();
+        }
+    }
+    Ok(linear_model(encoder, intercept, &weights, &rows, n_rows))
+}
+
+/// `(base, w_l)` with `base + sum_{l lit by v} w_l = terms[v]` for every
+/// value `v` of `domain` (module docs, "As a linear model"). The base is
+/// the term of a value that lights no literal (0 if there is none); then,
+/// values taken by increasing number of literals, each fixes its one
+/// literal not yet known. `None` if some value cannot be matched (no
+/// encoding the schema has today).
+pub fn literal_weights(domain: &ColumnDomain, terms: &[f64]) -> Option<(f64, Vec<f64>)> {
+    let base = domain
+        .values
+        .iter()
+        .position(|v| v.literals.is_empty())
+        .map_or(0.0, |v| terms[v]);
+    let mut w: Vec<Option<f64>> = vec![None; domain.n_literals as usize];
+    let mut order: Vec<usize> = (0..domain.values.len()).collect();
+    order.sort_by_key(|&v| domain.values[v].literals.len());
+    for &v in &order {
+        let lits = &domain.values[v].literals;
+        let unknown: Vec<u32> = lits
+            .iter()
+            .copied()
+            .filter(|&l| w[l as usize].is_none())
+            .collect();
+        let known: f64 = lits.iter().filter_map(|&l| w[l as usize]).sum();
+        match unknown.as_slice() {
+            [] => {}
+            [l] => w[*l as usize] = Some(terms[v] - base - known),
+            _ => return None,
+        }
+    }
+    let w: Vec<f64> = w.into_iter().map(|x| x.unwrap_or(0.0)).collect();
+    let exact = domain.values.iter().zip(terms).all(|(v, &t)| {
+        let sum = base + v.literals.iter().map(|&l| w[l as usize]).sum::<f64>();
+        (sum - t).abs() <= 1e-9 * (1.0 + t.abs())
+    });
+    exact.then_some((base, w))
+}
+
+/// The dp-linear model body with these per-literal weights (one feature
+/// per literal, value 1: `layout` with interval features puts every literal
+/// in exactly one block).
+fn linear_model(
+    encoder: &Encoder,
+    intercept: f64,
+    weights: &[f64],
+    rows: &[f64],
+    n_rows: usize,
+) -> LinearModel {
+    let blocks: Vec<Block> = layout(encoder, NumericFeatures::Intervals);
+    let mut coefficients = Vec::with_capacity(blocks.len());
+    let mut curvatures = Vec::with_capacity(blocks.len());
+    for block in &blocks {
+        if block.intercept {
+            coefficients.push(vec![intercept]);
+            curvatures.push(vec![n_rows as f64]);
+            continue;
+        }
+        let literal = |f: &super::linear::features::Feature| f.literals[0].0 as usize;
+        coefficients.push(block.features.iter().map(|f| weights[literal(f)]).collect());
+        curvatures.push(block.features.iter().map(|f| rows[literal(f)]).collect());
+    }
+    LinearModel {
+        blocks,
+        coefficients,
+        curvatures,
+    }
+}
