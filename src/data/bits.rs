@@ -135,15 +135,22 @@ fn last_word_mask(n: usize) -> u64 {
     }
 }
 
-/// An n x d matrix of bits stored column-major: column `j` is the contiguous slice
-/// `words[j * w .. (j + 1) * w]` with `w = ceil(n / 64)`, laid out like a [`BitVec`].
+/// An n x d matrix of bits stored column-major: column `j` is a contiguous slice
+/// of `w = ceil(n / 64)` words, laid out like a [`BitVec`].
+///
+/// Each column is its own allocation rather than a slice of one: a streaming
+/// reader grows the columns as rows arrive and hands them over as they are,
+/// where one contiguous block would need a final copy of the whole matrix
+/// (twice its size at that moment), and a consumer that serialises the
+/// matrix can free it column by column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BitMatrix {
     n_rows: usize,
     n_cols: usize,
     /// `ceil(n_rows / 64)`, cached because every column access needs it.
     words_per_column: usize,
-    words: Vec<u64>,
+    /// One vector of `words_per_column` words per column.
+    columns: Vec<Vec<u64>>,
 }
 
 impl BitMatrix {
@@ -154,7 +161,7 @@ impl BitMatrix {
             n_rows,
             n_cols,
             words_per_column: w,
-            words: vec![0; w * n_cols],
+            columns: vec![vec![0; w]; n_cols],
         }
     }
 
@@ -162,10 +169,9 @@ impl BitMatrix {
     /// not `n_rows`.
     pub fn from_columns(n_rows: usize, columns: &[BitVec]) -> BitMatrix {
         let mut m = BitMatrix::zeros(n_rows, columns.len());
-        let w = m.words_per_column;
         for (j, c) in columns.iter().enumerate() {
             assert_eq!(c.len(), n_rows, "column {j} has the wrong length");
-            m.words[j * w..(j + 1) * w].copy_from_slice(c.words());
+            m.columns[j].copy_from_slice(c.words());
         }
         m
     }
@@ -188,8 +194,7 @@ impl BitMatrix {
     /// Words of column j. Panics if `j >= n_cols`.
     pub fn column(&self, j: usize) -> &[u64] {
         assert!(j < self.n_cols, "column {j} out of range ({})", self.n_cols);
-        let w = self.words_per_column;
-        &self.words[j * w..(j + 1) * w]
+        &self.columns[j]
     }
 
     /// Column j as a [`BitVec`] (a copy).
@@ -216,7 +221,7 @@ impl BitMatrix {
             row < self.n_rows && col < self.n_cols,
             "({row}, {col}) out of range"
         );
-        let word = &mut self.words[col * self.words_per_column + row / 64];
+        let word = &mut self.columns[col][row / 64];
         let mask = 1u64 << (row % 64);
         if bit {
             *word |= mask;
@@ -239,7 +244,7 @@ impl BitMatrix {
         let mut out = BitMatrix::zeros(rows.len(), self.n_cols);
         for j in 0..self.n_cols {
             let src = self.column(j);
-            let dst = &mut out.words[j * out.words_per_column..(j + 1) * out.words_per_column];
+            let dst = &mut out.columns[j];
             for (r, &i) in rows.iter().enumerate() {
                 assert!(i < self.n_rows, "row {i} out of range ({})", self.n_rows);
                 dst[r / 64] |= (src[i / 64] >> (i % 64) & 1) << (r % 64);
@@ -253,8 +258,9 @@ impl BitMatrix {
 /// n in advance.
 ///
 /// Rows are collected 64 at a time in one word per column and flushed to per-column
-/// word vectors; `finish` concatenates them into the column-major layout, so the peak
-/// memory is about twice the finished matrix.
+/// word vectors, which `finish` hands to the matrix as its columns: no copy, so the
+/// memory is the matrix's (plus the vectors' spare capacity, which stays virtual
+/// for large columns that the allocator maps directly).
 #[derive(Debug, Clone)]
 pub struct BitMatrixBuilder {
     n_cols: usize,
@@ -343,22 +349,19 @@ impl BitMatrixBuilder {
         }
     }
 
-    /// The finished matrix.
+    /// The finished matrix: the builder's columns, handed over without a
+    /// copy.
     pub fn finish(mut self) -> BitMatrix {
         if !self.n_rows.is_multiple_of(64) {
             self.flush();
         }
         let w = words_for(self.n_rows);
-        let mut words = Vec::with_capacity(w * self.n_cols);
-        for col in self.columns {
-            debug_assert_eq!(col.len(), w);
-            words.extend_from_slice(&col);
-        }
+        debug_assert!(self.columns.iter().all(|c| c.len() == w));
         BitMatrix {
             n_rows: self.n_rows,
             n_cols: self.n_cols,
             words_per_column: w,
-            words,
+            columns: self.columns,
         }
     }
 }
@@ -424,7 +427,7 @@ mod tests {
                     one.push_row(r);
                 }
                 let block = one.finish();
-                appended.append_block(&block.words, part.len());
+                appended.append_block(&block.columns.concat(), part.len());
             }
             prop_assert_eq!(appended.n_rows(), rows.len());
             prop_assert_eq!(appended.finish(), pushed.finish());
