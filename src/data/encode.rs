@@ -451,8 +451,14 @@ fn push_numeric(
 fn interval(x: f64, min: f64, cuts: &[f64], inverse_width: Option<f64>) -> u32 {
     let n = cuts.len();
     let k = if let Some(inverse) = inverse_width {
-        // `as` saturates: a NaN or negative guess is 0, a large one n.
-        let mut k = (((x - min) * inverse) as usize).min(n);
+        // Cut i is min + (i + 1) * width, so the count is ceil(t) - 1 with
+        // t = (x - min) / width: floor(t), less one when t is a whole
+        // number (a value on a cut, common in integer data, which would
+        // otherwise take a correction step). `as` saturates: a negative
+        // guess is 0, a large one is capped at n.
+        let t = (x - min) * inverse;
+        let floor = t as usize;
+        let mut k = floor.saturating_sub(usize::from(floor as f64 == t)).min(n);
         while k > 0 && cuts[k - 1] >= x {
             k -= 1;
         }

@@ -49,6 +49,9 @@ pub(super) struct Chunk {
     /// Whether the input ends with this chunk (its last record may then
     /// lack a line end).
     pub last: bool,
+    /// Whether the chunk has no `"` byte (then [`parse`] splits it without
+    /// a CSV parser: see [`parse_plain`]).
+    pub quote_free: bool,
 }
 
 /// A `csv_core` parser with the settings of the `csv` crate's defaults
@@ -194,17 +197,23 @@ impl<R: Read> Input<R> {
                 if self.buf.is_empty() {
                     return Piece::End;
                 }
+                let bytes = std::mem::take(&mut self.buf);
                 return Piece::Chunk(Chunk {
-                    bytes: std::mem::take(&mut self.buf),
+                    quote_free: memchr::memchr(b'"', &bytes).is_none(),
+                    bytes,
                     last: true,
                 });
             }
-            if let Some(cut) = self.cut() {
+            if let Some((cut, quote_free)) = self.cut() {
                 let rest = self.take_spare(self.buf.len() - cut + self.limits.chunk_bytes);
                 let mut bytes = std::mem::replace(&mut self.buf, rest);
                 self.buf.extend_from_slice(&bytes[cut..]);
                 bytes.truncate(cut);
-                return Piece::Chunk(Chunk { bytes, last: false });
+                return Piece::Chunk(Chunk {
+                    bytes,
+                    last: false,
+                    quote_free,
+                });
             }
             // No complete record in the buffer: the record that starts it
             // is at least this long.
@@ -220,13 +229,12 @@ impl<R: Read> Input<R> {
     }
 
     /// Where to end the next chunk: just after the last record end in the
-    /// buffer, if it has one.
-    fn cut(&mut self) -> Option<usize> {
+    /// buffer, if it has one; and whether the chunk is free of quotes.
+    fn cut(&mut self) -> Option<(usize, bool)> {
         let buf = &self.buf[..];
-        if memchr::memchr(b'"', buf).is_none()
-            && let Some(i) = memchr::memrchr(b'\n', buf)
-        {
-            return Some(i + 1);
+        let quote_free = memchr::memchr(b'"', buf).is_none();
+        if quote_free && let Some(i) = memchr::memrchr(b'\n', buf) {
+            return Some((i + 1, true));
         }
         let mut core = mid_file_parser();
         let (mut pos, mut cut) = (0, None);
@@ -235,7 +243,7 @@ impl<R: Read> Input<R> {
                 core.read_record(&buf[pos..], &mut self.scratch, &mut self.scratch_ends);
             pos += nin;
             match res {
-                ReadRecordResult::Record => cut = Some(pos),
+                ReadRecordResult::Record => cut = Some((pos, quote_free)),
                 // The output is scratch: overwrite it.
                 ReadRecordResult::OutputFull | ReadRecordResult::OutputEndsFull => {}
                 ReadRecordResult::InputEmpty | ReadRecordResult::End => return cut,
@@ -270,11 +278,14 @@ pub(super) enum HeaderError {
     TooLong,
 }
 
-/// The parsed fields of one record: `bytes[ends[i - 1]..ends[i]]` is field
-/// `i` (from 0 for the first).
+/// The parsed fields of one record: field `i` is `bytes[start..ends[i]]`,
+/// where `start` is 0 for the first field and `ends[i - 1] + gap` for the
+/// others (`gap` is 0 in `csv_core`'s output, where fields are back to
+/// back, and 1 in a record split in place, where a comma separates them).
 pub(super) struct Fields<'a> {
     bytes: &'a [u8],
     ends: &'a [usize],
+    gap: usize,
 }
 
 impl<'a> Fields<'a> {
@@ -284,7 +295,11 @@ impl<'a> Fields<'a> {
 
     /// Field `i`; panics if `i >= len()` (callers check the width first).
     pub(super) fn get(&self, i: usize) -> &'a [u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let start = if i == 0 {
+            0
+        } else {
+            self.ends[i - 1] + self.gap
+        };
         &self.bytes[start..self.ends[i]]
     }
 }
@@ -319,6 +334,9 @@ pub(super) fn parse(
     chunk: &Chunk,
     mut record: impl FnMut(&Fields<'_>, Parsed) -> bool,
 ) -> (u64, bool) {
+    if chunk.quote_free {
+        return parse_plain(chunk, record);
+    }
     let mut core = mid_file_parser();
     let input = &chunk.bytes[..];
     let mut fields = vec![0u8; 4096];
@@ -343,6 +361,7 @@ pub(super) fn parse(
                     &Fields {
                         bytes: &fields[..out],
                         ends: &ends[..end],
+                        gap: 0,
                     },
                     Parsed {
                         end: pos,
@@ -358,6 +377,71 @@ pub(super) fn parse(
             ReadRecordResult::End => return (core.line() - 1, true),
         }
     }
+}
+
+/// [`parse`] for a chunk without quotes, in place: what `csv_core` does
+/// with such input, without its byte-at-a-time state machine (a third of
+/// the reader's time on issue 13's table). Without a `"` no field is
+/// quoted, so `csv_core` (with the reader's settings: no comments, no
+/// escape) returns a record at each `\r` or `\n` that ends a non-empty
+/// line, skips empty lines and the `\n` of a `\r\n`, splits the record at
+/// every `,`, and returns a last line without a line end at the end of the
+/// input. Positions are the ones `csv_core` reports: a record "ends" just
+/// after the byte that ended it (`\r` for `\r\n`), and the `\n` count is
+/// the one it had consumed there. The tests compare the two on random
+/// input (`tests_parallel`).
+fn parse_plain(chunk: &Chunk, mut record: impl FnMut(&Fields<'_>, Parsed) -> bool) -> (u64, bool) {
+    let input = &chunk.bytes[..];
+    let mut ends = Vec::with_capacity(64);
+    let (mut pos, mut newlines) = (0, 0u64);
+    while pos < input.len() {
+        match input[pos] {
+            b'\n' => {
+                newlines += 1;
+                pos += 1;
+                continue;
+            }
+            b'\r' => {
+                pos += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let rest = &input[pos..];
+        let (line, end, eof) = match memchr::memchr2(b'\n', b'\r', rest) {
+            Some(i) => {
+                newlines += u64::from(rest[i] == b'\n');
+                (&rest[..i], pos + i + 1, false)
+            }
+            // A line without an end: only the input's last (a chunk that
+            // is not the last ends with a record end).
+            None if chunk.last => (rest, input.len(), true),
+            None => return (newlines, false),
+        };
+        // The commas' positions, without a branch per byte (fields are a
+        // few bytes, too short for memchr's per-call setup to pay, and a
+        // branch on each comma mispredicts): every position is written and
+        // only a comma's is kept.
+        ends.clear();
+        ends.resize(line.len() + 1, 0);
+        let mut n = 0;
+        for (i, &b) in line.iter().enumerate() {
+            ends[n] = i;
+            n += usize::from(b == b',');
+        }
+        ends[n] = line.len();
+        ends.truncate(n + 1);
+        let fields = Fields {
+            bytes: line,
+            ends: &ends,
+            gap: 1,
+        };
+        if !record(&fields, Parsed { end, newlines, eof }) {
+            return (newlines, true);
+        }
+        pos = end;
+    }
+    (newlines, true)
 }
 
 /// `DataError::Io` for a failure that is a bug of the reader, not of the

@@ -183,8 +183,9 @@ fn csv_text() -> impl Strategy<Value = Vec<u8>> {
         proptest::collection::vec((row(), line_end), 0..40),
         any::<bool>(),
         proptest::option::of(proptest::collection::vec(any::<u8>(), 1..4)),
+        any::<bool>(),
     )
-        .prop_map(|(bom, header_end, rows, final_end, bad_bytes)| {
+        .prop_map(|(bom, header_end, rows, final_end, bad_bytes, unquoted)| {
             let mut text = Vec::new();
             if bom {
                 text.extend_from_slice("\u{feff}".as_bytes());
@@ -202,6 +203,11 @@ fn csv_text() -> impl Strategy<Value = Vec<u8>> {
             if let Some(bytes) = bad_bytes {
                 let at = text.len() / 2;
                 text.splice(at..at, bytes);
+            }
+            // Half the inputs without quotes, where every chunk takes the
+            // quote-free path.
+            if unquoted {
+                text.retain(|&b| b != b'"');
             }
             text
         })
@@ -237,6 +243,28 @@ proptest! {
     fn record_limit_equals_sequential(text in csv_text(), options in options(), chunk in 1usize..64, max in 4u64..48) {
         let limits = Limits { chunk_bytes: chunk, max_record: max };
         check(&text, &encoder(), &options, limits);
+    }
+
+    /// Splitting a quote-free chunk in place gives `csv_core`'s records,
+    /// positions and line counts.
+    #[test]
+    fn plain_split_equals_csv_core(text in "[a,\r\n]{0,60}", last in any::<bool>()) {
+        let mut bytes = text.into_bytes();
+        if !last {
+            // A chunk that is not the last ends at a record end.
+            bytes.push(b'\n');
+        }
+        let parse = |quote_free: bool| {
+            let chunk = super::chunks::Chunk { bytes: bytes.clone(), last, quote_free };
+            let mut records = Vec::new();
+            let (newlines, ok) = super::chunks::parse(&chunk, |fields, at| {
+                let fields: Vec<Vec<u8>> = (0..fields.len()).map(|i| fields.get(i).to_vec()).collect();
+                records.push((fields, at.end, at.newlines, at.eof));
+                true
+            });
+            (records, newlines, ok)
+        };
+        prop_assert_eq!(parse(true), parse(false), "{:?}", String::from_utf8_lossy(&bytes));
     }
 
     /// The plain-decimal fast path gives exactly `str::parse`'s value
