@@ -1,8 +1,9 @@
 //! The streaming CSV reader: header check against the schema, then rows -> bits.
 //!
 //! Input is RFC 4180 CSV (comma separated, `"` quoting, UTF-8, header row required),
-//! parsed with `csv_core` into reused byte buffers: the file is never held as
-//! strings, only the growing bit matrix and a bounded window of the input are.
+//! parsed with `csv_core` (or, where a chunk has no quote at all, split in place)
+//! without a per-field allocation: the file is never held as strings, only the
+//! growing bit matrix and a bounded window of the input are.
 //! Every field is trimmed of surrounding whitespace. Cells of ignored columns are not
 //! even decoded. A record longer than [`MAX_RECORD_BYTES`] is refused while it is
 //! being read, so that memory stays bounded whatever the input (one endless field,
@@ -15,7 +16,7 @@
 //!
 //! # Parallel, with the results of a sequential read
 //!
-//! The calling thread reads the input in chunks of about 1 MiB that begin and
+//! The calling thread reads the input in chunks of about 256 KiB that begin and
 //! end at record boundaries ([`chunks`] explains why the cuts are safe). The
 //! chunks are parsed and encoded in waves on rayon's global pool, each chunk by
 //! one task with its own parser, into its own block of column-major bits; a
@@ -55,10 +56,12 @@ use chunks::{Chunk, Fields, HeaderError, Input, Piece};
 pub const MAX_RECORD_BYTES: u64 = 1 << 20;
 
 /// Bytes read from the input per chunk (plus the unfinished record carried
-/// over): large enough that a chunk's task (about 16 k rows of issue 13's
-/// table) dwarfs the cost of handing it over, small enough that the chunks
-/// in flight stay a few MiB.
-const CHUNK_BYTES: usize = 1 << 20;
+/// over): large enough that a chunk's task (about 4 k rows of issue 13's
+/// table, a millisecond) dwarfs the cost of handing it over, small enough
+/// that the chunks in flight and their results (about 3 times a chunk
+/// each, two waves) stay a few MiB: with 1 MiB chunks they were about
+/// 30 MB, ten times the bits of a 4 M-row upload of 6 literals.
+const CHUNK_BYTES: usize = 256 << 10;
 
 /// Chunks parsed together per rayon thread: a wave of several chunks per
 /// thread keeps the threads busy while the assembling thread appends the
@@ -548,7 +551,9 @@ fn encode_chunk(chunk: &Chunk, context: &Context<'_>) -> ChunkResult {
     let layout = context.layout;
     let encoder = context.encoder;
     // Every kept row's literals back to back, and where each row starts.
-    let mut active: Vec<u32> = Vec::with_capacity(chunk.bytes.len() / 2);
+    // About one literal per 4 bytes of CSV (issue 13's table has 20 per
+    // 60-byte row); it grows if a table is denser.
+    let mut active: Vec<u32> = Vec::with_capacity(chunk.bytes.len() / 4);
     let mut starts: Vec<usize> = Vec::new();
     let mut labels = match (layout.label, encoder.schema().task()) {
         (None, _) => Labels::None,

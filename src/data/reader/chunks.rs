@@ -325,8 +325,9 @@ pub(super) fn over_limit(len: u64, eof: bool, max: u64) -> bool {
     if eof { len >= max } else { len > max }
 }
 
-/// Parse `chunk` with `csv_core` and call `record` with each record's
-/// fields and position, in order, until it returns `false`. Returns the
+/// Parse `chunk` (with `csv_core`, or [`parse_plain`] if it has no quote)
+/// and call `record` with each record's fields and position, in order,
+/// until it returns `false`. Returns the
 /// number of `\n` bytes in the chunk (counted by the parser) and whether
 /// the parser ended between records (`false` only for a chunk that was not
 /// cut at a record boundary, which would be a bug in [`Input::cut`]).

@@ -384,7 +384,7 @@ fn a_refusal_stops_reading_early() {
 }
 
 /// Errors and refusals keep their order across waves of chunks: bad rows
-/// far apart in a long input, with the default (1 MiB) chunks.
+/// far apart in a long input, with the default chunks.
 #[test]
 fn errors_keep_their_order_across_waves() {
     let n = 400_000;
