@@ -135,15 +135,22 @@ fn last_word_mask(n: usize) -> u64 {
     }
 }
 
-/// An n x d matrix of bits stored column-major: column `j` is the contiguous slice
-/// `words[j * w .. (j + 1) * w]` with `w = ceil(n / 64)`, laid out like a [`BitVec`].
+/// An n x d matrix of bits stored column-major: column `j` is a contiguous slice
+/// of `w = ceil(n / 64)` words, laid out like a [`BitVec`].
+///
+/// Each column is its own allocation rather than a slice of one: a streaming
+/// reader grows the columns as rows arrive and hands them over as they are,
+/// where one contiguous block would need a final copy of the whole matrix
+/// (twice its size at that moment), and a consumer that serialises the
+/// matrix can free it column by column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BitMatrix {
     n_rows: usize,
     n_cols: usize,
     /// `ceil(n_rows / 64)`, cached because every column access needs it.
     words_per_column: usize,
-    words: Vec<u64>,
+    /// One vector of `words_per_column` words per column.
+    columns: Vec<Vec<u64>>,
 }
 
 impl BitMatrix {
@@ -154,7 +161,7 @@ impl BitMatrix {
             n_rows,
             n_cols,
             words_per_column: w,
-            words: vec![0; w * n_cols],
+            columns: vec![vec![0; w]; n_cols],
         }
     }
 
@@ -162,10 +169,9 @@ impl BitMatrix {
     /// not `n_rows`.
     pub fn from_columns(n_rows: usize, columns: &[BitVec]) -> BitMatrix {
         let mut m = BitMatrix::zeros(n_rows, columns.len());
-        let w = m.words_per_column;
         for (j, c) in columns.iter().enumerate() {
             assert_eq!(c.len(), n_rows, "column {j} has the wrong length");
-            m.words[j * w..(j + 1) * w].copy_from_slice(c.words());
+            m.columns[j].copy_from_slice(c.words());
         }
         m
     }
@@ -188,8 +194,7 @@ impl BitMatrix {
     /// Words of column j. Panics if `j >= n_cols`.
     pub fn column(&self, j: usize) -> &[u64] {
         assert!(j < self.n_cols, "column {j} out of range ({})", self.n_cols);
-        let w = self.words_per_column;
-        &self.words[j * w..(j + 1) * w]
+        &self.columns[j]
     }
 
     /// Column j as a [`BitVec`] (a copy).
@@ -216,7 +221,7 @@ impl BitMatrix {
             row < self.n_rows && col < self.n_cols,
             "({row}, {col}) out of range"
         );
-        let word = &mut self.words[col * self.words_per_column + row / 64];
+        let word = &mut self.columns[col][row / 64];
         let mask = 1u64 << (row % 64);
         if bit {
             *word |= mask;
@@ -239,7 +244,7 @@ impl BitMatrix {
         let mut out = BitMatrix::zeros(rows.len(), self.n_cols);
         for j in 0..self.n_cols {
             let src = self.column(j);
-            let dst = &mut out.words[j * out.words_per_column..(j + 1) * out.words_per_column];
+            let dst = &mut out.columns[j];
             for (r, &i) in rows.iter().enumerate() {
                 assert!(i < self.n_rows, "row {i} out of range ({})", self.n_rows);
                 dst[r / 64] |= (src[i / 64] >> (i % 64) & 1) << (r % 64);
@@ -253,8 +258,9 @@ impl BitMatrix {
 /// n in advance.
 ///
 /// Rows are collected 64 at a time in one word per column and flushed to per-column
-/// word vectors; `finish` concatenates them into the column-major layout, so the peak
-/// memory is about twice the finished matrix.
+/// word vectors, which `finish` hands to the matrix as its columns: no copy, so the
+/// memory is the matrix's (plus the vectors' spare capacity, which stays virtual
+/// for large columns that the allocator maps directly).
 #[derive(Debug, Clone)]
 pub struct BitMatrixBuilder {
     n_cols: usize,
@@ -293,28 +299,69 @@ impl BitMatrixBuilder {
         }
     }
 
+    /// Append `n_rows` rows given column-major, like a [`BitMatrix`]'s words:
+    /// column `j` is `block[j * w..(j + 1) * w]` with `w = ceil(n_rows / 64)`,
+    /// and the bits past `n_rows` in each column's last word are zero.
+    /// The same as pushing the rows one by one, but it shifts words instead
+    /// of setting bits: the parallel CSV reader encodes chunks of rows on
+    /// several threads and appends them here in order, on one thread, so
+    /// this step must cost per word, not per set bit.
+    pub(crate) fn append_block(&mut self, block: &[u64], n_rows: usize) {
+        let w = words_for(n_rows);
+        assert_eq!(block.len(), w * self.n_cols, "block has the wrong length");
+        if n_rows == 0 {
+            return;
+        }
+        // Bits already waiting in the partial word of each column (the
+        // builder flushes at every multiple of 64, so the word is partial).
+        let shift = self.n_rows % 64;
+        let last_bits = n_rows - 64 * (w - 1);
+        for (j, src) in block.chunks_exact(w).enumerate() {
+            let column = &mut self.columns[j];
+            column.reserve(w);
+            let mut current = self.block[j];
+            let mut filled = shift;
+            for (i, &word) in src.iter().enumerate() {
+                let bits = if i + 1 == w { last_bits } else { 64 };
+                current |= word << filled;
+                if filled + bits >= 64 {
+                    column.push(current);
+                    // The bits of `word` that did not fit (none when filled
+                    // is 0: a shift by 64 would be an overflow).
+                    current = if filled == 0 {
+                        0
+                    } else {
+                        word >> (64 - filled)
+                    };
+                    filled = filled + bits - 64;
+                } else {
+                    filled += bits;
+                }
+            }
+            self.block[j] = current;
+        }
+        self.n_rows += n_rows;
+    }
+
     fn flush(&mut self) {
         for (col, word) in self.columns.iter_mut().zip(self.block.iter_mut()) {
             col.push(std::mem::take(word));
         }
     }
 
-    /// The finished matrix.
+    /// The finished matrix: the builder's columns, handed over without a
+    /// copy.
     pub fn finish(mut self) -> BitMatrix {
         if !self.n_rows.is_multiple_of(64) {
             self.flush();
         }
         let w = words_for(self.n_rows);
-        let mut words = Vec::with_capacity(w * self.n_cols);
-        for col in self.columns {
-            debug_assert_eq!(col.len(), w);
-            words.extend_from_slice(&col);
-        }
+        debug_assert!(self.columns.iter().all(|c| c.len() == w));
         BitMatrix {
             n_rows: self.n_rows,
             n_cols: self.n_cols,
             words_per_column: w,
-            words,
+            columns: self.columns,
         }
     }
 }
@@ -356,6 +403,35 @@ mod tests {
                 .prop_map(|s| s.into_iter().collect::<Vec<u32>>());
             (Just(d), proptest::collection::vec(row, 0..300))
         })
+    }
+
+    proptest! {
+        /// Appending blocks (as the parallel reader does) gives the matrix
+        /// that pushing the same rows one at a time gives, whatever the
+        /// split of the rows into blocks and their 64-bit alignment.
+        #[test]
+        fn appended_blocks_equal_pushed_rows((d, rows) in rows_strategy(), cuts in proptest::collection::vec(0usize..300, 0..8)) {
+            let mut pushed = BitMatrixBuilder::new(d);
+            for r in &rows {
+                pushed.push_row(r);
+            }
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(rows.len())).collect();
+            cuts.push(0);
+            cuts.push(rows.len());
+            cuts.sort_unstable();
+            let mut appended = BitMatrixBuilder::new(d);
+            for part in cuts.windows(2) {
+                let part = &rows[part[0]..part[1]];
+                let mut one = BitMatrixBuilder::new(d);
+                for r in part {
+                    one.push_row(r);
+                }
+                let block = one.finish();
+                appended.append_block(&block.columns.concat(), part.len());
+            }
+            prop_assert_eq!(appended.n_rows(), rows.len());
+            prop_assert_eq!(appended.finish(), pushed.finish());
+        }
     }
 
     proptest! {

@@ -1,69 +1,89 @@
 //! The streaming CSV reader: header check against the schema, then rows -> bits.
 //!
 //! Input is RFC 4180 CSV (comma separated, `"` quoting, UTF-8, header row required),
-//! read with the `csv` crate one record at a time into a reused byte buffer: the file
-//! is never held as strings, only the growing bit matrix is. Every field is trimmed of
-//! surrounding whitespace. Cells of ignored columns are not even decoded. A record
-//! longer than [`MAX_RECORD_BYTES`] is refused while it is being read, so that memory
-//! stays bounded whatever the input (one endless field, an unclosed quote).
+//! parsed with `csv_core` (or, where a chunk has no quote at all, split in place)
+//! without a per-field allocation: the file is never held as strings, only the
+//! growing bit matrix and a bounded window of the input are.
+//! Every field is trimmed of surrounding whitespace. Cells of ignored columns are not
+//! even decoded. A record longer than [`MAX_RECORD_BYTES`] is refused while it is
+//! being read, so that memory stays bounded whatever the input (one endless field,
+//! an unclosed quote).
 //!
 //! Header rules: every schema column (and the label, when required) must be present;
 //! a header column the schema does not declare is an error (the owner should declare
 //! it `"type": "ignore"`), as are duplicate header names. Row errors carry the 1-based
 //! data row, the file line and the column; never the cell's value (SPEC §2).
+//!
+//! # Parallel, with the results of a sequential read
+//!
+//! The calling thread reads the input in chunks of about 256 KiB that begin and
+//! end at record boundaries ([`chunks`] explains why the cuts are safe). The
+//! chunks are parsed and encoded in waves on rayon's global pool, each chunk by
+//! one task with its own parser, into its own block of column-major bits; a
+//! separate thread takes the waves so that reading goes on meanwhile. The
+//! blocks, labels and row errors are then taken strictly in input order
+//! ([`Assembly`]), with row numbers and lines counted across chunks the way
+//! the `csv` crate counts them, so the rows, the errors, the error limit and
+//! the refusals are those of a one-record-at-a-time read. A chunk's errors
+//! beyond the limit are only counted, and a read that stops early (a refusal)
+//! throws away at most the chunks already in flight.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
+use std::sync::mpsc;
 
 use rayon::prelude::*;
 
-use super::bits::{BitMatrixBuilder, BitVec};
+use super::bits::{BitMatrixBuilder, BitVec, words_for};
 use super::dataset::Dataset;
 use super::encode::Encoder;
 use super::error::DataError;
 use super::schema::Task;
 
-/// Longest record (a whole CSV row, header included) the reader accepts, in bytes.
-/// The `csv` crate buffers one whole record, so without a limit a single huge field
-/// or an unclosed quote would grow that buffer to the size of the input. A longer
-/// record is refused as soon as the parser has read this much of it and asks for
-/// more, so it is never buffered whole.
+mod chunks;
+#[cfg(test)]
+mod sequential;
+#[cfg(test)]
+mod tests_parallel;
+
+use chunks::{Chunk, Fields, HeaderError, Input, Piece};
+
+/// Longest record (a whole CSV row, header included) the reader accepts, in bytes,
+/// counted from the end of the previous record (so blank lines before it count).
+/// A parser buffers one whole record, so without a limit a single huge field or an
+/// unclosed quote would grow that buffer to the size of the input. A longer record
+/// is refused once this much of it has been read, so it is never buffered whole.
 pub const MAX_RECORD_BYTES: u64 = 1 << 20;
 
-/// The CSV parser's read buffer.
-const READ_BUFFER: usize = 64 << 10;
+/// Bytes read from the input per chunk (plus the unfinished record carried
+/// over): large enough that a chunk's task (about 4 k rows of issue 13's
+/// table, a millisecond) dwarfs the cost of handing it over, small enough
+/// that the chunks in flight and their results (about 3 times a chunk
+/// each, two waves) stay a few MiB: with 1 MiB chunks they were about
+/// 30 MB, ten times the bits of a 4 M-row upload of 6 literals.
+const CHUNK_BYTES: usize = 256 << 10;
 
-/// Records parsed before a batch is encoded in parallel.
-const BATCH: usize = 16 << 10;
-/// A batch also ends once its fields hold this many bytes (so that long
-/// records cannot make a batch hold BATCH x [`MAX_RECORD_BYTES`]).
-const BATCH_BYTES: usize = 4 << 20;
-/// Records per parallel encoding task.
-const ENCODE_CHUNK: usize = 1024;
+/// Chunks parsed together per rayon thread: a wave of several chunks per
+/// thread keeps the threads busy while the assembling thread appends the
+/// previous wave, and bounds the input held at once.
+const CHUNKS_PER_THREAD: usize = 4;
 
-/// The input as the parser sees it: fails when the parser asks for more input while
-/// it has already consumed [`MAX_RECORD_BYTES`] of the current record. (The parser
-/// reads only when its buffer is empty, so everything taken since the record's start
-/// belongs to that record.)
-struct Bounded<R> {
-    inner: R,
-    /// Bytes handed to the parser so far.
-    taken: u64,
-    /// Byte offset where the record being parsed starts (set by [`read`]).
-    record_start: u64,
-    /// Whether the limit was hit (to tell it from a real I/O error).
-    tripped: bool,
+/// The sizes the reader works with; tests shrink them to put chunk and
+/// record limits where the test wants them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// See [`CHUNK_BYTES`].
+    pub chunk_bytes: usize,
+    /// See [`MAX_RECORD_BYTES`].
+    pub max_record: u64,
 }
 
-impl<R: Read> Read for Bounded<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.taken.saturating_sub(self.record_start) >= MAX_RECORD_BYTES {
-            self.tripped = true;
-            return Err(std::io::Error::other("CSV record too long"));
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            chunk_bytes: CHUNK_BYTES,
+            max_record: MAX_RECORD_BYTES,
         }
-        let n = self.inner.read(buf)?;
-        self.taken += n as u64;
-        Ok(n)
     }
 }
 
@@ -143,7 +163,7 @@ pub fn read_csv<R: Read>(
     encoder: &Encoder,
     label: LabelMode,
 ) -> Result<Dataset, DataError> {
-    match read(reader, encoder, &ReadOptions::new(label)) {
+    match read(reader, encoder, &ReadOptions::new(label), Limits::default()) {
         Ok(report) => Ok(report.dataset),
         Err(Failure::Other(e)) => Err(e),
         // `max_errors` is 1, so there is exactly one.
@@ -162,7 +182,17 @@ pub fn read_csv_with<R: Read>(
     encoder: &Encoder,
     options: &ReadOptions,
 ) -> Result<ReadReport, DataError> {
-    read(reader, encoder, options).map_err(|f| match f {
+    read_with_limits(reader, encoder, options, Limits::default())
+}
+
+/// [`read_csv_with`] with other sizes (tests).
+pub(crate) fn read_with_limits<R: Read>(
+    reader: R,
+    encoder: &Encoder,
+    options: &ReadOptions,
+    limits: Limits,
+) -> Result<ReadReport, DataError> {
+    read(reader, encoder, options, limits).map_err(|f| match f {
         Failure::Other(e) => e,
         Failure::Rows(mut errors) if errors.len() == 1 => errors.swap_remove(0),
         Failure::Rows(errors) => DataError::Rows { errors },
@@ -182,135 +212,415 @@ impl From<DataError> for Failure {
     }
 }
 
+/// What every chunk's task needs.
+struct Context<'a> {
+    layout: &'a Layout,
+    encoder: &'a Encoder,
+    /// Errors a chunk keeps (more are only counted).
+    max_errors: usize,
+    max_record: u64,
+}
+
 fn read<R: Read>(
     reader: R,
     encoder: &Encoder,
     options: &ReadOptions,
+    limits: Limits,
 ) -> Result<ReadReport, Failure> {
     let max_errors = options.max_errors.max(1);
-    let mut csv = csv::ReaderBuilder::new()
-        .has_headers(true)
-        // Field counts are checked here, to report them as "expected N, found M".
-        .flexible(true)
-        .buffer_capacity(READ_BUFFER)
-        .from_reader(Bounded {
-            inner: reader,
-            taken: 0,
-            record_start: 0,
-            tripped: false,
-        });
-    let header = match csv.byte_headers() {
-        Ok(header) => header.clone(),
-        Err(e) => return Err(csv_failure(&csv, e, 0).into()),
+    let mut input = Input::new(reader, limits);
+    let (header, header_bytes, header_newlines) = match input.header() {
+        Ok(Some(h)) => h,
+        Ok(None) => return Err(DataError::Empty.into()),
+        Err(HeaderError::Io(e)) => return Err(DataError::Io(e).into()),
+        Err(HeaderError::TooLong) => {
+            return Err(DataError::header(format!(
+                "the header row is longer than {} bytes",
+                limits.max_record
+            ))
+            .into());
+        }
     };
     if header.is_empty() {
         return Err(DataError::Empty.into());
     }
     let layout = layout(&header, encoder, options.label)?;
-
-    let mut bits = BitMatrixBuilder::new(encoder.n_literals());
-    let mut labels = layout
-        .label
-        .map(|_| LabelColumn::for_task(encoder.schema().task()));
-    // Records are parsed in order into a batch (at most BATCH records and
-    // about BATCH_BYTES of fields, so memory stays bounded), the batch is
-    // encoded in parallel chunks, and the results are taken in row order:
-    // the rows, errors and refusals are those of a one-at-a-time read.
-    let mut batch: Vec<csv::ByteRecord> = Vec::new();
-    let mut errors = Vec::new();
-    let (mut row, mut skipped) = (0, 0);
-    let mut done = false;
-    while !done {
-        let (mut filled, mut bytes) = (0, 0);
-        let mut read_error = None;
-        while filled < BATCH && bytes < BATCH_BYTES {
-            if batch.len() == filled {
-                batch.push(csv::ByteRecord::new());
-            }
-            csv.get_mut().record_start = csv.position().byte();
-            match csv.read_byte_record(&mut batch[filled]) {
-                Ok(true) => {}
-                Ok(false) => {
-                    done = true;
-                    break;
-                }
-                Err(e) => {
-                    // Reported after the rows before it, as when reading
-                    // one record at a time.
-                    read_error = Some(csv_failure(&csv, e, row + filled + 1));
-                    done = true;
-                    break;
-                }
-            }
-            bytes += batch[filled].as_slice().len();
-            filled += 1;
-        }
-        let first_row = row + 1;
-        let encoded: Vec<Encoded> = batch[..filled]
-            .par_chunks(ENCODE_CHUNK)
-            .enumerate()
-            .map(|(c, records)| {
-                let first = first_row + c * ENCODE_CHUNK;
-                encode_chunk(records, first, &layout, encoder)
-            })
-            .collect();
-        for (chunk, records) in encoded
-            .into_iter()
-            .zip(batch[..filled].chunks(ENCODE_CHUNK))
-        {
-            for (result, record) in chunk.results.into_iter().zip(records) {
-                row += 1;
-                match result {
-                    Ok((range, label)) => {
-                        bits.push_row(&chunk.active[range]);
-                        match (labels.as_mut(), label) {
-                            (Some(LabelColumn::Binary(bits)), Some(Label::Binary(y))) => {
-                                bits.push(y);
-                            }
-                            (Some(LabelColumn::Numeric(values)), Some(Label::Numeric(y))) => {
-                                values.push(y);
-                            }
-                            _ => {}
-                        }
-                    }
-                    Err(e) => {
-                        skipped += 1;
-                        if errors.len() < max_errors {
-                            let line = record.position().map(csv::Position::line);
-                            errors.push(e.at_line(line));
-                        }
-                        if options.on_bad_row == OnBadRow::Refuse && errors.len() == max_errors {
-                            return Err(Failure::Rows(errors));
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(e) = read_error {
-            return Err(e.into());
-        }
-    }
-    if options.on_bad_row == OnBadRow::Refuse && !errors.is_empty() {
-        return Err(Failure::Rows(errors));
-    }
-    if bits.n_rows() == 0 {
-        return Err(DataError::NoRows.into());
-    }
-    let (labels, targets) = match labels {
-        None => (None, None),
-        Some(LabelColumn::Binary(bits)) => (Some(bits), None),
-        Some(LabelColumn::Numeric(values)) => (None, Some(values)),
+    let context = Context {
+        layout: &layout,
+        encoder,
+        max_errors,
+        max_record: limits.max_record,
     };
-    Ok(ReadReport {
-        dataset: Dataset {
-            features: bits.finish(),
-            labels,
-            targets,
-            one_hot_groups: encoder.one_hot_groups().to_vec(),
+    let mut assembly = Assembly {
+        on_bad_row: options.on_bad_row,
+        max_errors,
+        max_record: limits.max_record,
+        bits: BitMatrixBuilder::new(encoder.n_literals()),
+        labels: layout
+            .label
+            .map(|_| LabelColumn::for_task(encoder.schema().task())),
+        errors: Vec::new(),
+        rows: 0,
+        skipped: 0,
+        offset: header_bytes as u64,
+        newlines: header_newlines,
+        last_end: header_bytes as u64,
+        last_line: 1 + header_newlines,
+    };
+    let wave = CHUNKS_PER_THREAD * rayon::current_num_threads();
+    if rayon::current_thread_index().is_some() {
+        // Called from a rayon task: this thread is one of the pool's, and
+        // blocking it on a channel while the pool parses could leave the
+        // pool without a thread, so read, parse and assemble in turn here.
+        loop {
+            let (chunks, tail) = gather(wave, || Some(input.next_piece()));
+            let stop = assembly.take_wave(&chunks, tail, &context)?;
+            for c in chunks {
+                input.give_back(c.bytes);
+            }
+            if stop {
+                break;
+            }
+        }
+    } else {
+        // This thread reads and cuts; another takes waves of chunks, has the
+        // pool parse them and assembles the results. The channel holds one
+        // wave ahead, which bounds the input in memory to about two waves.
+        let (to_parse, pieces) = mpsc::sync_channel::<Piece>(wave);
+        let (give_back, spares) = mpsc::channel::<Vec<u8>>();
+        std::thread::scope(|scope| {
+            let assembler = scope.spawn(|| -> Result<(), Failure> {
+                let pieces = pieces;
+                loop {
+                    let (chunks, tail) = gather(wave, || pieces.recv().ok());
+                    let stop = assembly.take_wave(&chunks, tail, &context)?;
+                    for c in chunks {
+                        // The reader may be gone (it stops after its last piece).
+                        let _ = give_back.send(c.bytes);
+                    }
+                    if stop {
+                        return Ok(());
+                    }
+                }
+                // Returning drops `pieces`, so a reader blocked on a full
+                // channel fails its send and stops.
+            });
+            loop {
+                for spare in spares.try_iter() {
+                    input.give_back(spare);
+                }
+                let piece = input.next_piece();
+                let last = !matches!(&piece, Piece::Chunk(c) if !c.last);
+                // A failed send: the assembler stopped (a refusal or an
+                // error); its result says why.
+                if to_parse.send(piece).is_err() || last {
+                    break;
+                }
+            }
+            drop(to_parse);
+            match assembler.join() {
+                Ok(result) => result,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })?;
+    }
+    assembly.finish(encoder)
+}
+
+/// Up to `wave` chunks from `next` (fewer if a piece that is not a chunk, the
+/// last chunk or the end of the pieces comes first), and that piece.
+/// `None` from `next` means the pieces ended (as `Piece::End`).
+fn gather(wave: usize, mut next: impl FnMut() -> Option<Piece>) -> (Vec<Chunk>, Option<Piece>) {
+    let mut chunks = Vec::with_capacity(wave);
+    while chunks.len() < wave {
+        match next().unwrap_or(Piece::End) {
+            Piece::Chunk(c) => {
+                let last = c.last;
+                chunks.push(c);
+                if last {
+                    return (chunks, Some(Piece::End));
+                }
+            }
+            other => return (chunks, Some(other)),
+        }
+    }
+    (chunks, None)
+}
+
+/// The results of the chunks so far, taken in input order, and where the
+/// input stands.
+struct Assembly {
+    on_bad_row: OnBadRow,
+    max_errors: usize,
+    max_record: u64,
+    bits: BitMatrixBuilder,
+    labels: Option<LabelColumn>,
+    /// The first `max_errors` row errors.
+    errors: Vec<DataError>,
+    /// Records taken (good and bad): the data row number of the last one.
+    rows: usize,
+    /// Records refused.
+    skipped: usize,
+    /// Byte offset (in the input) where the next chunk starts.
+    offset: u64,
+    /// `\n` bytes before the next chunk.
+    newlines: u64,
+    /// Byte offset just after the last record (the header at first):
+    /// where the next record's length is counted from.
+    last_end: u64,
+    /// The line the `csv` crate reports for the next record: 1 + the `\n`
+    /// bytes its parser had consumed when it returned the previous record
+    /// (so blank lines, and the `\n` of a `\r\n`, after a record count only
+    /// from the record after the next: a quirk kept for the same lines).
+    last_line: u64,
+}
+
+/// One chunk parsed and encoded.
+struct ChunkResult {
+    /// Records parsed.
+    records: usize,
+    /// The rows kept: column-major bits, `words_for(good)` words a column.
+    good: usize,
+    bits: Vec<u64>,
+    labels: Labels,
+    /// Records refused.
+    bad: usize,
+    /// The first `max_errors` of them: the record's index in the chunk, the
+    /// `\n` count in the chunk at the previous record (`None` for the
+    /// chunk's first record), and the error (row and line still unset).
+    errors: Vec<(usize, Option<u64>, DataError)>,
+    /// A record over the length limit (other than the chunk's first, which
+    /// the assembly checks): its index and the `\n` count before it as for
+    /// errors. Parsing stopped there.
+    too_long: Option<(usize, Option<u64>)>,
+    /// Where the chunk's first record ended (offset in the chunk), and
+    /// whether the end of the input ended it.
+    first_end: Option<(usize, bool)>,
+    /// Where its last record ended and the `\n` count at that point.
+    last_end: Option<(usize, u64)>,
+    /// Bytes and `\n` bytes in the chunk.
+    len: usize,
+    newlines: u64,
+    /// Whether the parser ended the chunk between records (see [`chunks`]).
+    cut_ok: bool,
+    /// Whether the input ended with this chunk.
+    last: bool,
+}
+
+/// The labels of a chunk's kept rows.
+enum Labels {
+    None,
+    Binary(Vec<bool>),
+    Numeric(Vec<f64>),
+}
+
+impl Assembly {
+    /// Parse a wave of chunks in parallel and take the results in order,
+    /// then the piece that ended the wave. `Ok(true)` when the input ended.
+    fn take_wave(
+        &mut self,
+        chunks: &[Chunk],
+        tail: Option<Piece>,
+        context: &Context<'_>,
+    ) -> Result<bool, Failure> {
+        let results: Vec<ChunkResult> = chunks
+            .par_iter()
+            .map(|c| encode_chunk(c, context))
+            .collect();
+        for result in results {
+            self.take(result)?;
+        }
+        match tail {
+            None => Ok(false),
+            Some(Piece::End) => Ok(true),
+            Some(Piece::TooLong) => Err(self.too_long(self.rows + 1, self.last_line)),
+            Some(Piece::Io(e)) => Err(DataError::Io(e).into()),
+            Some(Piece::Chunk(_)) => unreachable!("gather ends a wave only at another piece"),
+        }
+    }
+
+    fn too_long(&self, row: usize, line: u64) -> Failure {
+        DataError::row(
+            row,
+            format!("the record is longer than {} bytes", self.max_record),
+        )
+        .at_line(Some(line))
+        .into()
+    }
+
+    /// Take one chunk's result, the next in input order.
+    fn take(&mut self, r: ChunkResult) -> Result<(), Failure> {
+        if !r.cut_ok {
+            return Err(chunks::internal("a chunk did not end at a record boundary").into());
+        }
+        let chunk_line = 1 + self.newlines;
+        let line = |before: Option<u64>, last_line: u64| match before {
+            None => last_line,
+            Some(n) => chunk_line + n,
+        };
+        if let Some((end, eof)) = r.first_end
+            && chunks::over_limit(
+                self.offset + end as u64 - self.last_end,
+                eof,
+                self.max_record,
+            )
+        {
+            return Err(self.too_long(self.rows + 1, self.last_line));
+        }
+        for (index, before, e) in r.errors {
+            if self.errors.len() < self.max_errors {
+                let row = self.rows + index + 1;
+                self.errors
+                    .push(placed(e, row, line(before, self.last_line)));
+            }
+            if self.on_bad_row == OnBadRow::Refuse && self.errors.len() == self.max_errors {
+                return Err(Failure::Rows(std::mem::take(&mut self.errors)));
+            }
+        }
+        if let Some((index, before)) = r.too_long {
+            return Err(self.too_long(self.rows + index + 1, line(before, self.last_line)));
+        }
+        self.skipped += r.bad;
+        self.bits.append_block(&r.bits, r.good);
+        match (self.labels.as_mut(), r.labels) {
+            (Some(LabelColumn::Binary(bits)), Labels::Binary(ys)) => {
+                for y in ys {
+                    bits.push(y);
+                }
+            }
+            (Some(LabelColumn::Numeric(values)), Labels::Numeric(ys)) => values.extend(ys),
+            _ => {}
+        }
+        self.rows += r.records;
+        if let Some((end, newlines)) = r.last_end {
+            self.last_end = self.offset + end as u64;
+            self.last_line = chunk_line + newlines;
+        }
+        self.offset += r.len as u64;
+        self.newlines += r.newlines;
+        // At the end of the input, what follows the last record (blank
+        // lines) counts like the start of one more record.
+        if r.last && chunks::over_limit(self.offset - self.last_end, true, self.max_record) {
+            return Err(self.too_long(self.rows + 1, self.last_line));
+        }
+        Ok(())
+    }
+
+    fn finish(self, encoder: &Encoder) -> Result<ReadReport, Failure> {
+        if self.on_bad_row == OnBadRow::Refuse && !self.errors.is_empty() {
+            return Err(Failure::Rows(self.errors));
+        }
+        if self.bits.n_rows() == 0 {
+            return Err(DataError::NoRows.into());
+        }
+        let (labels, targets) = match self.labels {
+            None => (None, None),
+            Some(LabelColumn::Binary(bits)) => (Some(bits), None),
+            Some(LabelColumn::Numeric(values)) => (None, Some(values)),
+        };
+        Ok(ReadReport {
+            dataset: Dataset {
+                features: self.bits.finish(),
+                labels,
+                targets,
+                one_hot_groups: encoder.one_hot_groups().to_vec(),
+            },
+            skipped: self.skipped,
+            errors: self.errors,
+        })
+    }
+}
+
+/// A row error with its data row and file line set.
+fn placed(e: DataError, row: usize, line: u64) -> DataError {
+    match e {
+        DataError::Row {
+            column, message, ..
+        } => DataError::Row {
+            row,
+            line: Some(line),
+            column,
+            message,
         },
-        skipped,
+        other => other,
+    }
+}
+
+/// Parse and encode one chunk (a rayon task).
+fn encode_chunk(chunk: &Chunk, context: &Context<'_>) -> ChunkResult {
+    let layout = context.layout;
+    let encoder = context.encoder;
+    // Every kept row's literals back to back, and where each row starts.
+    // About one literal per 4 bytes of CSV (issue 13's table has 20 per
+    // 60-byte row); it grows if a table is denser.
+    let mut active: Vec<u32> = Vec::with_capacity(chunk.bytes.len() / 4);
+    let mut starts: Vec<usize> = Vec::new();
+    let mut labels = match (layout.label, encoder.schema().task()) {
+        (None, _) => Labels::None,
+        (Some(_), Task::Binary) => Labels::Binary(Vec::new()),
+        (Some(_), Task::Regression { .. }) => Labels::Numeric(Vec::new()),
+    };
+    let mut errors = Vec::new();
+    let (mut records, mut bad) = (0, 0);
+    let mut too_long = None;
+    let mut first_end = None;
+    let mut previous: Option<chunks::Parsed> = None;
+    let (newlines, cut_ok) = chunks::parse(chunk, |fields, at| {
+        if let Some(p) = &previous
+            && chunks::over_limit((at.end - p.end) as u64, at.eof, context.max_record)
+        {
+            too_long = Some((records, Some(p.newlines)));
+            return false;
+        }
+        first_end.get_or_insert((at.end, at.eof));
+        let start = active.len();
+        match encode_record(fields, layout, encoder, &mut active) {
+            Ok(label) => {
+                starts.push(start);
+                match (&mut labels, label) {
+                    (Labels::Binary(ys), Some(Label::Binary(y))) => ys.push(y),
+                    (Labels::Numeric(ys), Some(Label::Numeric(y))) => ys.push(y),
+                    _ => {}
+                }
+            }
+            Err(e) => {
+                // A refused row keeps no literals.
+                active.truncate(start);
+                bad += 1;
+                if errors.len() < context.max_errors {
+                    errors.push((records, previous.as_ref().map(|p| p.newlines), e));
+                }
+            }
+        }
+        records += 1;
+        previous = Some(at);
+        true
+    });
+    let good = starts.len();
+    let w = words_for(good);
+    let mut bits = vec![0u64; encoder.n_literals() * w];
+    starts.push(active.len());
+    for (r, row) in starts.windows(2).enumerate() {
+        let (word, bit) = (r / 64, 1u64 << (r % 64));
+        for &l in &active[row[0]..row[1]] {
+            bits[l as usize * w + word] |= bit;
+        }
+    }
+    ChunkResult {
+        records,
+        good,
+        bits,
+        labels,
+        bad,
         errors,
-    })
+        too_long,
+        first_end,
+        last_end: previous.map(|p| (p.end, p.newlines)),
+        len: chunk.bytes.len(),
+        newlines,
+        cut_ok,
+        last: chunk.last,
+    }
 }
 
 /// Check the header against the schema and locate the fields.
@@ -402,117 +712,35 @@ enum Label {
     Numeric(f64),
 }
 
-/// One row encoded: its literals' range in [`Encoded::active`] and its
-/// label, or why it was refused.
-type RowResult = Result<(std::ops::Range<usize>, Option<Label>), DataError>;
-
-/// A chunk of records encoded: every row's literals back to back in
-/// `active`, and per row its range there and its label, or its error.
-struct Encoded {
-    active: Vec<u32>,
-    results: Vec<RowResult>,
-}
-
-/// Encode `records`, the first being data row `first_row`.
-fn encode_chunk(
-    records: &[csv::ByteRecord],
-    first_row: usize,
-    layout: &Layout,
-    encoder: &Encoder,
-) -> Encoded {
-    let mut active = Vec::with_capacity(records.len() * layout.features.len());
-    let results = records
-        .iter()
-        .enumerate()
-        .map(|(k, record)| {
-            let start = active.len();
-            let result = encode_record(record, layout, encoder, first_row + k, &mut active);
-            // A failed row keeps no literals.
-            match result {
-                Ok(label) => Ok((start..active.len(), label)),
-                Err(e) => {
-                    active.truncate(start);
-                    Err(e)
-                }
-            }
-        })
-        .collect();
-    Encoded { active, results }
-}
-
 /// Encode one record, appending its literals to `active`; returns its label
-/// (if the layout has one).
+/// (if the layout has one). Errors carry row 0 and no line; the assembly
+/// places them.
 fn encode_record(
-    record: &csv::ByteRecord,
+    record: &Fields<'_>,
     layout: &Layout,
     encoder: &Encoder,
-    row: usize,
     active: &mut Vec<u32>,
 ) -> Result<Option<Label>, DataError> {
     if record.len() != layout.width {
         return Err(DataError::row(
-            row,
+            0,
             format!("expected {} fields, found {}", layout.width, record.len()),
         ));
     }
     for &(i, f) in &layout.features {
-        let value = field(record, i, row, &encoder.feature_names()[f])?;
-        encoder.encode_cell(f, Some(value), row, active)?;
+        encoder.encode_field(f, record.get(i), 0, &encoder.feature_names()[f], active)?;
     }
     let Some(i) = layout.label else {
         return Ok(None);
     };
     let name = encoder.schema().label_column();
-    let value = field(record, i, row, name)?;
-    Ok(Some(match encoder.schema().task() {
-        Task::Binary => Label::Binary(encoder.encode_label(value, row)?),
-        Task::Regression { .. } => Label::Numeric(encoder.encode_target(value, row)?),
-    }))
-}
-
-/// Field `i` decoded and trimmed.
-fn field<'r>(
-    record: &'r csv::ByteRecord,
-    i: usize,
-    row: usize,
-    column: &str,
-) -> Result<&'r str, DataError> {
-    // The record has `layout.width` fields (checked first), and `i` is a header index.
-    let bytes = &record[i];
-    std::str::from_utf8(bytes)
+    let value = std::str::from_utf8(record.get(i))
         .map(str::trim)
-        .map_err(|_| DataError::cell(row, column, "not valid UTF-8"))
-}
-
-/// A `csv` error as ours, telling an over-long record from a real I/O error.
-/// `row` 0 is the header.
-fn csv_failure<R: Read>(csv: &csv::Reader<Bounded<R>>, e: csv::Error, row: usize) -> DataError {
-    if !csv.get_ref().tripped {
-        return from_csv(e, row);
-    }
-    if row == 0 {
-        DataError::header(format!(
-            "the header row is longer than {MAX_RECORD_BYTES} bytes"
-        ))
-    } else {
-        DataError::row(
-            row,
-            format!("the record is longer than {MAX_RECORD_BYTES} bytes"),
-        )
-        .at_line(Some(csv.position().line()))
-    }
-}
-
-/// A `csv` error as ours. With byte records and flexible field counts only I/O errors
-/// remain in practice; anything else is reported without its text, which could quote
-/// data.
-fn from_csv(e: csv::Error, row: usize) -> DataError {
-    let line = e.position().map(csv::Position::line);
-    match e.into_kind() {
-        csv::ErrorKind::Io(io) => DataError::Io(io),
-        _ if row == 0 => DataError::header("malformed header row"),
-        _ => DataError::row(row, "malformed CSV record").at_line(line),
-    }
+        .map_err(|_| DataError::cell(0, name, "not valid UTF-8"))?;
+    Ok(Some(match encoder.schema().task() {
+        Task::Binary => Label::Binary(encoder.encode_label(value, 0)?),
+        Task::Regression { .. } => Label::Numeric(encoder.encode_target(value, 0)?),
+    }))
 }
 
 /// `"a", "b"` for an error message.

@@ -203,12 +203,15 @@ pub(crate) async fn create(
                 }
             }
         } else {
+            // The blobs are moved into the arguments: binding a reference
+            // made sqlx copy them (a whole extra copy of the bit matrix
+            // during an upload; docs/reliability.md).
             sqlx::query("INSERT INTO dataset_rows (dataset_id, n_rows, n_cols, features, labels) VALUES ($1, $2, $3, $4, $5)")
                 .bind(&id)
                 .bind(rows.n_rows as i64)
                 .bind(rows.n_cols as i64)
-                .bind(&rows.features)
-                .bind(&rows.labels)
+                .bind(rows.features)
+                .bind(rows.labels)
                 .execute(&mut *tx)
                 .await?;
         }

@@ -36,6 +36,10 @@ struct ScaleReport {
     csv_bytes: u64,
     ingest_seconds: f64,
     ingest_rows_per_second: f64,
+    /// CPU time (user + system, all threads) spent by the process during
+    /// the ingest; None off Linux. On a machine shared with other work the
+    /// wall-clock figure depends on the load; this one much less.
+    ingest_cpu_seconds: Option<f64>,
     /// Peak RSS (VmHWM) once the table is encoded; None off Linux.
     peak_rss_bytes_after_ingest: Option<u64>,
     training: Vec<TrainingRow>,
@@ -120,7 +124,9 @@ pub fn run(args: &BenchArgs, rows: usize) -> anyhow::Result<()> {
     let csv_bytes = std::fs::metadata(&temp.0)?.len();
 
     // Ingest: read + encode through the reader `train` uses.
+    let cpu_before = cpu_seconds();
     let (data, ingest_time) = ingest(&temp.0, csv_bytes, &encoder)?;
+    let ingest_cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
     drop(temp);
     let peak_after_ingest = peak_rss_bytes();
     let ingest_rate = rows as f64 / ingest_time.as_secs_f64();
@@ -145,6 +151,7 @@ pub fn run(args: &BenchArgs, rows: usize) -> anyhow::Result<()> {
         csv_bytes,
         ingest_seconds: ingest_time.as_secs_f64(),
         ingest_rows_per_second: ingest_rate,
+        ingest_cpu_seconds: ingest_cpu,
         peak_rss_bytes_after_ingest: peak_after_ingest,
         training,
         peak_rss_bytes: peak_rss_bytes(),
@@ -263,6 +270,14 @@ fn print_report(r: &ScaleReport) {
         r.ingest_rows_per_second,
         r.csv_bytes as f64 / r.ingest_seconds / 1e6
     );
+    if let Some(cpu) = r.ingest_cpu_seconds {
+        println!(
+            "{:<34} {:>10.2} s  CPU time of the ingest (user + system), {:.0}% of one core",
+            "ingest CPU",
+            cpu,
+            100.0 * cpu / r.ingest_seconds
+        );
+    }
     for t in &r.training {
         let name = format!("train {}", t.algorithm);
         match (&t.error, t.median_seconds) {
@@ -302,6 +317,20 @@ fn mb(bytes: Option<u64>) -> String {
 
 /// The process's peak resident set size, from `VmHWM` in
 /// `/proc/self/status` (Linux only; None elsewhere or if unreadable).
+/// The process's CPU time so far (user + system, all threads), from
+/// `/proc/self/stat` (Linux only). Its times are in USER_HZ ticks, which
+/// Linux fixes at 100 per second for what it exports to user space.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces:
+    // count from after it. utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
+}
+
 fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
