@@ -20,7 +20,9 @@
 //! end at record boundaries ([`chunks`] explains why the cuts are safe). The
 //! chunks are parsed and encoded in waves on rayon's global pool, each chunk by
 //! one task with its own parser, into its own block of column-major bits; a
-//! separate thread takes the waves so that reading goes on meanwhile. The
+//! separate thread takes the waves so that reading goes on meanwhile, and
+//! takes one wave's results while the pool parses the next (so the serial
+//! taking does not leave the pool idle between waves). The
 //! blocks, labels and row errors are then taken strictly in input order
 //! ([`Assembly`]), with row numbers and lines counted across chunks the way
 //! the `csv` crate counts them, so the rows, the errors, the error limit and
@@ -291,15 +293,45 @@ fn read<R: Read>(
         std::thread::scope(|scope| {
             let assembler = scope.spawn(|| -> Result<(), Failure> {
                 let pieces = pieces;
+                // A pipeline of two waves: the pool parses the next wave
+                // while one of its threads takes the previous wave's
+                // results in order (`rayon::join`), so the serial taking
+                // (appending bits, counting lines) overlaps the parsing
+                // instead of leaving the pool idle between waves. Results
+                // are still taken strictly in input order.
+                let mut parsed: Option<(Vec<Chunk>, Vec<ChunkResult>, Option<Piece>)> = None;
                 loop {
-                    let (chunks, tail) = gather(wave, || pieces.recv().ok());
-                    let stop = assembly.take_wave(&chunks, tail, &context)?;
-                    for c in chunks {
+                    // After a wave that ended the input (its tail piece),
+                    // nothing more is read.
+                    let next = match &parsed {
+                        Some((_, _, Some(_))) => None,
+                        _ => Some(gather(wave, || pieces.recv().ok())),
+                    };
+                    let (results, taken) = rayon::join(
+                        || {
+                            next.as_ref()
+                                .map(|(chunks, _)| parse_wave(chunks, &context))
+                        },
+                        || match parsed.take() {
+                            None => Ok((false, None)),
+                            Some((chunks, results, tail)) => assembly
+                                .take_results(results, tail)
+                                .map(|stop| (stop, Some(chunks))),
+                        },
+                    );
+                    let (stop, done) = taken?;
+                    for c in done.into_iter().flatten() {
                         // The reader may be gone (it stops after its last piece).
                         let _ = give_back.send(c.bytes);
                     }
                     if stop {
                         return Ok(());
+                    }
+                    match (next, results) {
+                        (Some((chunks, tail)), Some(results)) => {
+                            parsed = Some((chunks, results, tail));
+                        }
+                        _ => unreachable!("a wave without a tail is followed by another"),
                     }
                 }
                 // Returning drops `pieces`, so a reader blocked on a full
@@ -345,6 +377,14 @@ fn gather(wave: usize, mut next: impl FnMut() -> Option<Piece>) -> (Vec<Chunk>, 
         }
     }
     (chunks, None)
+}
+
+/// Parse and encode a wave of chunks in parallel; the results in order.
+fn parse_wave(chunks: &[Chunk], context: &Context<'_>) -> Vec<ChunkResult> {
+    chunks
+        .par_iter()
+        .map(|c| encode_chunk(c, context))
+        .collect()
 }
 
 /// The results of the chunks so far, taken in input order, and where the
@@ -423,10 +463,16 @@ impl Assembly {
         tail: Option<Piece>,
         context: &Context<'_>,
     ) -> Result<bool, Failure> {
-        let results: Vec<ChunkResult> = chunks
-            .par_iter()
-            .map(|c| encode_chunk(c, context))
-            .collect();
+        self.take_results(parse_wave(chunks, context), tail)
+    }
+
+    /// Take a wave's results in order, then the piece that ended the wave.
+    /// `Ok(true)` when the input ended.
+    fn take_results(
+        &mut self,
+        results: Vec<ChunkResult>,
+        tail: Option<Piece>,
+    ) -> Result<bool, Failure> {
         for result in results {
             self.take(result)?;
         }
