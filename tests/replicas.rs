@@ -144,15 +144,12 @@ async fn three_replicas_admit_exactly_what_fits() {
     assert_eq!(jobs, 80);
     // Every replica answers the same budget.
     for r in &replicas {
-        let b: Value = client
-            .get(format!("{}/v1/datasets/{dataset}/budget", r.url))
-            .bearer_auth(&owner)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let b: Value = common::get_json(
+            &client,
+            &format!("{}/v1/datasets/{dataset}/budget", r.url),
+            &owner,
+        )
+        .await;
         assert_eq!(b["remaining"]["epsilon"], 0.0, "{b}");
     }
     for r in replicas {
@@ -219,15 +216,8 @@ async fn a_job_of_a_killed_replica_finishes_on_another_charged_once() {
         async move {
             let deadline = Instant::now() + Duration::from_secs(60);
             loop {
-                let j: Value = client
-                    .get(format!("{url}/v1/jobs/{job}"))
-                    .bearer_auth(&owner)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let j: Value =
+                    common::get_json(&client, &format!("{url}/v1/jobs/{job}"), &owner).await;
                 if j["state"] == "running" && j["progress"]["rounds_done"].as_u64().unwrap_or(0) > 0
                 {
                     return;
@@ -244,15 +234,8 @@ async fn a_job_of_a_killed_replica_finishes_on_another_charged_once() {
 
     let deadline = Instant::now() + Duration::from_secs(120);
     let done = loop {
-        let j: Value = client
-            .get(format!("{}/v1/jobs/{long}", b.url))
-            .bearer_auth(&owner)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let j: Value =
+            common::get_json(&client, &format!("{}/v1/jobs/{long}", b.url), &owner).await;
         if ["succeeded", "failed", "cancelled"].contains(&j["state"].as_str().unwrap()) {
             break j;
         }
@@ -291,15 +274,8 @@ async fn a_job_of_a_killed_replica_finishes_on_another_charged_once() {
     assert!(r.status().is_success(), "{}", r.status());
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let j: Value = client
-            .get(format!("{}/v1/jobs/{other}", b.url))
-            .bearer_auth(&owner)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let j: Value =
+            common::get_json(&client, &format!("{}/v1/jobs/{other}", b.url), &owner).await;
         if j["state"] == "cancelled" {
             break;
         }

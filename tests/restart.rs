@@ -177,15 +177,8 @@ async fn crash_with_running_job_reruns_under_the_same_charge() {
     }
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let j: Value = client
-            .get(format!("{url}/v1/jobs/{}", jobs[0]))
-            .bearer_auth(&owner)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let j: Value =
+            common::get_json(&client, &format!("{url}/v1/jobs/{}", jobs[0]), &owner).await;
         if j["state"] == "running" && j["progress"]["rounds_done"].as_u64().unwrap() > 0 {
             break;
         }

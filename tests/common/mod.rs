@@ -303,6 +303,20 @@ pub async fn create_key(
     )
 }
 
+/// GET `url` with `key` on any server (also a child process's URL); the
+/// JSON body, whatever the status.
+pub async fn get_json(client: &Client, url: &str, key: &str) -> Value {
+    client
+        .get(url)
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: not JSON: {e}"))
+}
+
 /// Check the status; returns the JSON body (Null when empty). A failure
 /// prints the body.
 pub async fn expect_status(r: Response, status: StatusCode) -> Value {
