@@ -176,6 +176,23 @@ impl BitMatrix {
         m
     }
 
+    /// A matrix that takes ownership of its column words (no copy); `None`
+    /// if a column does not have `ceil(n_rows / 64)` words or sets a bit
+    /// past `n_rows`.
+    pub fn from_column_words(n_rows: usize, columns: Vec<Vec<u64>>) -> Option<BitMatrix> {
+        let w = words_for(n_rows);
+        let past_end = !last_word_mask(n_rows);
+        let valid = columns
+            .iter()
+            .all(|c| c.len() == w && c.last().is_none_or(|last| last & past_end == 0));
+        valid.then_some(BitMatrix {
+            n_rows,
+            n_cols: columns.len(),
+            words_per_column: w,
+            columns,
+        })
+    }
+
     /// Rows.
     pub fn n_rows(&self) -> usize {
         self.n_rows

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::encoded::{self, EncodedRows};
+use super::encoded::{self, Decoder, PARTS};
 use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
 use super::jobs::ClaimedJob;
 use super::ledger::{self, Amount};
@@ -116,9 +116,6 @@ macro_rules! visible_to {
     };
 }
 
-/// The largest chunk of a dataset's encoded rows on PostgreSQL (1 MiB).
-const ROW_CHUNK_BYTES: usize = 1 << 20;
-
 /// A new dataset to store.
 pub(crate) struct NewDataset<'a> {
     pub owner_id: &'a str,
@@ -150,7 +147,7 @@ pub(crate) async fn create(
     respond: impl FnOnce(&DatasetInfo) -> StoredResponse,
 ) -> Result<Created, StoreError> {
     super::with_db!(db, |pool, pg| {
-        let rows: EncodedRows = encoded::encode(new.data)?;
+        let (n_rows, n_cols) = (new.data.n_rows(), new.data.features.n_cols());
         let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
         if let Some(req) = idem {
             match idempotency::lookup(&mut tx, req).await? {
@@ -167,8 +164,8 @@ pub(crate) async fn create(
     .bind(new.owner_id)
     .bind(new.name)
     .bind(new.schema_json)
-    .bind(rows.n_rows as i64)
-    .bind(rows.n_cols as i64)
+    .bind(n_rows as i64)
+    .bind(n_cols as i64)
     .bind(new.rejected_rows as i64)
     .bind(now())
     .bind(new.accounting.as_str())
@@ -180,40 +177,28 @@ pub(crate) async fn create(
     )
     .execute(&mut *tx)
     .await?;
-        if pg {
-            // PostgreSQL: a header row and the bytes in chunks
-            // (migrations/postgres/0001_init.sql says why).
-            sqlx::query(
-                "INSERT INTO dataset_rows (dataset_id, n_rows, n_cols) VALUES ($1, $2, $3)",
-            )
+        // A header row, then the bytes one chunk at a time, each made from
+        // the matrix just before it is written and moved into its statement:
+        // the upload never holds a second copy of the rows (issue 13;
+        // `encoded` says why chunks).
+        sqlx::query("INSERT INTO dataset_rows (dataset_id, n_rows, n_cols) VALUES ($1, $2, $3)")
             .bind(&id)
-            .bind(rows.n_rows as i64)
-            .bind(rows.n_cols as i64)
+            .bind(n_rows as i64)
+            .bind(n_cols as i64)
             .execute(&mut *tx)
             .await?;
-            for (part, bytes) in [("features", &rows.features), ("labels", &rows.labels)] {
-                for (idx, chunk) in bytes.chunks(ROW_CHUNK_BYTES).enumerate() {
-                    sqlx::query("INSERT INTO dataset_row_chunks (dataset_id, part, idx, bytes) VALUES ($1, $2, $3, $4)")
-                        .bind(&id)
-                        .bind(part)
-                        .bind(idx as i64)
-                        .bind(chunk)
-                        .execute(&mut *tx)
-                        .await?;
-                }
+        for part in PARTS {
+            let mut idx = 0;
+            while let Some(bytes) = encoded::chunk(new.data, part, idx)? {
+                sqlx::query("INSERT INTO dataset_row_chunks (dataset_id, part, idx, bytes) VALUES ($1, $2, $3, $4)")
+                    .bind(&id)
+                    .bind(part.as_str())
+                    .bind(idx as i64)
+                    .bind(bytes)
+                    .execute(&mut *tx)
+                    .await?;
+                idx += 1;
             }
-        } else {
-            // The blobs are moved into the arguments: binding a reference
-            // made sqlx copy them (a whole extra copy of the bit matrix
-            // during an upload; docs/reliability.md).
-            sqlx::query("INSERT INTO dataset_rows (dataset_id, n_rows, n_cols, features, labels) VALUES ($1, $2, $3, $4, $5)")
-                .bind(&id)
-                .bind(rows.n_rows as i64)
-                .bind(rows.n_cols as i64)
-                .bind(rows.features)
-                .bind(rows.labels)
-                .execute(&mut *tx)
-                .await?;
         }
         ledger::append_total(&mut tx, &id, new.total, new.owner_id).await?;
         let row: DatasetRow = sqlx::query_as(select_datasets!("WHERE d.id = $1"))
@@ -331,10 +316,14 @@ pub(crate) async fn delete(db: &super::Db, id: &str, by: &str) -> Result<Vec<Str
     super::with_db!(db, |pool, pg| {
         let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
         super::db::lock_dataset(&mut tx, id).await?;
-        sqlx::query("DELETE FROM dataset_rows WHERE dataset_id = $1")
+        for table in ["dataset_row_chunks", "dataset_rows"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE dataset_id = $1"
+            )))
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        }
         sqlx::query(
         "UPDATE datasets SET state = 'deleted', deleted_at = $1 WHERE id = $2 AND state <> 'deleted'",
     )
@@ -434,9 +423,6 @@ pub(crate) async fn grants(db: &super::Db, dataset_id: &str) -> Result<Vec<Strin
     })
 }
 
-/// `(schema_json, n_rows, n_cols, features, labels)` as read.
-pub(super) type StoredRows = (String, i64, i64, Vec<u8>, Vec<u8>);
-
 /// The training rows of a claimed job's dataset, with its schema JSON.
 /// Only a [`ClaimedJob`] (whose charge was admitted) opens rows. `None` when
 /// the rows were deleted.
@@ -454,40 +440,51 @@ pub(super) async fn rows_of(
     db: &super::Db,
     dataset_id: &str,
 ) -> Result<Option<(String, Dataset)>, StoreError> {
-    let Some((schema_json, n_rows, n_cols, features, labels)) = stored_rows(db, dataset_id).await?
-    else {
+    let Some((schema_json, rows)) = stored_rows(db, dataset_id).await? else {
         return Ok(None);
-    };
-    let rows = EncodedRows {
-        n_rows: usize::try_from(n_rows).map_err(|_| StoreError::Corrupt("n_rows".into()))?,
-        n_cols: usize::try_from(n_cols).map_err(|_| StoreError::Corrupt("n_cols".into()))?,
-        features,
-        labels,
     };
     let schema = crate::data::Schema::from_json(&schema_json)
         .map_err(|e| StoreError::Corrupt(format!("stored schema: {e}")))?;
     let regression = matches!(schema.task(), crate::data::Task::Regression { .. });
-    Ok(Some((schema_json, encoded::decode(&rows, regression)?)))
+    Ok(Some((schema_json, rows.finish(regression)?)))
 }
 
-/// A dataset's rows as stored (bytes still encoded).
+/// A dataset's schema JSON and its stored chunks, read into a [`Decoder`]
+/// as they arrive. One statement, so the header and every chunk come from
+/// one snapshot on both backends (a concurrent delete is seen whole or not
+/// at all).
 pub(super) async fn stored_rows(
     db: &super::Db,
     dataset_id: &str,
-) -> Result<Option<StoredRows>, StoreError> {
+) -> Result<Option<(String, Decoder)>, StoreError> {
+    use futures_util::TryStreamExt;
+    type Row = (
+        String,
+        i64,
+        i64,
+        Option<String>,
+        Option<i64>,
+        Option<Vec<u8>>,
+    );
     super::with_db!(db, |pool, pg| {
-        // On PostgreSQL the chunks are joined in order by the one
-        // statement, so the bytes come from a single snapshot.
-        Ok(sqlx::query_as(if pg {
-            "SELECT d.schema_json, r.n_rows, r.n_cols, \
-             COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'features'), ''::bytea), \
-             COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'labels'), ''::bytea) \
-             FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id WHERE r.dataset_id = $1"
-        } else {
-            "SELECT d.schema_json, r.n_rows, r.n_cols, r.features, r.labels FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id WHERE r.dataset_id = $1"
-        })
+        let mut chunks = sqlx::query_as::<_, Row>(
+            "SELECT d.schema_json, r.n_rows, r.n_cols, c.part, c.idx, c.bytes \
+             FROM dataset_rows r JOIN datasets d ON d.id = r.dataset_id \
+             LEFT JOIN dataset_row_chunks c ON c.dataset_id = r.dataset_id \
+             WHERE r.dataset_id = $1 ORDER BY c.part, c.idx",
+        )
         .bind(dataset_id)
-        .fetch_optional(pool)
-        .await?)
+        .fetch(pool);
+        let mut read: Option<(String, Decoder)> = None;
+        while let Some((schema_json, n_rows, n_cols, part, idx, bytes)) = chunks.try_next().await? {
+            let (_, decoder) = match &mut read {
+                Some(r) => r,
+                None => read.insert((schema_json, Decoder::new(n_rows, n_cols)?)),
+            };
+            if let (Some(part), Some(idx), Some(bytes)) = (part, idx, bytes) {
+                decoder.push(&part, idx, &bytes)?;
+            }
+        }
+        Ok(read)
     })
 }

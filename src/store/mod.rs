@@ -21,6 +21,8 @@ pub(crate) mod jobs;
 pub(crate) mod keys;
 pub(crate) mod ledger;
 #[cfg(test)]
+mod migration_0010_tests;
+#[cfg(test)]
 mod migration_tests;
 pub(crate) mod models;
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The store on PostgreSQL: what only that backend does (row locks, `SKIP
-//! LOCKED` claims, chunked rows, the append-only trigger) and that its
+//! LOCKED` claims, the append-only trigger), the chunked rows (on both
+//! backends since SQLite's migration 0010), and that its
 //! migrations stay in step with SQLite's. Each test runs in a fresh database
 //! when `PRIVBOOST_TEST_POSTGRES_URL` is set (see `testing`), and prints a
 //! notice and passes otherwise.
@@ -11,7 +12,7 @@ use super::idempotency::StoredResponse;
 use super::jobs::{self, NewJob, Submitted};
 use super::keys::{self, KeyInfo, Role};
 use super::ledger::Amount;
-use super::testing::fresh_postgres;
+use super::testing::{fresh_postgres, fresh_sqlite};
 use super::{Db, with_db};
 use crate::data::{BitMatrix, BitVec, Dataset};
 use crate::privacy::budget_units::{DeltaUnits, EpsilonUnits};
@@ -240,54 +241,55 @@ async fn cancel_and_claim_decide_each_job_once() {
     assert_eq!(refunds, refunded);
 }
 
-/// Rows larger than one chunk come back byte for byte, and deleting the
-/// dataset removes every chunk.
-#[tokio::test]
-async fn rows_are_stored_in_chunks_and_read_back_whole() {
-    let Some(db) = fresh_postgres("chunked rows", 4).await else {
-        return;
-    };
+/// Rows larger than one chunk come back word for word, and deleting the
+/// dataset removes every chunk. Both backends store rows this way.
+async fn rows_are_stored_in_chunks_and_read_back_whole(db: Db) {
     // 3 columns of 3,000,000 rows: 1.1 MB of feature words, two chunks.
     let n = 3_000_000;
     let (owner, d) = dataset(&db, n, 3, 1.0).await;
-    let Db::Postgres(pool) = &db else {
-        unreachable!()
+    let count = |part: &'static str| {
+        let (db, id) = (&db, d.id.clone());
+        async move {
+            with_db!(db, |pool, pg| {
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM dataset_row_chunks WHERE dataset_id = $1 AND part = $2",
+                )
+                .bind(&id)
+                .bind(part)
+                .fetch_one(pool)
+                .await
+                .unwrap();
+                n
+            })
+        }
     };
-    let chunks: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM dataset_row_chunks WHERE dataset_id = $1 AND part = 'features'",
-    )
-    .bind(&d.id)
-    .fetch_one(pool)
-    .await
-    .unwrap();
-    assert_eq!(chunks, 2);
-    let (_, n_rows, n_cols, features, labels) =
-        datasets::stored_rows(&db, &d.id).await.unwrap().unwrap();
-    assert_eq!((n_rows, n_cols), (n as i64, 3));
-    let words = n.div_ceil(64);
-    assert_eq!(features.len(), 3 * words * 8);
-    assert_eq!(labels.len(), words * 8);
+    assert_eq!((count("features").await, count("labels").await), (2, 1));
+    let (_, rows) = datasets::stored_rows(&db, &d.id).await.unwrap().unwrap();
+    let back = rows.finish(false).unwrap();
+    assert_eq!(back.n_rows(), n);
     for j in 0..3 {
         let expected =
             BitVec::from_bools(&(0..n).map(|i| (i * 7 + j) % 3 == 0).collect::<Vec<_>>());
-        let bytes: Vec<u8> = expected
-            .words()
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
-        assert_eq!(
-            &features[j * words * 8..(j + 1) * words * 8],
-            &bytes[..],
-            "column {j}"
-        );
+        assert_eq!(back.features.column(j), expected.words(), "column {j}");
     }
+    let labels = BitVec::from_bools(&(0..n).map(|i| i % 5 == 0).collect::<Vec<_>>());
+    assert_eq!(back.labels, Some(labels));
     datasets::delete(&db, &d.id, &owner.id).await.unwrap();
-    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dataset_row_chunks")
-        .fetch_one(pool)
-        .await
-        .unwrap();
-    assert_eq!(left, 0);
+    assert_eq!((count("features").await, count("labels").await), (0, 0));
     assert!(datasets::stored_rows(&db, &d.id).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn rows_are_chunked_on_postgres() {
+    if let Some(db) = fresh_postgres("chunked rows", 4).await {
+        rows_are_stored_in_chunks_and_read_back_whole(db).await;
+    }
+}
+
+#[tokio::test]
+async fn rows_are_chunked_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    rows_are_stored_in_chunks_and_read_back_whole(fresh_sqlite(dir.path(), 4).await).await;
 }
 
 /// The database itself refuses to change or remove ledger entries.

@@ -174,9 +174,6 @@ type JobRow = (
 /// Datasets whose API budget is compared while the server is busy.
 const API_SAMPLE: usize = 50;
 
-/// `(dataset_id, n_rows, n_cols, features, labels)` as stored.
-type StoredRows = (String, i64, i64, Vec<u8>, Vec<u8>);
-
 const FINAL: [&str; 3] = ["succeeded", "failed", "cancelled"];
 
 /// Open the file read-only (the server, if running, keeps writing).
@@ -222,22 +219,36 @@ pub async fn check(
                 .fetch_all(&mut *tx)
                 .await
                 .unwrap();
-        // PostgreSQL keeps the bytes in chunks (joined here in order).
-        let rows: Vec<StoredRows> = sqlx::query_as(if pg {
-        "SELECT r.dataset_id, r.n_rows, r.n_cols, \
-         COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'features'), ''::bytea), \
-         COALESCE((SELECT string_agg(c.bytes, ''::bytea ORDER BY c.idx) FROM dataset_row_chunks c WHERE c.dataset_id = r.dataset_id AND c.part = 'labels'), ''::bytea) \
-         FROM dataset_rows r"
-    } else {
-        "SELECT dataset_id, n_rows, n_cols, features, labels FROM dataset_rows"
-    })
-    .fetch_all(&mut *tx)
-    .await
-    .unwrap();
-        let rows: HashMap<String, (i64, i64, [u8; 32])> = rows
-            .into_iter()
-            .map(|(id, n, c, f, l)| (id, (n, c, digest(&f, &l))))
-            .collect();
+        // The bytes are in chunks on both backends (laid end to end here,
+        // in order).
+        let headers: Vec<(String, i64, i64)> =
+            sqlx::query_as("SELECT dataset_id, n_rows, n_cols FROM dataset_rows")
+                .fetch_all(&mut *tx)
+                .await
+                .unwrap();
+        let chunks: Vec<(String, String, Vec<u8>)> = sqlx::query_as(
+            "SELECT dataset_id, part, bytes FROM dataset_row_chunks ORDER BY dataset_id, part, idx",
+        )
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+        let mut parts: HashMap<(String, String), Vec<u8>> = HashMap::new();
+        for (id, part, bytes) in chunks {
+            parts.entry((id, part)).or_default().extend(bytes);
+        }
+        let mut rows: HashMap<String, (i64, i64, [u8; 32])> = HashMap::new();
+        for (id, n, c) in headers {
+            let mut part = |p: &str| {
+                parts
+                    .remove(&(id.clone(), p.to_string()))
+                    .unwrap_or_default()
+            };
+            let (f, l) = (part("features"), part("labels"));
+            rows.insert(id, (n, c, digest(&f, &l)));
+        }
+        for (id, part) in parts.keys() {
+            v.push(format!("chunks of {part} of {id} without a rows header"));
+        }
         let mut names = HashSet::new();
         let ids: HashSet<&str> = datasets.iter().map(|d| d.0.as_str()).collect();
         for (id, name, n_rows, n_literals, state) in &datasets {
