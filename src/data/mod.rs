@@ -73,6 +73,7 @@
 //! ```
 
 mod bits;
+mod bounded;
 mod dataset;
 mod encode;
 mod error;

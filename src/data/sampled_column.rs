@@ -64,6 +64,7 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use super::bits::{BitMatrixBuilder, BitVec};
+use super::bounded::RecordBound;
 use super::dataset::Dataset;
 use super::encode::Encoder;
 use super::error::DataError;
@@ -303,27 +304,6 @@ impl SampledColumn {
 /// the row reader).
 pub const MAX_REPORT_BYTES: u64 = 64 << 10;
 
-/// The input as the parser sees it: fails once the current record has
-/// taken [`MAX_REPORT_BYTES`] (the row reader's guard, for report files).
-struct Bounded<R> {
-    inner: R,
-    taken: u64,
-    record_start: u64,
-    tripped: bool,
-}
-
-impl<R: Read> Read for Bounded<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.taken.saturating_sub(self.record_start) >= MAX_REPORT_BYTES {
-            self.tripped = true;
-            return Err(std::io::Error::other("report record too long"));
-        }
-        let n = self.inner.read(buf)?;
-        self.taken += n as u64;
-        Ok(n)
-    }
-}
-
 /// Read a sampled-column report file (module docs) and store it as rows:
 /// the reported column's literals, its marker and the reported label.
 /// The same options as the row reader: refuse at the first bad lines or
@@ -338,12 +318,7 @@ pub fn read_reports<R: Read>(
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
-        .from_reader(Bounded {
-            inner: reader,
-            taken: 0,
-            record_start: 0,
-            tripped: false,
-        });
+        .from_reader(RecordBound::new(reader, MAX_REPORT_BYTES));
     let header = csv.byte_headers().map_err(|e| csv_error(e, 0))?.clone();
     if header.is_empty() {
         return Err(DataError::Empty);
@@ -390,15 +365,17 @@ pub fn read_reports<R: Read>(
     let mut active = Vec::new();
     let mut row = 0;
     loop {
-        csv.get_mut().record_start = csv.position().byte();
+        let record_start = csv.position().byte();
+        csv.get_mut().start_record(record_start);
         match csv.read_byte_record(&mut record) {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
-                if csv.get_ref().tripped {
+                let bound = csv.get_ref();
+                if bound.tripped() {
                     return Err(DataError::row(
                         row + 1,
-                        format!("the record is longer than {MAX_REPORT_BYTES} bytes"),
+                        format!("the record is longer than {} bytes", bound.max()),
                     ));
                 }
                 return Err(csv_error(e, row + 1));

@@ -8,32 +8,11 @@ use std::io::Read;
 
 use super::{Label, LabelColumn, Layout, OnBadRow, ReadOptions, ReadReport, layout};
 use crate::data::bits::BitMatrixBuilder;
+use crate::data::bounded::RecordBound;
 use crate::data::dataset::Dataset;
 use crate::data::encode::Encoder;
 use crate::data::error::DataError;
 use crate::data::schema::Task;
-
-/// The input as the parser sees it: fails when the parser asks for more
-/// input while it has already consumed `max` bytes of the current record.
-struct Bounded<R> {
-    inner: R,
-    taken: u64,
-    record_start: u64,
-    max: u64,
-    tripped: bool,
-}
-
-impl<R: Read> Read for Bounded<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.taken.saturating_sub(self.record_start) >= self.max {
-            self.tripped = true;
-            return Err(std::io::Error::other("CSV record too long"));
-        }
-        let n = self.inner.read(buf)?;
-        self.taken += n as u64;
-        Ok(n)
-    }
-}
 
 /// Read like [`super::read_csv_with`], sequentially, with a record limit of
 /// `max_record` bytes.
@@ -47,13 +26,7 @@ pub(super) fn read<R: Read>(
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
-        .from_reader(Bounded {
-            inner: reader,
-            taken: 0,
-            record_start: 0,
-            max: max_record,
-            tripped: false,
-        });
+        .from_reader(RecordBound::new(reader, max_record));
     let header = match csv.byte_headers() {
         Ok(h) => h.clone(),
         Err(e) => return Err(failure(&csv, e, 0)),
@@ -70,7 +43,8 @@ pub(super) fn read<R: Read>(
     let mut record = csv::ByteRecord::new();
     let mut active = Vec::new();
     loop {
-        csv.get_mut().record_start = csv.position().byte();
+        let record_start = csv.position().byte();
+        csv.get_mut().start_record(record_start);
         match csv.read_byte_record(&mut record) {
             Ok(true) => {}
             Ok(false) => break,
@@ -161,14 +135,14 @@ fn encode(
     }))
 }
 
-fn failure<R: Read>(csv: &csv::Reader<Bounded<R>>, e: csv::Error, row: usize) -> DataError {
-    if !csv.get_ref().tripped {
+fn failure<R: Read>(csv: &csv::Reader<RecordBound<R>>, e: csv::Error, row: usize) -> DataError {
+    if !csv.get_ref().tripped() {
         return match e.into_kind() {
             csv::ErrorKind::Io(io) => DataError::Io(io),
             _ => DataError::row(row, "malformed CSV record"),
         };
     }
-    let max = csv.get_ref().max;
+    let max = csv.get_ref().max();
     if row == 0 {
         DataError::header(format!("the header row is longer than {max} bytes"))
     } else {
