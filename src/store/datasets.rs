@@ -289,24 +289,19 @@ pub(crate) async fn list_visible(
     after: i64,
     page_size: u32,
 ) -> Result<Page<DatasetInfo>, StoreError> {
-    super::with_db!(db, |pool, pg| {
-        let rows: Vec<DatasetRow> = sqlx::query_as(concat!(
+    super::visible_page(
+        db,
+        concat!(
             select_datasets!("WHERE d.seq > $1 AND "),
             visible_to!("$2", "$3"),
             " ORDER BY d.seq LIMIT $4"
-        ))
-        .bind(after)
-        .bind(caller_id)
-        .bind(caller_id)
-        .bind(i64::from(page_size) + 1)
-        .fetch_all(pool)
-        .await?;
-        let rows = rows
-            .into_iter()
-            .map(DatasetRow::into_domain)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page::from_rows(rows, page_size))
-    })
+        ),
+        caller_id,
+        after,
+        page_size,
+        DatasetRow::into_domain,
+    )
+    .await
 }
 
 /// Delete a dataset: purge its rows, keep the record and the ledger as a

@@ -445,24 +445,19 @@ pub(crate) async fn list_visible(
     after: i64,
     page_size: u32,
 ) -> Result<Page<JobRecord>, StoreError> {
-    super::with_db!(db, |pool, pg| {
-        let rows: Vec<JobRow> = sqlx::query_as(concat!(
+    super::visible_page(
+        db,
+        concat!(
             select_jobs!("WHERE j.seq > $1 AND "),
             job_visible_to!("$2", "$3"),
             " ORDER BY j.seq LIMIT $4"
-        ))
-        .bind(after)
-        .bind(caller_id)
-        .bind(caller_id)
-        .bind(i64::from(page_size) + 1)
-        .fetch_all(pool)
-        .await?;
-        let rows = rows
-            .into_iter()
-            .map(JobRow::into_domain)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page::from_rows(rows, page_size))
-    })
+        ),
+        caller_id,
+        after,
+        page_size,
+        JobRow::into_domain,
+    )
+    .await
 }
 
 /// What [`cancel`] did.

@@ -206,6 +206,41 @@ pub(crate) struct Page<T> {
     pub next_after: Option<i64>,
 }
 
+/// A page of the items a caller can see, for the list queries of datasets,
+/// jobs and models: `sql` binds `$1` (the cursor: rows with `seq` after
+/// it), `$2` and `$3` (the caller's key id, twice: owner or grantee) and
+/// `$4` (the limit), and orders by `seq`; `into_item` maps a row to its
+/// `seq` and item.
+pub(crate) async fn visible_page<R, T>(
+    db: &Db,
+    sql: &'static str,
+    caller_id: &str,
+    after: i64,
+    page_size: u32,
+    into_item: impl Fn(R) -> Result<(i64, T), StoreError>,
+) -> Result<Page<T>, StoreError>
+where
+    R: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+        + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+        + Send
+        + Unpin,
+{
+    let rows: Vec<R> = with_db!(db, |pool, pg| {
+        sqlx::query_as(sql)
+            .bind(after)
+            .bind(caller_id)
+            .bind(caller_id)
+            .bind(i64::from(page_size) + 1)
+            .fetch_all(pool)
+            .await?
+    });
+    let rows = rows
+        .into_iter()
+        .map(into_item)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::from_rows(rows, page_size))
+}
+
 impl<T> Page<T> {
     /// Build a page from up to `page_size + 1` rows (the extra one tells
     /// whether another page follows).

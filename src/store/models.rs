@@ -74,23 +74,19 @@ pub(crate) async fn list_visible(
     after: i64,
     page_size: u32,
 ) -> Result<Page<ModelRecord>, StoreError> {
-    super::with_db!(db, |pool, pg| {
-        let rows: Vec<ModelRecord> = sqlx::query_as(concat!(
+    super::visible_page(
+        db,
+        concat!(
             select_models!("WHERE m.seq > $1 AND "),
             model_visible_to!("$2", "$3"),
             " ORDER BY m.seq LIMIT $4"
-        ))
-        .bind(after)
-        .bind(caller_id)
-        .bind(caller_id)
-        .bind(i64::from(page_size) + 1)
-        .fetch_all(pool)
-        .await?;
-        Ok(Page::from_rows(
-            rows.into_iter().map(|m| (m.seq, m)).collect(),
-            page_size,
-        ))
-    })
+        ),
+        caller_id,
+        after,
+        page_size,
+        |m: ModelRecord| Ok((m.seq, m)),
+    )
+    .await
 }
 
 /// Store an edited version of `parent` (post-processing of a released

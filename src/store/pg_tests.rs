@@ -1,6 +1,6 @@
 //! The store on PostgreSQL: what only that backend does (row locks, `SKIP
 //! LOCKED` claims, the append-only trigger), the chunked rows (on both
-//! backends since SQLite's migration 0010), and that its
+//! backends since SQLite's migration 0010) and list pages on both, and that its
 //! migrations stay in step with SQLite's. Each test runs in a fresh database
 //! when `PRIVBOOST_TEST_POSTGRES_URL` is set (see `testing`), and prints a
 //! notice and passes otherwise.
@@ -311,4 +311,58 @@ async fn the_ledger_is_append_only_in_the_database() {
     });
     let b = super::ledger::budget(&db, &d.id).await.unwrap();
     assert_eq!(b.total.epsilon.to_f64(), 1.0);
+}
+
+/// Lists page by `seq` and show only what the caller owns or was granted
+/// (`super::visible_page`, shared by the dataset, job and model lists).
+async fn lists_page_through_what_the_caller_may_see(db: Db) {
+    let (owner, first) = dataset(&db, 10, 1, 1.0).await;
+    let (_, other) = dataset(&db, 10, 1, 1.0).await;
+    let analyst = keys::create(&db, Role::Analyst, "a", &keys::generate_secret().unwrap())
+        .await
+        .unwrap();
+    assert!(datasets::grant(&db, &other.id, &analyst.id).await.unwrap());
+    let ids = |page: &super::Page<datasets::DatasetInfo>| {
+        page.items.iter().map(|d| d.id.clone()).collect::<Vec<_>>()
+    };
+    // The owner sees only its own; the analyst only the one granted.
+    let page = datasets::list_visible(&db, &owner.id, 0, 10).await.unwrap();
+    assert_eq!(
+        (ids(&page), page.next_after),
+        (vec![first.id.clone()], None)
+    );
+    let page = datasets::list_visible(&db, &analyst.id, 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        (ids(&page), page.next_after),
+        (vec![other.id.clone()], None)
+    );
+    assert!(datasets::grant(&db, &first.id, &analyst.id).await.unwrap());
+    // Two visible, pages of one: the cursor moves on, then ends.
+    let page = datasets::list_visible(&db, &analyst.id, 0, 1)
+        .await
+        .unwrap();
+    assert_eq!(ids(&page), vec![first.id.clone()]);
+    let after = page.next_after.expect("a second page");
+    let page = datasets::list_visible(&db, &analyst.id, after, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        (ids(&page), page.next_after),
+        (vec![other.id.clone()], None)
+    );
+}
+
+#[tokio::test]
+async fn lists_page_on_postgres() {
+    if let Some(db) = fresh_postgres("list pages", 4).await {
+        lists_page_through_what_the_caller_may_see(db).await;
+    }
+}
+
+#[tokio::test]
+async fn lists_page_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    lists_page_through_what_the_caller_may_see(fresh_sqlite(dir.path(), 4).await).await;
 }
