@@ -21,7 +21,7 @@ pub struct Dataset {
     /// public schema ([`super::Encoder::one_hot_groups`]); empty when
     /// unknown (hand-built matrices). The learners sum such a range in work
     /// that depends on n only and check the claim on the data
-    /// (`learn::lazybb::row_lists`).
+    /// (`learn::lazybb::groups`).
     pub one_hot_groups: Vec<Range<usize>>,
 }
 

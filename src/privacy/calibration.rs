@@ -267,11 +267,12 @@ pub fn top_down_round_epsilon(eta: f64, kappa: f64, n: usize, t: u32, margin: f6
 /// E_td = (17 + t) E_mass + 16 u,   E_mass = one_rule_float_margin(n, kappa, tau) + 4 u
 /// ```
 ///
-/// Each cell mass is a float sum over at most `n` weights of total mass 1
-/// taken from the row lists (with the complement `total - listed` and the
-/// halving `(abs - signed) / 2`, exact): the same summation and the same
-/// weights as a DP-1R error, so its error is at most `E_mass` (the `4 u` pays
-/// for the extra subtraction). The improvement is 4-Lipschitz in the L1 norm
+/// Each cell mass is a float sum over at most `n` non-negative weights of
+/// total mass at most 1 (the rows of one leaf and one class with `x_j = 1`,
+/// summed by the column codes in any order; the leaf's class total, by a row
+/// loop), or the leaf's total minus such a sum (`x_j = 0`): the same
+/// summations, weights and complement as a DP-1R error, so its error is at
+/// most `E_mass` (the `4 u` pays for the extra subtraction). The improvement is 4-Lipschitz in the L1 norm
 /// of the four cell masses, so exact improvements of computed masses are off by
 /// at most `16 E_mass`; evaluating `4ab/(a+b)` three times and combining them
 /// adds at most `16 u` (every `wG <= 1`). The leaves' mass vector has

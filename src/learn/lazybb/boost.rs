@@ -28,8 +28,8 @@
 //! the projection always gets all `2 tau + 1` margin groups (empty ones with
 //! count 0) and does the same steps in both of its cases
 //! ([`super::projection::log_scale`]); DP-1R streams per-row column codes
-//! ([`super::column_codes`]), TopDown sums padded row lists and one-hot group
-//! lists ([`super::row_lists`]), and both select by report-noisy-max, whose time depends
+//! ([`super::column_codes`]), TopDown takes two such passes per leaf it
+//! scores, and both select by report-noisy-max, whose time depends
 //! on the noise only; tree margins are updated from each row's leaf, one
 //! lookup per row ([`TopDown::add_margins`]). Weights below [`FLUSH_BELOW`]
 //! are set to 0 so that no sum ever meets a subnormal number, whose
@@ -38,12 +38,12 @@
 use rayon::prelude::*;
 
 use super::LearnError;
+use super::groups::GroupError;
 use super::hypothesis::Hypothesis;
 use super::local::{Corrector, local_class_weights};
 use super::one_rule::{ClassWeights, LocalDebias, OneRule, Selection};
 use super::params::{Calibration, ValidLazyBbParams, WeakLearnerKind};
 use super::projection::{Group, log_scale};
-use super::row_lists::GroupError;
 use super::top_down::{TopDown, TreeSelection};
 use crate::data::{DataError, Dataset};
 use crate::privacy::NoiseRng;
@@ -238,11 +238,9 @@ fn train_inner(
     let mut count = vec![0u64; classes];
     count_classes(&class, &mut count);
     let mut signed_of_class = vec![0.0f64; classes];
-    // Per-row weights for TopDown and the local-DP 1-Rule, one more entry
-    // than rows: the row lists' sentinel, always 0. (The central DP-1R
-    // reads `class` and `signed_of_class`.)
-    let per_row = matches!(p.weak_learner, WeakLearnerKind::TopDown { .. }) || debias.is_some();
-    let mut signed = vec![0.0f64; if per_row { n + 1 } else { 0 }];
+    // Per-row weights for the local-DP 1-Rule. (DP-1R and TopDown read
+    // `class` and `signed_of_class`.)
+    let mut signed = vec![0.0f64; if debias.is_some() { n } else { 0 }];
     // A group that is not one-hot in the data is an encoder bug: refuse.
     let groups = &data.one_hot_groups;
     let group_error = |e: GroupError| LearnError::Data(DataError::schema(e.to_string()));
@@ -304,9 +302,9 @@ fn train_inner(
         let corrections = corrector
             .as_mut()
             .map(|c| c.compute(&class, &signed_of_class, &positive_of_class, p_positive));
-        if matches!(learner, Learner::TopDown(_)) || features_only.is_some() {
-            // TopDown and the local-DP 1-Rule gather per-row weights; the
-            // central DP-1R looks them up by class.
+        if features_only.is_some() {
+            // The local-DP 1-Rule gathers per-row weights; DP-1R and
+            // TopDown look them up by class.
             for (out, &c) in signed.iter_mut().zip(&class) {
                 *out = signed_of_class[c as usize];
             }
@@ -343,7 +341,11 @@ fn train_inner(
                     },
                     _ => TreeSelection::Best,
                 };
-                let tree = learner.fit(&data.features, &signed, selection)?;
+                let weights = ClassWeights {
+                    class: &class,
+                    of_class: &signed_of_class,
+                };
+                let tree = learner.fit(&data.features, weights, selection)?;
                 // s(i) += y_i h(x_i) from each row's leaf: one lookup per
                 // row, where walking the tree would take as many steps as
                 // the row's (data-dependent) depth.

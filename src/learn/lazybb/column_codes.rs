@@ -1,9 +1,11 @@
-//! Per-row codes for DP-1R: each column's literals as one byte per row, and
+//! Per-row codes for DP-1R and TopDown: each column's literals as one byte per row, and
 //! per-literal weighted sums by one streaming pass over the rows.
 //!
 //! DP-1R needs, each round, `sum_{i : x_ij = 1} w_i` for every literal j,
-//! where `w_i = -y_i p(i)`. Row lists ([`super::row_lists`]) gather `w` by
-//! row index, which misses the cache once `w` no longer fits in it (issue 13
+//! where `w_i = -y_i p(i)` (TopDown needs the same sums, with weights
+//! restricted to one leaf and one class). Per-literal lists of row indices
+//! (the layout before this one) gather `w` by row index, which misses the
+//! cache once `w` no longer fits in it (issue 13
 //! measured 0.35 ns per row x literal x round at 10 M rows, four times
 //! Adult's). Here a *column* is a set of literals of which every row sets at
 //! most one: a one-hot group of the public schema ([`crate::data::Encoder::one_hot_groups`],
@@ -47,7 +49,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::row_lists::{GroupError, check_groups};
+use super::groups::{GroupError, check_groups};
 use crate::data::BitMatrix;
 
 /// Independent histogram copies per column (see the module docs).
@@ -161,8 +163,8 @@ pub(crate) struct ColumnCodes {
 
 impl ColumnCodes {
     /// Codes for `features`, with `groups` (literal ranges, disjoint, each
-    /// one-hot in the data: checked, as [`super::row_lists::RowLists::new`]
-    /// does) as columns; every other literal is a column of its own.
+    /// one-hot in the data: [`super::groups::check_groups`]) as columns;
+    /// every other literal is a column of its own.
     pub(crate) fn new(
         features: &BitMatrix,
         groups: &[Range<usize>],
@@ -340,7 +342,7 @@ fn add_block<const B: usize>(hist: &mut [f64], codes: &[u8], w: &[f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learn::lazybb::row_lists::tests::one_hot_matrix;
+    use crate::learn::lazybb::groups::tests::one_hot_matrix;
 
     /// Each literal's sum equals the plain sum over its set rows (to float
     /// reassociation), for groups, single literals, a group wider than 255
@@ -473,7 +475,7 @@ mod tests {
         );
     }
 
-    /// A group that is not one-hot is refused, as by the row lists.
+    /// A group that is not one-hot is refused ([`super::super::groups::check_groups`]).
     #[test]
     #[allow(clippy::single_range_in_vec_init)] // lists of one group
     fn groups_that_are_not_one_hot_are_refused() {

@@ -7,8 +7,8 @@
 //! - [`projection`]: the KL projection onto kappa-dense measures.
 //! - [`boost`]: the boosting loop.
 //! - `one_rule`, `top_down`: the DP 1-Rule and DP TopDown weak learners,
-//!   each with its privacy argument; `column_codes` feeds DP-1R's sums,
-//!   `row_lists` TopDown's.
+//!   each with its privacy argument; `column_codes` feeds the sums of
+//!   both, over the one-hot `groups` it checks.
 //! - [`hypothesis`]: the weak hypotheses.
 //! - [`model`]: LazyBB's model file (version 1), its privacy statement,
 //!   prediction.
@@ -18,6 +18,7 @@
 pub mod baselines;
 pub mod boost;
 mod column_codes;
+mod groups;
 pub mod hypothesis;
 pub mod inspect;
 mod local;
@@ -25,7 +26,6 @@ pub mod model;
 mod one_rule;
 pub mod params;
 pub mod projection;
-mod row_lists;
 #[cfg(test)]
 mod tests;
 mod top_down;

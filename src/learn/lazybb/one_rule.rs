@@ -46,7 +46,7 @@ use std::ops::Range;
 
 pub(crate) use super::column_codes::ClassWeights;
 use super::column_codes::ColumnCodes;
-use super::row_lists::GroupError;
+use super::groups::GroupError;
 use crate::data::BitMatrix;
 use crate::privacy::{NoiseRng, PrivacyError, laplace};
 
@@ -143,14 +143,14 @@ impl OneRule {
             },
             p_positive,
         );
-        // sum_i p(i)^2 (the sentinel adds 0): the variance scale.
+        // sum_i p(i)^2: the variance scale.
         let w2: f64 = signed.iter().map(|w| w * w).sum();
         debias.apply(&mut self.errors, p_positive, w2, corrections);
         argmin(&self.errors)
     }
 
     /// [`Self::compute_errors`] with one weight per row (`signed[i]` for row
-    /// i; a last entry, the row lists' sentinel, is ignored). For tests.
+    /// i). For tests.
     #[cfg(test)]
     pub(crate) fn compute_errors_per_row(&mut self, signed: &[f64], p_positive: f64) {
         let n = self.codes.n_rows();

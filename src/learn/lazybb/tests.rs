@@ -92,7 +92,6 @@ fn errors_match_brute_force() {
     let p: Vec<f64> = raw.iter().map(|w| w / total).collect();
     let signed: Vec<f64> = (0..200)
         .map(|i| if labels.get(i) { -p[i] } else { p[i] })
-        .chain([0.0]) // the row lists' sentinel
         .collect();
     let p_positive: f64 = (0..200).filter(|&i| labels.get(i)).map(|i| p[i]).sum();
     let mut learner = OneRule::new(&data.features, &[]).unwrap();
@@ -682,7 +681,7 @@ fn float_error_of_the_errors_is_within_the_margin() {
 /// within 1e-14 on weights summing to 1.
 #[test]
 fn one_hot_group_errors_match_the_padded_errors() {
-    use super::row_lists::tests::one_hot_matrix;
+    use super::groups::tests::one_hot_matrix;
     let groups = [0..6, 6..7, 8..20, 21..30];
     for (n, seed) in [(1usize, 1u64), (97, 2), (4096, 3), (10_001, 4)] {
         let features = one_hot_matrix(n, 31, &groups, seed);

@@ -57,9 +57,14 @@
 //!
 //! # Constant work
 //!
-//! Scoring a leaf walks every literal's row list ([`RowLists`]: the lists'
-//! total length is fixed by n, d and the one-hot groups) and
-//! every row once; moving rows into the children of a split and updating the
+//! Scoring a new leaf takes two streaming passes of the column codes
+//! ([`ColumnCodes::literal_sums`], as DP-1R's one pass a round): the
+//! literals' sums of the leaf's positive-class masses, then of its
+//! negative-class masses. A pass sees every row: a row outside the leaf
+//! adds a weight of 0, chosen by its weight class, not by a branch. Each
+//! tree scores the root and then two leaves per split, so a tree costs
+//! `2 + 4 t` passes, and each pass's work depends on `n` and the public
+//! schema only. Moving rows into the children of a split and updating the
 //! margins ([`TopDown::add_margins`]) take one branch-free step per row. The
 //! work per tree depends on `n`, `d` and `t` only (`docs/privacy.md`,
 //! "Timing").
@@ -67,7 +72,8 @@
 use super::hypothesis::{Hypothesis, TreeNode};
 use std::ops::Range;
 
-use super::row_lists::{GroupError, RowLists};
+use super::column_codes::{ClassWeights, ColumnCodes};
+use super::groups::GroupError;
 use crate::data::BitMatrix;
 use crate::privacy::{NoiseRng, PrivacyError, laplace};
 
@@ -87,47 +93,42 @@ pub(crate) enum TreeSelection<'a> {
     Best,
 }
 
-/// Row lists and buffers for growing trees on one dataset.
+/// Column codes and buffers for growing trees on one dataset.
 pub(crate) struct TopDown {
-    lists: RowLists,
+    codes: ColumnCodes,
     internal_nodes: usize,
-    /// The tree node (a leaf) each row is in, plus the row lists' sentinel
-    /// (index n, weight 0, kept at node 0).
+    /// The tree node (a leaf) each row is in.
     leaf_of: Vec<u32>,
     /// Cached improvements of every (leaf, literal) candidate, by node.
     improvements: Vec<Vec<f64>>,
     scores: Vec<f64>,
+    /// One pass's weight class of each row: its class, shifted past the
+    /// classes if the row is in the leaf being scored.
+    pass_class: Vec<i32>,
+    /// One pass's weight of each such class: 0 outside the leaf.
+    pass_weights: Vec<f64>,
+    /// The literals' sums of the leaf's masses: positive class, negative.
+    ones: [Vec<f64>; 2],
 }
 
-/// Accumulated `sum(signed)` and `sum(|signed|)` over some rows: the class
-/// masses are `a = (abs - signed) / 2` (y = +1) and `b = (abs + signed) / 2`.
+/// Class masses of some rows: `a = p(rows, y = +1)`, `b = p(rows, y = -1)`,
+/// from the signed weights `s = -y p`.
 #[derive(Clone, Copy, Default)]
-struct Sums {
-    signed: f64,
-    abs: f64,
+struct Masses {
+    a: f64,
+    b: f64,
 }
 
-impl Sums {
+impl Masses {
+    /// Add a row of signed weight `s` (to `a` if `s < 0`, else to `b`; both
+    /// additions happen, one of them of 0).
     fn add(&mut self, s: f64) {
-        self.signed += s;
-        self.abs += s.abs();
-    }
-    fn minus(self, other: Sums) -> Sums {
-        Sums {
-            signed: self.signed - other.signed,
-            abs: self.abs - other.abs,
-        }
-    }
-    /// `(a, b)`, clamped at 0 against rounding.
-    fn masses(self) -> (f64, f64) {
-        (
-            ((self.abs - self.signed) / 2.0).max(0.0),
-            ((self.abs + self.signed) / 2.0).max(0.0),
-        )
+        self.a += (-s).max(0.0);
+        self.b += s.max(0.0);
     }
     /// `w G(q) = 4ab / (a + b)`, 0 for an empty set.
     fn weighted_gini(self) -> f64 {
-        let (a, b) = self.masses();
+        let (a, b) = (self.a, self.b);
         if a + b > 0.0 {
             4.0 * a * b / (a + b)
         } else {
@@ -141,38 +142,47 @@ const OTHER: usize = 2;
 
 impl TopDown {
     /// Buffers for trees with `internal_nodes` splits on `features`, with
-    /// its one-hot literal `groups` ([`RowLists::new`]).
+    /// its one-hot literal `groups` ([`ColumnCodes::new`]).
     pub(crate) fn new(
         features: &BitMatrix,
         groups: &[Range<usize>],
         internal_nodes: u32,
     ) -> Result<TopDown, GroupError> {
+        let n = features.n_rows();
         Ok(TopDown {
-            lists: RowLists::new(features, groups)?,
+            codes: ColumnCodes::new(features, groups)?,
             internal_nodes: internal_nodes as usize,
-            leaf_of: vec![0; features.n_rows() + 1],
+            leaf_of: vec![0; n],
             improvements: Vec::new(),
             scores: Vec::new(),
+            pass_class: vec![0; n],
+            pass_weights: Vec::new(),
+            ones: [Vec::new(), Vec::new()],
         })
     }
 
-    /// Grow one tree under the signed weights `signed[i] = -y_i p(i)`
-    /// (`n + 1` entries, the last 0.0: the row lists' sentinel).
+    /// Grow one tree under the signed weights `w_i = -y_i p(i)`, given by
+    /// weight class as for DP-1R.
     pub(crate) fn fit(
         &mut self,
         features: &BitMatrix,
-        signed: &[f64],
+        weights: ClassWeights<'_>,
         mut selection: TreeSelection<'_>,
     ) -> Result<Hypothesis, PrivacyError> {
-        let d = self.lists.len();
+        let d = self.codes.len();
         let n = features.n_rows();
-        debug_assert_eq!(signed.len(), n + 1);
+        debug_assert_eq!(weights.class.len(), n);
+        // A pass's classes are the weight classes, twice (public sizes).
+        assert!(
+            2 * weights.of_class.len() <= i32::MAX as usize,
+            "too many weight classes"
+        );
         self.leaf_of.iter_mut().for_each(|l| *l = 0);
         let mut nodes = vec![TreeNode::Leaf { positive: true }];
         let mut leaves: Vec<u32> = vec![0];
         self.improvements.clear();
         self.improvements.push(vec![0.0; d]);
-        self.score_leaves(&[0], 1, signed);
+        self.score_leaves(&[0], 1, weights);
 
         for _ in 0..self.internal_nodes {
             // Candidates (leaf, literal) in the order of `leaves`, then literal.
@@ -209,7 +219,7 @@ impl TopDown {
             let column = features.column(literal as usize);
             // Rows of the split leaf move to if_false + bit (if_true is
             // if_false + 1); the same arithmetic for every row.
-            for (i, l) in self.leaf_of[..n].iter_mut().enumerate() {
+            for (i, l) in self.leaf_of.iter_mut().enumerate() {
                 let bit = ((column[i / 64] >> (i % 64)) & 1) as u32;
                 let moves = u32::from(*l == leaf);
                 *l = moves * (if_false + bit) + (1 - moves) * *l;
@@ -218,16 +228,16 @@ impl TopDown {
             leaves.extend([if_false, if_true]);
             self.improvements.resize(nodes.len(), Vec::new());
             self.improvements[leaf as usize].clear();
-            self.score_leaves(&[if_false, if_true], nodes.len(), signed);
+            self.score_leaves(&[if_false, if_true], nodes.len(), weights);
         }
 
         // Leaf labels: class masses per leaf, then RNM (or the majority).
-        let mut mass = vec![Sums::default(); nodes.len()];
-        for (&l, &s) in self.leaf_of.iter().zip(signed) {
-            mass[l as usize].add(s);
+        let mut mass = vec![Masses::default(); nodes.len()];
+        for (&l, &c) in self.leaf_of.iter().zip(weights.class) {
+            mass[l as usize].add(weights.of_class[c as usize]);
         }
         for &leaf in &leaves {
-            let (a, b) = mass[leaf as usize].masses();
+            let Masses { a, b } = mass[leaf as usize];
             let positive = match &mut selection {
                 TreeSelection::Private {
                     leaf_scale, rng, ..
@@ -267,63 +277,55 @@ impl TopDown {
     }
 
     /// Compute and cache `im(leaf, j)` for every literal j, for the (one or
-    /// two) leaves in `new_leaves`, in one pass over the row lists.
-    fn score_leaves(&mut self, new_leaves: &[u32], n_nodes: usize, signed: &[f64]) {
+    /// two) leaves in `new_leaves`: per leaf, the masses of its rows with
+    /// `x_j = 1` by two passes of the column codes (positive class, then
+    /// negative), and those with `x_j = 0` as the leaf's total minus them.
+    fn score_leaves(&mut self, new_leaves: &[u32], n_nodes: usize, weights: ClassWeights<'_>) {
         let mut slot_of_node = vec![OTHER; n_nodes];
         for (slot, &leaf) in new_leaves.iter().enumerate() {
             slot_of_node[leaf as usize] = slot;
         }
-        let mut total = [Sums::default(); 3];
-        for (&l, &s) in self.leaf_of.iter().zip(signed) {
-            total[slot_of_node[l as usize]].add(s);
+        let mut total = [Masses::default(); 3];
+        for (&l, &c) in self.leaf_of.iter().zip(weights.class) {
+            total[slot_of_node[l as usize]].add(weights.of_class[c as usize]);
         }
-        for &leaf in new_leaves {
-            self.improvements[leaf as usize].resize(self.lists.len(), 0.0);
-        }
-        let finish = |improvements: &mut Vec<Vec<f64>>, j: usize, listed: &[Sums; 3], c: f64| {
-            // `total - listed` or `0 + listed`, with the same operations.
-            for (slot, &leaf) in new_leaves.iter().enumerate() {
-                let ones = Sums {
-                    signed: c * total[slot].signed + (1.0 - 2.0 * c) * listed[slot].signed,
-                    abs: c * total[slot].abs + (1.0 - 2.0 * c) * listed[slot].abs,
+        let classes = weights.of_class.len();
+        for (slot, &leaf) in new_leaves.iter().enumerate() {
+            // Rows in the leaf take their class plus `classes`; the others
+            // keep theirs, whose pass weight is 0 (the same steps per row).
+            for ((p, &c), &l) in self
+                .pass_class
+                .iter_mut()
+                .zip(weights.class)
+                .zip(&self.leaf_of)
+            {
+                *p = c + classes as i32 * i32::from(l == leaf);
+            }
+            // The positive class's masses are `-w` where `w < 0`, the
+            // negative class's `w` where `w > 0`.
+            for (k, sign) in [(0, -1.0f64), (1, 1.0)] {
+                self.pass_weights.clear();
+                self.pass_weights.resize(classes, 0.0);
+                self.pass_weights
+                    .extend(weights.of_class.iter().map(|&w| (sign * w).max(0.0)));
+                let pass = ClassWeights {
+                    class: &self.pass_class,
+                    of_class: &self.pass_weights,
                 };
-                let zeros = total[slot].minus(ones);
-                improvements[leaf as usize][j] =
-                    total[slot].weighted_gini() - ones.weighted_gini() - zeros.weighted_gini();
+                self.codes.literal_sums(pass, &mut self.ones[k]);
             }
-        };
-        // One-hot groups: one loop over each group's 4-entry blocks (a fixed
-        // trip count, whatever the lengths of its literals' lists).
-        let mut group_listed = Vec::new();
-        for group in self.lists.groups() {
-            group_listed.clear();
-            group_listed.resize(group.literals.len(), [Sums::default(); 3]);
-            let rows = self.lists.group_rows(group);
-            for (c, &owner) in rows.chunks_exact(4).zip(&group.owner) {
-                let listed: &mut [Sums; 3] = &mut group_listed[owner as usize];
-                for &i in c {
-                    let i = i as usize;
-                    listed[slot_of_node[self.leaf_of[i] as usize]].add(signed[i]);
-                }
-            }
-            for (k, listed) in group_listed.iter().enumerate() {
-                finish(
-                    &mut self.improvements,
-                    group.literals.start + k,
-                    listed,
-                    0.0,
-                );
-            }
-        }
-        for j in (0..self.lists.len()).filter(|&j| !self.lists.in_group(j)) {
-            let (rows, complement) = self.lists.get(j);
-            let mut listed = [Sums::default(); 3];
-            for &i in rows {
-                let i = i as usize;
-                listed[slot_of_node[self.leaf_of[i] as usize]].add(signed[i]);
-            }
-            let c = RowLists::complement_factor(complement);
-            finish(&mut self.improvements, j, &listed, c);
+            let whole = total[slot];
+            let improvements = &mut self.improvements[leaf as usize];
+            improvements.clear();
+            improvements.extend(self.ones[0].iter().zip(&self.ones[1]).map(|(&a, &b)| {
+                let ones = Masses { a, b };
+                // Clamped at 0 against rounding.
+                let zeros = Masses {
+                    a: (whole.a - a).max(0.0),
+                    b: (whole.b - b).max(0.0),
+                };
+                whole.weighted_gini() - ones.weighted_gini() - zeros.weighted_gini()
+            }));
         }
     }
 }
@@ -332,6 +334,18 @@ impl TopDown {
 mod tests {
     use super::*;
     use crate::data::BitMatrixBuilder;
+
+    /// Per-row weights as weight classes: row i is class i.
+    fn per_row(signed: &[f64]) -> (Vec<i32>, &[f64]) {
+        ((0..signed.len() as i32).collect(), signed)
+    }
+
+    fn weights<'a>(rows: &'a (Vec<i32>, &'a [f64])) -> ClassWeights<'a> {
+        ClassWeights {
+            class: &rows.0,
+            of_class: rows.1,
+        }
+    }
 
     /// Brute-force Gini improvement of splitting `rows` by literal j.
     fn brute_im(features: &BitMatrix, signed: &[f64], rows: &[usize], j: usize) -> f64 {
@@ -376,8 +390,7 @@ mod tests {
             signed.push(if label { -w } else { w });
         }
         let total: f64 = signed.iter().map(|s| s.abs()).sum();
-        // The sentinel's weight 0 at index n, as LazyBB passes it.
-        let signed = signed.iter().map(|s| s / total).chain([0.0]).collect();
+        let signed = signed.iter().map(|s| s / total).collect();
         (builder.finish(), signed)
     }
 
@@ -386,7 +399,8 @@ mod tests {
         let (features, signed) = data();
         let mut learner = TopDown::new(&features, &[], 1).unwrap();
         learner.improvements = vec![vec![0.0; 4]];
-        learner.score_leaves(&[0], 1, &signed);
+        let rows = per_row(&signed);
+        learner.score_leaves(&[0], 1, weights(&rows));
         let all: Vec<usize> = (0..300).collect();
         for j in 0..4 {
             let want = brute_im(&features, &signed, &all, j);
@@ -401,10 +415,11 @@ mod tests {
     #[test]
     fn best_tree_has_t_splits_and_consistent_children() {
         let (features, signed) = data();
+        let rows = per_row(&signed);
         for t in 1..=4 {
             let mut learner = TopDown::new(&features, &[], t).unwrap();
             let tree = learner
-                .fit(&features, &signed, TreeSelection::Best)
+                .fit(&features, weights(&rows), TreeSelection::Best)
                 .unwrap();
             let Hypothesis::Tree { nodes } = &tree else {
                 panic!()
@@ -423,17 +438,16 @@ mod tests {
                 let TreeNode::Split { if_true, .. } = nodes[0] else {
                     panic!()
                 };
-                let rows: Vec<usize> = (0..300).filter(|&i| features.get(i, 0)).collect();
+                let in_leaf: Vec<usize> = (0..300).filter(|&i| features.get(i, 0)).collect();
                 let mut fresh = TopDown::new(&features, &[], 1).unwrap();
                 fresh.improvements = vec![vec![0.0; 4]];
                 fresh.leaf_of = (0..300)
                     .map(|i| if features.get(i, 0) { if_true } else { 99 })
-                    .chain([99])
                     .collect();
                 fresh.improvements.resize(100, Vec::new());
-                fresh.score_leaves(&[if_true], 100, &signed);
+                fresh.score_leaves(&[if_true], 100, weights(&rows));
                 for j in 0..4 {
-                    let want = brute_im(&features, &signed, &rows, j);
+                    let want = brute_im(&features, &signed, &in_leaf, j);
                     assert!((fresh.improvements[if_true as usize][j] - want).abs() < 1e-12);
                 }
             }
@@ -445,7 +459,8 @@ mod tests {
     #[test]
     fn leaf_lookup_margins_match_tree_evaluation() {
         let (features, signed) = data();
-        let labels: Vec<i8> = signed[..300]
+        let rows = per_row(&signed);
+        let labels: Vec<i8> = signed
             .iter()
             .map(|&s| if s < 0.0 { 1 } else { -1 })
             .collect();
@@ -460,7 +475,7 @@ mod tests {
                     rng: &mut rng,
                 },
             ] {
-                let tree = learner.fit(&features, &signed, selection).unwrap();
+                let tree = learner.fit(&features, weights(&rows), selection).unwrap();
                 assert!(tree.check(4).is_ok());
                 let mut by_lookup = vec![0i32; 300];
                 learner.add_margins(&tree, &labels, &mut by_lookup, 2);
@@ -523,15 +538,18 @@ mod tests {
             }
             let mut signed_of_class = vec![0.0; 2 * classes];
             crate::learn::lazybb::boost::class_weights(&count, &mu, &mut signed_of_class);
-            let signed: Vec<f64> = class
+            let class_of_row: Vec<i32> = class
                 .iter()
                 .zip(&positive)
-                .map(|(&k, &y)| signed_of_class[2 * k + usize::from(y)])
-                .chain([0.0])
+                .map(|(&k, &y)| (2 * k + usize::from(y)) as i32)
                 .collect();
             let mut learner = TopDown::new(&features, &[], 1).unwrap();
             learner.improvements = vec![vec![0.0; d]];
-            learner.score_leaves(&[0], 1, &signed);
+            let lazybb_weights = ClassWeights {
+                class: &class_of_row,
+                of_class: &signed_of_class,
+            };
+            learner.score_leaves(&[0], 1, lazybb_weights);
 
             let mut total = Expansion::default();
             for &k in &class {
@@ -573,12 +591,12 @@ mod tests {
         }
     }
 
-    /// With one-hot groups the improvements equal the padded lists' up to
-    /// float reassociation (a complemented literal is `total - unset` there,
-    /// a direct sum here), at the root and below a split.
+    /// With one-hot groups as columns the improvements equal those with
+    /// every literal a column of its own, up to float reassociation, at the
+    /// root and below a split.
     #[test]
-    fn group_lists_give_the_padded_improvements() {
-        use crate::learn::lazybb::row_lists::tests::one_hot_matrix;
+    fn group_columns_give_the_improvements_of_single_literals() {
+        use crate::learn::lazybb::groups::tests::one_hot_matrix;
         let groups = [0..4, 5..12, 12..15];
         let (n, d) = (2003, 16);
         let features = one_hot_matrix(n, d, &groups, 9);
@@ -597,13 +615,16 @@ mod tests {
             })
             .collect();
         let total: f64 = signed.iter().map(|s| s.abs()).sum();
-        let signed: Vec<f64> = signed.iter().map(|s| s / total).chain([0.0]).collect();
+        let signed: Vec<f64> = signed.iter().map(|s| s / total).collect();
+        let rows = per_row(&signed);
         for t in 1..=3 {
             let mut padded = TopDown::new(&features, &[], t).unwrap();
             let mut grouped = TopDown::new(&features, &groups, t).unwrap();
-            let a = padded.fit(&features, &signed, TreeSelection::Best).unwrap();
+            let a = padded
+                .fit(&features, weights(&rows), TreeSelection::Best)
+                .unwrap();
             let b = grouped
-                .fit(&features, &signed, TreeSelection::Best)
+                .fit(&features, weights(&rows), TreeSelection::Best)
                 .unwrap();
             assert_eq!(a, b, "t = {t}");
             for (x, y) in padded.improvements.iter().zip(&grouped.improvements) {
