@@ -10,7 +10,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::invariants::{self, Expectations, Store};
@@ -20,16 +19,43 @@ use reqwest::Client;
 use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
 
-/// Start replica `i` on `database_url`, its log and (unused) data directory
-/// under `dir`.
-fn replica(dir: &Path, i: usize, database_url: &str, extra: &[&str]) -> ChildServer {
-    let mut args = vec!["--database-url", database_url];
-    args.extend_from_slice(extra);
-    ChildServer::start(
-        &dir.join(format!("data-{i}")),
-        &dir.join(format!("replica-{i}.log")),
-        &args,
-    )
+/// A fresh database on the test server and a directory for the replicas'
+/// logs and (unused) data directories.
+struct Cluster {
+    db: String,
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// `None`, with a notice, when no PostgreSQL server is configured.
+    async fn new(test: &str) -> Option<Cluster> {
+        let server = common::postgres::server_url(test)?;
+        Some(Cluster {
+            db: common::postgres::fresh_database(&server).await,
+            dir: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    /// Start replica `i` with the `extra` flags.
+    fn replica(&self, i: usize, extra: &[&str]) -> ChildServer {
+        let mut args = vec!["--database-url", &self.db];
+        args.extend_from_slice(extra);
+        ChildServer::start(
+            &self.dir.path().join(format!("data-{i}")),
+            &self.dir.path().join(format!("replica-{i}.log")),
+            &args,
+        )
+    }
+
+    /// Replicas `0..n`, each with the `extra` flags.
+    fn replicas(&self, n: usize, extra: &[&str]) -> Vec<ChildServer> {
+        (0..n).map(|i| self.replica(i, extra)).collect()
+    }
+
+    /// A connection to the database.
+    async fn connect(&self) -> PgConnection {
+        pg(&self.db).await
+    }
 }
 
 async fn upload_small(client: &Client, url: &str, key: &str, epsilon: f64, rows: usize) -> String {
@@ -65,16 +91,11 @@ async fn pg(url: &str) -> PgConnection {
 /// ledger's rows, summed by PostgreSQL, stay within the total.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_admit_exactly_what_fits() {
-    let Some(server) = common::postgres::server_url("three_replicas_admit_exactly_what_fits")
-    else {
+    let Some(cluster) = Cluster::new("three_replicas_admit_exactly_what_fits").await else {
         return;
     };
-    let db = common::postgres::fresh_database(&server).await;
-    let dir = tempfile::tempdir().unwrap();
     let extra = ["--workers", "1", "--max-active-jobs", "100000"];
-    let replicas: Vec<ChildServer> = (0..3)
-        .map(|i| replica(dir.path(), i, &db, &extra))
-        .collect();
+    let replicas = cluster.replicas(3, &extra);
     let client = Client::builder()
         .timeout(Duration::from_secs(120))
         .pool_max_idle_per_host(0)
@@ -115,7 +136,7 @@ async fn three_replicas_admit_exactly_what_fits() {
     // Recomputed from the ledger rows, in SQL: an integer sum of the charges'
     // units (PostgreSQL sums BIGINT as NUMERIC, cast back), so 80 x 0.125 is
     // exactly the total of 10 (1e13 units of 1e-12), compared exactly.
-    let mut conn = pg(&db).await;
+    let mut conn = cluster.connect().await;
     let (charges, charged): (i64, i64) = sqlx::query_as(
         "SELECT COUNT(*) FILTER (WHERE kind = 'charge'), \
                 CAST(COALESCE(SUM(CASE kind WHEN 'charge' THEN epsilon_units WHEN 'refund' THEN -epsilon_units END), 0) AS BIGINT) \
@@ -163,13 +184,11 @@ async fn three_replicas_admit_exactly_what_fits() {
 /// reaches a job running on another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_of_a_killed_replica_finishes_on_another_charged_once() {
-    let Some(server) = common::postgres::server_url("a_job_of_a_killed_replica_finishes") else {
+    let Some(cluster) = Cluster::new("a_job_of_a_killed_replica_finishes").await else {
         return;
     };
-    let db = common::postgres::fresh_database(&server).await;
-    let dir = tempfile::tempdir().unwrap();
     let extra = ["--workers", "1", "--job-lease", "2"];
-    let a = replica(dir.path(), 0, &db, &extra);
+    let a = cluster.replica(0, &extra);
     let client = Client::new();
     let (_, owner) = common::create_key(&client, &a.url, ADMIN_KEY, "owner", "o").await;
     let schema = std::fs::read_to_string(common::mushroom_schema()).unwrap();
@@ -228,8 +247,8 @@ async fn a_job_of_a_killed_replica_finishes_on_another_charged_once() {
         }
     };
     running(a.url.clone(), long.clone()).await;
-    let b = replica(dir.path(), 1, &db, &extra);
-    let c = replica(dir.path(), 2, &db, &extra);
+    let b = cluster.replica(1, &extra);
+    let c = cluster.replica(2, &extra);
     a.kill();
 
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -246,7 +265,7 @@ async fn a_job_of_a_killed_replica_finishes_on_another_charged_once() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(done["state"], "succeeded", "{done}");
-    let mut conn = pg(&db).await;
+    let mut conn = cluster.connect().await;
     let (attempts, charges, refunds): (i64, i64, i64) = sqlx::query_as(
         "SELECT j.attempts, \
                 (SELECT COUNT(*) FROM ledger l WHERE l.job_id = j.id AND l.kind = 'charge'), \
@@ -295,12 +314,10 @@ async fn a_job_of_a_killed_replica_finishes_on_another_charged_once() {
 /// on the database with the crash test's invariants.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_killed_mid_upload_leaves_no_partial_dataset() {
-    let Some(server) = common::postgres::server_url("a_replica_killed_mid_upload") else {
+    let Some(cluster) = Cluster::new("a_replica_killed_mid_upload").await else {
         return;
     };
-    let db = common::postgres::fresh_database(&server).await;
-    let dir = tempfile::tempdir().unwrap();
-    let survivor = replica(dir.path(), 0, &db, &[]);
+    let survivor = cluster.replica(0, &[]);
     let client = Client::new();
     let (_, owner) = common::create_key(&client, &survivor.url, ADMIN_KEY, "owner", "o").await;
     let mut exp = Expectations::default();
@@ -336,7 +353,7 @@ async fn a_replica_killed_mid_upload_leaves_no_partial_dataset() {
         .insert(body["dataset"]["id"].as_str().unwrap().to_owned());
     const ROUNDS: u32 = 8;
     for round in 0..ROUNDS {
-        let victim = replica(dir.path(), 1, &db, &[]);
+        let victim = cluster.replica(1, &[]);
         let name = format!("big-{round}");
         exp.uploads.insert(name.clone(), expected.clone());
         let send = client
@@ -360,7 +377,7 @@ async fn a_replica_killed_mid_upload_leaves_no_partial_dataset() {
             Err(_) => {}
         }
         let (violations, counts) = invariants::check(
-            Store::Postgres(db.clone()),
+            Store::Postgres(cluster.db.clone()),
             &mut exp,
             Some((&client, &survivor.url, &owner)),
             true,
@@ -380,16 +397,11 @@ async fn a_replica_killed_mid_upload_leaves_no_partial_dataset() {
 /// 3 replicas: one job, one charge, and every answer is that job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotent_retry_through_another_replica_replays() {
-    let Some(server) = common::postgres::server_url("an_idempotent_retry_through_another_replica")
-    else {
+    let Some(cluster) = Cluster::new("an_idempotent_retry_through_another_replica").await else {
         return;
     };
-    let db = common::postgres::fresh_database(&server).await;
-    let dir = tempfile::tempdir().unwrap();
     let extra = ["--workers", "1"];
-    let replicas: Vec<ChildServer> = (0..3)
-        .map(|i| replica(dir.path(), i, &db, &extra))
-        .collect();
+    let replicas = cluster.replicas(3, &extra);
     let client = Client::new();
     let (_, owner) = common::create_key(&client, &replicas[0].url, ADMIN_KEY, "owner", "o").await;
     let dataset = upload_small(&client, &replicas[0].url, &owner, 10.0, 200).await;
@@ -418,7 +430,7 @@ async fn an_idempotent_retry_through_another_replica_replays() {
         ids.insert(id.expect("a job id"));
     }
     assert_eq!(ids.len(), 1, "{ids:?}");
-    let mut conn = pg(&db).await;
+    let mut conn = cluster.connect().await;
     let charges: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM ledger WHERE dataset_id = $1 AND kind = 'charge'")
             .bind(&dataset)
