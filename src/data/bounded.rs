@@ -6,9 +6,9 @@ use std::io::Read;
 
 /// The input as the parser sees it: fails when the parser asks for more
 /// input while it has already consumed `max` bytes of the current record.
-/// The caller marks where each record starts ([`RecordBound::start_record`],
-/// from `csv::Reader::position`) and, on a read error, asks
-/// [`RecordBound::tripped`] whether the guard caused it.
+/// Records are read with [`read_record`], which marks where each starts;
+/// on a read error, [`RecordBound::tripped`] says whether the guard caused
+/// it.
 pub(crate) struct RecordBound<R> {
     inner: R,
     taken: u64,
@@ -29,9 +29,16 @@ impl<R> RecordBound<R> {
         }
     }
 
-    /// The next record starts at byte `at` of the input.
-    pub(crate) fn start_record(&mut self, at: u64) {
-        self.record_start = at;
+    /// A `csv` reader over `inner` with a header row and records of any
+    /// number of fields, each record at most `max` bytes.
+    pub(crate) fn csv_reader(inner: R, max: u64) -> csv::Reader<RecordBound<R>>
+    where
+        R: Read,
+    {
+        csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(true)
+            .from_reader(RecordBound::new(inner, max))
     }
 
     /// The limit, in bytes.
@@ -43,6 +50,17 @@ impl<R> RecordBound<R> {
     pub(crate) fn tripped(&self) -> bool {
         self.tripped
     }
+}
+
+/// Read the next record of `csv` into `record` (false at the end), after
+/// marking where it starts, so that the bound applies to it alone.
+pub(crate) fn read_record<R: Read>(
+    csv: &mut csv::Reader<RecordBound<R>>,
+    record: &mut csv::ByteRecord,
+) -> csv::Result<bool> {
+    let start = csv.position().byte();
+    csv.get_mut().record_start = start;
+    csv.read_byte_record(record)
 }
 
 impl<R: Read> Read for RecordBound<R> {
@@ -76,7 +94,7 @@ mod tests {
         }
         assert_eq!(got, 12, "three reads of 4: the third starts at 8 < 10");
         assert!(r.tripped());
-        r.start_record(12);
+        r.record_start = 12;
         assert_eq!(r.read(&mut buf).unwrap(), 4);
     }
 }

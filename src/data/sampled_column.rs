@@ -64,7 +64,7 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use super::bits::{BitMatrixBuilder, BitVec};
-use super::bounded::RecordBound;
+use super::bounded::{RecordBound, read_record};
 use super::dataset::Dataset;
 use super::encode::Encoder;
 use super::error::DataError;
@@ -315,10 +315,7 @@ pub fn read_reports<R: Read>(
     options: &ReadOptions,
 ) -> Result<ReadReport, DataError> {
     let max_errors = options.max_errors.max(1);
-    let mut csv = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .from_reader(RecordBound::new(reader, MAX_REPORT_BYTES));
+    let mut csv = RecordBound::csv_reader(reader, MAX_REPORT_BYTES);
     let header = csv.byte_headers().map_err(|e| csv_error(e, 0))?.clone();
     if header.is_empty() {
         return Err(DataError::Empty);
@@ -365,9 +362,7 @@ pub fn read_reports<R: Read>(
     let mut active = Vec::new();
     let mut row = 0;
     loop {
-        let record_start = csv.position().byte();
-        csv.get_mut().start_record(record_start);
-        match csv.read_byte_record(&mut record) {
+        match read_record(&mut csv, &mut record) {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {

@@ -45,7 +45,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::PrivacyError;
-use super::budget_units::{Amount, DeltaUnits, EpsilonUnits, RhoUnits};
+use super::budget_units::{Amount, DeltaUnits, EpsilonUnits, RhoUnits, Scale, Units};
 use super::cost::PrivacyCost;
 
 /// How a dataset composes its jobs' charges. Chosen by the owner at upload;
@@ -245,47 +245,33 @@ impl Charge {
     /// The charge for a run whose loss is `loss` (doubles the run uses):
     /// every amount rounded up, so the charge is never below the run.
     pub fn of(loss: &Loss) -> Result<Charge, PrivacyError> {
-        Ok(match *loss {
-            Loss::Pure { epsilon } => Charge::pure(EpsilonUnits::up(epsilon)?)?,
-            Loss::Zcdp {
-                rho,
-                epsilon,
-                delta,
-            } => Charge {
-                kind: LossKind::Zcdp,
-                epsilon: EpsilonUnits::up(epsilon)?,
-                delta: DeltaUnits::up(delta)?,
-                rho: Some(RhoUnits::up(rho)?),
-            },
-            Loss::Approx { epsilon, delta } => Charge {
-                kind: LossKind::Approx,
-                epsilon: EpsilonUnits::up(epsilon)?,
-                delta: DeltaUnits::up(delta)?,
-                rho: None,
-            },
-        })
+        Charge::from_loss(loss, Rounding::Up)
     }
 
     /// A charge as the API reports it (its [`Charge::loss`], each number the
     /// double nearest to its units), read back: the nearest units recover
     /// the charge exactly.
     pub fn read(loss: &Loss) -> Result<Charge, PrivacyError> {
+        Charge::from_loss(loss, Rounding::Nearest)
+    }
+
+    fn from_loss(loss: &Loss, rounding: Rounding) -> Result<Charge, PrivacyError> {
         Ok(match *loss {
-            Loss::Pure { epsilon } => Charge::pure(EpsilonUnits::nearest(epsilon)?)?,
+            Loss::Pure { epsilon } => Charge::pure(rounding.units(epsilon)?)?,
             Loss::Zcdp {
                 rho,
                 epsilon,
                 delta,
             } => Charge {
                 kind: LossKind::Zcdp,
-                epsilon: EpsilonUnits::nearest(epsilon)?,
-                delta: DeltaUnits::nearest(delta)?,
-                rho: Some(RhoUnits::nearest(rho)?),
+                epsilon: rounding.units(epsilon)?,
+                delta: rounding.units(delta)?,
+                rho: Some(rounding.units(rho)?),
             },
             Loss::Approx { epsilon, delta } => Charge {
                 kind: LossKind::Approx,
-                epsilon: EpsilonUnits::nearest(epsilon)?,
-                delta: DeltaUnits::nearest(delta)?,
+                epsilon: rounding.units(epsilon)?,
+                delta: rounding.units(delta)?,
                 rho: None,
             },
         })
@@ -357,6 +343,24 @@ impl Charge {
 impl Serialize for Charge {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.loss().serialize(s)
+    }
+}
+
+/// How [`Charge::from_loss`] turns a loss's doubles into units.
+#[derive(Clone, Copy)]
+enum Rounding {
+    /// [`Units::up`]: never below the double.
+    Up,
+    /// [`Units::nearest`].
+    Nearest,
+}
+
+impl Rounding {
+    fn units<S: Scale>(self, x: f64) -> Result<Units<S>, PrivacyError> {
+        match self {
+            Rounding::Up => Units::up(x),
+            Rounding::Nearest => Units::nearest(x),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::io::Read;
 
 use super::{Label, LabelColumn, Layout, OnBadRow, ReadOptions, ReadReport, layout};
 use crate::data::bits::BitMatrixBuilder;
-use crate::data::bounded::RecordBound;
+use crate::data::bounded::{RecordBound, read_record};
 use crate::data::dataset::Dataset;
 use crate::data::encode::Encoder;
 use crate::data::error::DataError;
@@ -23,10 +23,7 @@ pub(super) fn read<R: Read>(
     max_record: u64,
 ) -> Result<ReadReport, DataError> {
     let max_errors = options.max_errors.max(1);
-    let mut csv = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .from_reader(RecordBound::new(reader, max_record));
+    let mut csv = RecordBound::csv_reader(reader, max_record);
     let header = match csv.byte_headers() {
         Ok(h) => h.clone(),
         Err(e) => return Err(failure(&csv, e, 0)),
@@ -43,9 +40,7 @@ pub(super) fn read<R: Read>(
     let mut record = csv::ByteRecord::new();
     let mut active = Vec::new();
     loop {
-        let record_start = csv.position().byte();
-        csv.get_mut().start_record(record_start);
-        match csv.read_byte_record(&mut record) {
+        match read_record(&mut csv, &mut record) {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => return Err(failure(&csv, e, row + 1)),
