@@ -108,7 +108,6 @@ pub(crate) struct Decoder {
     n_rows: usize,
     words_per_column: usize,
     columns: Vec<Vec<u64>>,
-    feature_words: usize,
     /// Columns before this one are complete.
     full_columns: usize,
     labels: Vec<u64>,
@@ -131,7 +130,6 @@ impl Decoder {
             n_rows,
             words_per_column,
             columns: (0..n_cols).map(|_| Vec::new()).collect(),
-            feature_words: n_cols * words_per_column,
             full_columns: 0,
             labels: Vec::new(),
             next: (Part::Features, 0),
@@ -201,7 +199,7 @@ impl Decoder {
     pub(crate) fn finish(self, regression: bool) -> Result<Dataset, StoreError> {
         let corrupt = || StoreError::Corrupt("stored rows have the wrong length".into());
         let words: usize = self.columns.iter().map(Vec::len).sum();
-        if words != self.feature_words {
+        if words != self.columns.len() * self.words_per_column {
             return Err(corrupt());
         }
         let features =

@@ -12,23 +12,6 @@ use super::datasets;
 /// The last version with rows in one BLOB per part.
 const BEFORE: i64 = 9;
 
-async fn sqlite_at_9(dir: &std::path::Path) -> sqlx::SqlitePool {
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(dir.join("old.db"))
-        .create_if_missing(true)
-        .foreign_keys(true);
-    let pool = sqlx::sqlite::SqlitePoolOptions::new()
-        .max_connections(2)
-        .connect_with(options)
-        .await
-        .unwrap();
-    sqlx::migrate!("./migrations")
-        .run_to(BEFORE, &pool)
-        .await
-        .unwrap();
-    pool
-}
-
 /// A dataset with `n_rows` rows (a multiple of 64, so any word is valid)
 /// and `n_cols` columns of random words, stored as at version 9; returns
 /// its feature and label words.
@@ -73,7 +56,7 @@ async fn old_rows(
 #[tokio::test]
 async fn old_rows_are_cut_into_chunks_that_read_back_the_same() {
     let dir = tempfile::tempdir().unwrap();
-    let pool = sqlite_at_9(dir.path()).await;
+    let pool = super::testing::sqlite_at(dir.path(), BEFORE).await;
     // 40,000 words a column: 8 columns are 2.56 MB (chunks of 1 MiB, 1 MiB
     // and the rest), the labels 320 KB (one chunk); no columns: no chunk.
     let n_rows = 64 * 40_000;

@@ -45,21 +45,7 @@ async fn exec(db: &Db, sql: &str, args: &[Arg<'_>]) {
 
 /// A store at version 8 on SQLite (in `dir`).
 async fn sqlite_at_8(dir: &std::path::Path) -> Db {
-    // The store's own opening (WAL, foreign keys), stopped before 0009.
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(dir.join("old.db"))
-        .create_if_missing(true)
-        .foreign_keys(true);
-    let pool = sqlx::sqlite::SqlitePoolOptions::new()
-        .max_connections(2)
-        .connect_with(options)
-        .await
-        .unwrap();
-    sqlx::migrate!("./migrations")
-        .run_to(BEFORE, &pool)
-        .await
-        .unwrap();
-    Db::Sqlite(pool)
+    Db::Sqlite(super::testing::sqlite_at(dir, BEFORE).await)
 }
 
 /// A store at version 8 on PostgreSQL, if one is configured.

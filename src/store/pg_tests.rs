@@ -12,7 +12,7 @@ use super::idempotency::StoredResponse;
 use super::jobs::{self, NewJob, Submitted};
 use super::keys::{self, KeyInfo, Role};
 use super::ledger::Amount;
-use super::testing::{fresh_postgres, fresh_sqlite};
+use super::testing::{fresh_postgres, on_each_backend};
 use super::{Db, with_db};
 use crate::data::{BitMatrix, BitVec, Dataset};
 use crate::privacy::budget_units::{DeltaUnits, EpsilonUnits};
@@ -280,16 +280,12 @@ async fn rows_are_stored_in_chunks_and_read_back_whole(db: Db) {
 }
 
 #[tokio::test]
-async fn rows_are_chunked_on_postgres() {
-    if let Some(db) = fresh_postgres("chunked rows", 4).await {
-        rows_are_stored_in_chunks_and_read_back_whole(db).await;
-    }
-}
-
-#[tokio::test]
-async fn rows_are_chunked_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    rows_are_stored_in_chunks_and_read_back_whole(fresh_sqlite(dir.path(), 4).await).await;
+async fn rows_are_chunked_on_each_backend() {
+    on_each_backend(
+        "chunked rows",
+        rows_are_stored_in_chunks_and_read_back_whole,
+    )
+    .await;
 }
 
 /// The database itself refuses to change or remove ledger entries.
@@ -355,14 +351,6 @@ async fn lists_page_through_what_the_caller_may_see(db: Db) {
 }
 
 #[tokio::test]
-async fn lists_page_on_postgres() {
-    if let Some(db) = fresh_postgres("list pages", 4).await {
-        lists_page_through_what_the_caller_may_see(db).await;
-    }
-}
-
-#[tokio::test]
-async fn lists_page_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    lists_page_through_what_the_caller_may_see(fresh_sqlite(dir.path(), 4).await).await;
+async fn lists_page_on_each_backend() {
+    on_each_backend("list pages", lists_page_through_what_the_caller_may_see).await;
 }

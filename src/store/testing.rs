@@ -56,3 +56,36 @@ pub(crate) async fn fresh_sqlite(dir: &std::path::Path, max_connections: u32) ->
             .expect("open SQLite"),
     )
 }
+
+/// An SQLite store in `dir/old.db` migrated only up to `version` (for
+/// migration tests), opened as the store opens it (foreign keys on).
+pub(crate) async fn sqlite_at(dir: &std::path::Path, version: i64) -> sqlx::SqlitePool {
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.join("old.db"))
+        .create_if_missing(true)
+        .foreign_keys(true);
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(2)
+        .connect_with(options)
+        .await
+        .unwrap();
+    sqlx::migrate!("./migrations")
+        .run_to(version, &pool)
+        .await
+        .unwrap();
+    pool
+}
+
+/// Run `check` on a fresh SQLite store and then, when one is configured, on
+/// a fresh PostgreSQL store (`test` names it in the notice otherwise).
+pub(crate) async fn on_each_backend<F, Fut>(test: &str, check: F)
+where
+    F: Fn(Db) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().unwrap();
+    check(fresh_sqlite(dir.path(), 4).await).await;
+    if let Some(db) = fresh_postgres(test, 4).await {
+        check(db).await;
+    }
+}

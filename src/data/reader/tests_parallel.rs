@@ -213,8 +213,10 @@ fn csv_text() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
-fn options() -> impl Strategy<Value = ReadOptions> {
-    (any::<bool>(), 1usize..4).prop_map(|(skip, max_errors)| ReadOptions {
+/// Options with a required label: skip bad rows or refuse, after
+/// `max_errors` errors.
+fn options_with(skip: bool, max_errors: usize) -> ReadOptions {
+    ReadOptions {
         label: LabelMode::Required,
         on_bad_row: if skip {
             OnBadRow::Skip
@@ -222,7 +224,11 @@ fn options() -> impl Strategy<Value = ReadOptions> {
             OnBadRow::Refuse
         },
         max_errors,
-    })
+    }
+}
+
+fn options() -> impl Strategy<Value = ReadOptions> {
+    (any::<bool>(), 1usize..4).prop_map(|(skip, max_errors)| options_with(skip, max_errors))
 }
 
 proptest! {
@@ -297,15 +303,7 @@ fn every_chunk_size_gives_the_same_result() {
     let mut outcomes = Vec::new();
     for max_errors in [1, 2, 10] {
         for skip in [false, true] {
-            let options = ReadOptions {
-                label: LabelMode::Required,
-                on_bad_row: if skip {
-                    OnBadRow::Skip
-                } else {
-                    OnBadRow::Refuse
-                },
-                max_errors,
-            };
+            let options = options_with(skip, max_errors);
             for chunk in 1..=text.len() + 1 {
                 let limits = Limits {
                     chunk_bytes: chunk,
@@ -400,15 +398,7 @@ fn errors_keep_their_order_across_waves() {
     let encoder = encoder();
     for max_errors in [1, 2, 3] {
         for skip in [false, true] {
-            let options = ReadOptions {
-                label: LabelMode::Required,
-                on_bad_row: if skip {
-                    OnBadRow::Skip
-                } else {
-                    OnBadRow::Refuse
-                },
-                max_errors,
-            };
+            let options = options_with(skip, max_errors);
             let want = outcome(sequential::read(
                 text.as_bytes(),
                 &encoder,
