@@ -103,19 +103,20 @@ fn ebm_output(p: &EbmPredictor, raw: f64) -> Output {
 }
 
 /// A logit (classification) or a value (regression) as an output.
+///
+/// A regression value is clamped into the label's public bounds: every
+/// label the model was trained on lies there, so a value outside is never
+/// closer to the truth than the nearest bound, and clamping is
+/// post-processing of the released model (free of privacy cost).
 fn output_of(task: Task, raw: f64) -> Output {
     match task {
         Task::Binary => Output::Class(from_logit(raw)),
-        Task::Regression { .. } => Output::Value(raw),
+        Task::Regression { min, max } => Output::Value(raw.clamp(min, max)),
     }
 }
 
 fn dpboost_output(f: &DpBoostFile, active: &[u32]) -> Output {
-    let raw = f.raw(active);
-    match f.task {
-        Task::Binary => Output::Class(from_logit(raw)),
-        Task::Regression { .. } => Output::Value(raw),
-    }
+    output_of(f.task, f.raw(active))
 }
 
 impl ModelPredictor {
@@ -151,10 +152,7 @@ impl ModelPredictor {
             ModelPredictor::DpBoost(f) => f
                 .raw_all(data)
                 .into_iter()
-                .map(|raw| match f.task {
-                    Task::Binary => Output::Class(from_logit(raw)),
-                    Task::Regression { .. } => Output::Value(raw),
-                })
+                .map(|raw| output_of(f.task, raw))
                 .collect(),
         }
     }
@@ -523,5 +521,26 @@ impl Model {
             Model::Auto(f) => f.winner.inspect(encoder),
             Model::NaiveBayes(f) => ModelInspection::Linear(f.model.inspect()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regression_values_are_clamped_into_the_label_bounds() {
+        let task = Task::Regression {
+            min: 0.0,
+            max: 20.0,
+        };
+        let value = |raw| match output_of(task, raw) {
+            Output::Value(v) => v,
+            other => panic!("expected a value, got {other:?}"),
+        };
+        assert_eq!(value(-65.5), 0.0);
+        assert_eq!(value(7.25), 7.25);
+        assert_eq!(value(20.0), 20.0);
+        assert_eq!(value(1e300), 20.0);
     }
 }
