@@ -255,15 +255,31 @@ impl<S: Scale> Units<S> {
         Self::positive(nearest, x)
     }
 
-    /// A total the owner sets: the grid decimal next to `x` if it reads back
-    /// as exactly `x` (then the owner wrote that decimal), else `x` rounded
-    /// down. Refused if a positive `x` rounds to 0 units.
+    /// A total the owner sets: the **smallest** grid decimal that reads back
+    /// as exactly `x`, if the grid decimal next to `x` does (then the owner
+    /// wrote one of them), else `x` rounded down. Refused if a positive `x`
+    /// rounds to 0 units.
+    ///
+    /// Why the smallest: where the grid is finer than the doubles (a delta
+    /// of 2^-7 or more: the doubles there are about 5.5e-17 apart, the grid
+    /// 1e-18), several grid decimals read back as the same double and the
+    /// one the owner wrote cannot be told apart; the smallest is at most
+    /// the owner's, so the budget is never above what the owner set (a
+    /// total of delta 0.27 was stored as 0.270000000000000032 before,
+    /// issue 26). Below 2^-7 at most one grid decimal reads back as `x`,
+    /// the walk stops at once, and the total is the owner's decimal.
     pub fn total(x: f64) -> Result<Units<S>, PrivacyError> {
         Self::check(x)?;
         let candidate = Self::candidate(x);
         if candidate <= S::CAP as f64 && candidate / pow10(S::DIGITS) as f64 == x {
             // Invariant: 0 <= candidate <= CAP < 2^63 and it is an integer.
-            return Self::positive(Units(candidate as i64, PhantomData), x);
+            let mut units = candidate as i64;
+            // At most about 60 steps: half a double's spacing below 1 holds
+            // at most 56 grid points of 1e-18.
+            while units > 0 && Units::<S>::from_units(units - 1).to_f64() == x {
+                units -= 1;
+            }
+            return Self::positive(Units(units, PhantomData), x);
         }
         Self::positive(Self::down(x)?, x)
     }
@@ -485,6 +501,13 @@ mod tests {
         assert_eq!(DeltaUnits::nearest(0.0).unwrap().units(), 0);
         assert_eq!(EpsilonUnits::total(0.3).unwrap().units(), 300_000_000_000);
         assert_eq!(DeltaUnits::total(1e-6).unwrap().units(), 1_000_000_000_000);
+        // Above 2^-7 several grid decimals read back as the same double:
+        // the total is never above the owner's decimal (issue 26, item 7).
+        let owner = 270_000_000_000_000_000i64;
+        let stored = DeltaUnits::total(0.27).unwrap().units();
+        assert!(stored <= owner, "{stored} above the owner's 0.27");
+        assert_eq!(DeltaUnits::from_units(stored).to_f64(), 0.27);
+        assert_ne!(DeltaUnits::from_units(stored - 1).to_f64(), 0.27);
         assert_eq!(EpsilonUnits::total(1000.0).unwrap().units(), 10i64.pow(15));
         assert_eq!(EpsilonUnits::from_units(100_000_000_000).to_f64(), 0.1);
         assert_eq!(DeltaUnits::from_units(1_000_000_000_000).to_f64(), 1e-6);
