@@ -67,7 +67,23 @@ pub fn epsilon_of(rho: f64, delta: f64) -> Result<f64, PrivacyError> {
             lo = a;
         }
     }
-    Ok(best.min(at((lo + hi) / 2.0)))
+    Ok(round_up(best.min(at((lo + hi) / 2.0))))
+}
+
+/// The relative margin added to a conversion computed in doubles. `eps_at`
+/// is a handful of operations (`ln`, `ln_1p`, products and one division),
+/// each correctly rounded or within an ulp or two, so its relative error is
+/// far below 1e-13 for every `alpha` the search visits (the terms are of
+/// one sign or their sum is dominated by `ln(1/delta) >= 0`); a margin of
+/// 1e-12 relative plus 1e-15 absolute turns the computed value into an upper
+/// bound of the exact one (issue 26: the rho for (1, 1e-6) converted back
+/// to 1 + 1.4e-16 without it).
+const MARGIN: f64 = 1e-12;
+
+/// `x` rounded up by [`MARGIN`]: an epsilon that is never below the exact
+/// conversion.
+fn round_up(x: f64) -> f64 {
+    x * (1.0 + MARGIN) + 1e-15
 }
 
 /// The largest `rho` (to within a relative 1e-12, rounded down) whose
@@ -153,6 +169,13 @@ mod tests {
             assert!(epsilon_of(rho * 1.0001, delta).unwrap() > eps);
         }
         assert!(rho_for(1.0, 0.0).is_err());
+        // The margin: the rho for (1, 1e-6) converts back strictly below 1
+        // by more than the doubles' error (issue 26, item 6).
+        let rho = rho_for(1.0, 1e-6).unwrap();
+        let back = epsilon_of(rho, 1e-6).unwrap();
+        assert!(back <= 1.0);
+        let unrounded = back / (1.0 + MARGIN);
+        assert!(unrounded < 1.0 - 5e-13, "{unrounded}");
         assert!(epsilon_of(-1.0, 1e-6).is_err());
     }
 }

@@ -720,7 +720,7 @@ mod tests {
     /// under a total of 1 (each charged 1e10 units, the total 1e12); in
     /// doubles the sum of 100 x 0.01 lands a hair above 1 and the count was
     /// 99 or 100. The filter admits 349: rho 5e-5 (5e7 units) each against
-    /// the rho budget of (1, 1e-6), 0.0174689 rounded down to 17_468_904_769
+    /// the rho budget of (1, 1e-6), 0.0174689 rounded down to 17_468_904_751
     /// units, and 349 x 5e7 = 17_450_000_000 fits while 350 x 5e7 =
     /// 17_500_000_000 does not: the same count as in doubles, since the
     /// budget lies 0.38 of a job's rho above 349 jobs and 0.62 below 350,
