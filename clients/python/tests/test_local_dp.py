@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 from privboost import ValidationError, randomize
-from privboost.local_dp import keep_probability
+from fractions import Fraction
+
+from privboost.local_dp import _bernoulli_exp, keep_probability, run_epsilon
 
 from conftest import DATA
 
@@ -73,11 +75,33 @@ def test_a_doubled_epsilon_is_detected():
     assert max(abs(v) for v in z) > 10
 
 
+def test_the_run_epsilon_is_rounded_down_to_the_servers_grid():
+    assert run_epsilon(1.0) == 1
+    assert run_epsilon(0.1) == Fraction(107374182, 2**30)  # floor(0.1 * 2^30) = 107374182
+    assert run_epsilon(0.1) < Fraction(0.1)
+    assert keep_probability(2, 0.1) == 1 / (1 + math.exp(-107374182 / 2**30))
+
+
+def test_the_exact_bernoulli_follows_exp_minus_gamma():
+    rng = random.Random(11)
+    n = 60_000
+    for gamma in [Fraction(1, 3), Fraction(1), Fraction(5, 2)]:
+        p = math.exp(-gamma)
+        hits = sum(_bernoulli_exp(gamma, rng) for _ in range(n))
+        z = (hits - n * p) / math.sqrt(n * p * (1 - p))
+        assert abs(z) < 5, (gamma, z)
+        # Half or double the exponent would be far off.
+        for wrong in [math.exp(-gamma / 2), math.exp(-2 * gamma)]:
+            assert abs((hits - n * wrong) / math.sqrt(n * wrong * (1 - wrong))) > 10
+
+
 def test_bad_input_is_refused():
     rows = frame(5)
     for bad in [0, -1, float("nan"), float("inf")]:
         with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
             randomize(rows, SCHEMA, bad)
+    with pytest.raises(ValueError, match="at least 2\\^-30"):
+        randomize(rows, SCHEMA, 1e-10)
     with pytest.raises(ValueError, match="not in the schema"):
         randomize(rows.assign(z=1), SCHEMA, 1.0)
     with pytest.raises(ValueError, match="not in the data"):

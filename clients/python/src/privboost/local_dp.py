@@ -22,15 +22,17 @@ with ``ldp-naive-bayes``.
 Noise comes from :class:`random.SystemRandom` (the OS CSPRNG) unless a test
 passes its own ``rng``.
 
-The Rust CLI samples exactly (integer arithmetic only); this function draws
-``exp(-epsilon)`` as a float, so its ratio bound holds up to float rounding
-(relative error about 1e-16).
+Sampling is exact, as in the Rust CLI (``privacy::randomized_response``): epsilon is rounded
+down to a multiple of 2^-30 (the rational the server's debiasing assumes), and the rejection of a
+wrong candidate is a Bernoulli(exp(-epsilon)) drawn with integer arithmetic only (Canonne, Kamath
+and Steinke 2020, Algorithm 1), so the ratio bound holds exactly, not up to float rounding.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from fractions import Fraction
 from typing import Any, Mapping
 
 import pandas as pd
@@ -115,19 +117,49 @@ class _Column:
         raise ValueError(f"{where}: not a boolean (expected true/false, yes/no, 1/0)")
 
 
+# Bits of the rational that epsilon is rounded down to (the server's EPSILON_BITS).
+_EPSILON_BITS = 30
+
+
+def run_epsilon(epsilon: float) -> Fraction:
+    """``epsilon`` as the sampler runs it: rounded down to a multiple of 2^-30, exactly (never above
+    ``epsilon``, so the stated guarantee holds)."""
+    return Fraction(math.floor(Fraction(epsilon) * 2**_EPSILON_BITS), 2**_EPSILON_BITS)
+
+
 def keep_probability(k: int, epsilon: float) -> float:
-    """k-ary randomized response reports the true value with ``e^eps / (e^eps + k - 1)``."""
-    return 1.0 / (1.0 + (k - 1) * math.exp(-epsilon))
+    """k-ary randomized response at the run epsilon ``e`` (:func:`run_epsilon`) reports the true
+    value with ``e^e / (e^e + k - 1)``: what the server debiases with."""
+    return 1.0 / (1.0 + (k - 1) * math.exp(-float(run_epsilon(epsilon))))
+
+
+def _bernoulli_exp(gamma: Fraction, rng: random.Random) -> bool:
+    """True with probability ``exp(-gamma)`` for a rational ``gamma >= 0``, from exact uniform
+    integers only (CKS20 Algorithm 1): for ``gamma <= 1``, draw Bernoulli(gamma / k) for k = 1, 2, ...
+    until the first failure and return whether that k is odd; above 1, ``exp(-gamma)`` is
+    ``exp(-1)^floor(gamma) exp(-frac)``."""
+    if gamma > 1:
+        whole = math.floor(gamma)
+        for _ in range(whole):
+            if not _bernoulli_exp(Fraction(1), rng):
+                return False
+        return _bernoulli_exp(gamma - whole, rng)
+    k = 1
+    while rng.randrange(gamma.denominator * k) < gamma.numerator:
+        k += 1
+    return k % 2 == 1
 
 
 def randomized_response(value: int, k: int, epsilon: float, rng: random.Random) -> int:
     """One report of ``value`` in ``range(k)``: a uniform candidate, accepted always if it is the
-    true value and otherwise with probability ``exp(-epsilon)`` (so the true value is reported
-    with :func:`keep_probability`, each other value with ``(1 - p) / (k - 1)``)."""
-    reject_other = math.exp(-epsilon)
+    true value and otherwise with probability ``exp(-e)`` at the run epsilon ``e`` (so the true
+    value is reported with :func:`keep_probability`, each other value with ``(1 - p) / (k - 1)``).
+    Each attempt is accepted with ``(1 + (k - 1) exp(-e)) / k`` whatever the value, so the number
+    of attempts does not depend on it."""
+    gamma = run_epsilon(epsilon)
     while True:
         candidate = rng.randrange(k)
-        if candidate == value or rng.random() < reject_other:
+        if candidate == value or _bernoulli_exp(gamma, rng):
             return candidate
 
 
@@ -135,6 +167,8 @@ def _check_epsilon(name: str, value: float) -> float:
     value = float(value)
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    if value < 2.0**-_EPSILON_BITS:
+        raise ValueError(f"{name} must be at least 2^-30 (the sampler's resolution), got {value}")
     return value
 
 
