@@ -3,8 +3,9 @@
 //! Report-noisy-max adds independent Laplace noise of scale `b` to each score
 //! and returns the index of the largest noisy score. If each score changes by
 //! at most `Delta` between neighbouring inputs and `b = 1 / eta`, it is
-//! `2 * eta * Delta`-DP (Dwork–Roth 2014, Claim 3.9; LazyBB Thm 2.14,
-//! "weighted return noisy max"), the same guarantee as the exponential
+//! `2 * eta * Delta`-DP (the proof below, two-sided; LazyBB Thm 2.14,
+//! "weighted return noisy max"; Dwork–Roth 2014 Claim 3.9 is the monotone
+//! case only), the same guarantee as the exponential
 //! mechanism with weights `exp(eta q)`. It is privboost's only selection
 //! mechanism: DP-1R's choice of candidate (`learn::lazybb::one_rule`), DP TopDown's
 //! choice of split and its leaf labels (`learn::lazybb::top_down`; SPEC §4.3,
@@ -35,7 +36,8 @@
 //! 2 (L + 2^-30)-DP
 //! ```
 //!
-//! Proof (Dwork–Roth Claim 3.9, adapted to integer noise and a fixed tie
+//! Proof (two-sided: each score may move either way, unlike Dwork–Roth
+//! Claim 3.9, which assumes monotone scores; integer noise, fixed tie
 //! rule). Fix the noise `N_j` of every `j != i`. Index `i` wins iff
 //! `N_i >= r*`, where `r* = max(max_{j<i} (V_j + N_j) + 1, max_{j>i} (V_j + N_j)) - V_i`
 //! (it must beat the lower indices strictly and tie or beat the higher ones).

@@ -139,10 +139,14 @@ pub(crate) fn begin_write(pg: bool) -> &'static str {
 /// foreign-key checks of other transactions' inserts (a job's model, a
 /// refund): two admissions still exclude each other, and a worker finishing
 /// a job while the dataset is being deleted cannot deadlock with it.
-/// Every transaction that admits a charge to, refunds to, or changes the
-/// total of a dataset takes this lock first, so admissions to one dataset
-/// run one at a time across all replicas, exactly as on SQLite, while
-/// admissions to different datasets proceed in parallel.
+/// Every transaction that admits a charge to, or changes the total of, a
+/// dataset takes this lock first, so admissions to one dataset run one at a
+/// time across all replicas, exactly as on SQLite, while admissions to
+/// different datasets proceed in parallel. A refund needs no lock: it only
+/// lowers what is spent, so an admission that misses a concurrent refund
+/// decides on a larger spend than the truth and can only refuse (the
+/// cancellation of a queued job refunds under its job row's lock alone,
+/// which also avoids a job-then-dataset lock order against the workers).
 pub(crate) async fn lock_dataset(
     conn: impl Into<Conn<'_>>,
     dataset_id: &str,

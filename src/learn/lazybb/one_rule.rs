@@ -26,7 +26,7 @@
 //! PAPERS.md §1.4). The learner picks a candidate by report-noisy-max on the
 //! scores `-err(h)` with Laplace noise of scale `1 / eta`
 //! ([`crate::privacy::laplace::report_noisy_max`]), which is
-//! `2 eta Delta = 4 eta zeta`-DP (Dwork–Roth Claim 3.9; LazyBB Thm 2.14), the
+//! `2 eta Delta = 4 eta zeta`-DP (`privacy::laplace`'s two-sided proof; LazyBB Thm 2.14), the
 //! same as the exponential mechanism `P(h) ∝ exp(-eta err(h))` of LazyBB
 //! §4.1, so `eta = eps_round kappa n / 4` spends `eps_round` per call
 //! ([`crate::privacy::calibration::one_rule_eta`]). Report-noisy-max replaced

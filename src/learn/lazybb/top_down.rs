@@ -28,7 +28,7 @@
 //!   (they sit in the same cells under both datasets) plus at most
 //!   `p(i*) + p'(i*) <= 2 zeta` through `i*` (it may leave one cell and enter
 //!   another). So `|im_D - im_D'| <= 4 * 4 zeta = 16 zeta`, and one selection
-//!   (report-noisy-max with scale `1 / eta`, Dwork–Roth Claim 3.9) is
+//!   (report-noisy-max with scale `1 / eta`, `privacy::laplace`'s two-sided proof) is
 //!   `2 eta 16 zeta = 32 eta zeta`-DP. The paper's Lemma 9.2 claims
 //!   `4 zeta`; its proof drops the factor 4 of `G` and assumes the leaf's
 //!   label fraction moves by at most zeta, which fails for light leaves
