@@ -250,4 +250,38 @@ async fn analysts_see_coarse_times_and_owners_precise_ones() {
         "the owner keeps precision: {}",
         m["created_at"]
     );
+
+    // Issue 26, item 5: a DP evaluation's times too (it reads the rows).
+    let evaluation = common::expect_status(
+        s.post(
+            &analyst,
+            &format!("/v1/models/{model_id}/evaluate"),
+            &serde_json::json!({"dataset_id": dataset, "epsilon": 0.5}),
+        )
+        .await,
+        reqwest::StatusCode::OK,
+    )
+    .await;
+    let times = ["created_at", "finished_at"];
+    for f in times {
+        assert!(evaluation[f].is_string(), "{f}: {evaluation}");
+        assert!(
+            !has_fraction(&evaluation[f]),
+            "analyst sees {f}: {evaluation}"
+        );
+    }
+    let path = format!("/v1/evaluations/{}", evaluation["id"].as_str().unwrap());
+    let by_analyst =
+        common::expect_status(s.get(&analyst, &path).await, reqwest::StatusCode::OK).await;
+    let by_owner = common::expect_status(s.get(&owner, &path).await, reqwest::StatusCode::OK).await;
+    for f in times {
+        assert!(
+            !has_fraction(&by_analyst[f]),
+            "analyst sees {f}: {by_analyst}"
+        );
+    }
+    assert!(
+        times.iter().any(|f| has_fraction(&by_owner[*f])),
+        "the owner keeps precision: {by_owner}"
+    );
 }

@@ -54,8 +54,18 @@ const PUBLIC_MECHANISM: &str = "none: exact metrics on rows their owner declared
 /// a mistake; the dataset's total bounds it anyway).
 const MAX_EPSILON: f64 = 100.0;
 
-fn evaluation_json(e: &EvaluationRecord) -> Result<Value, ApiError> {
+/// An evaluation as JSON. Unless `precise` (the dataset's owner or an
+/// admin, [`super::sees_precise_times`]), its times are whole seconds, as a
+/// job's and a model's are: a charged evaluation reads the private rows,
+/// and its precise duration would be a side channel (docs/privacy.md,
+/// "Timing").
+fn evaluation_json(e: &EvaluationRecord, precise: bool) -> Result<Value, ApiError> {
     let mut v = serde_json::to_value(e).map_err(|err| ApiError::Internal(err.to_string()))?;
+    if !precise {
+        for field in ["created_at", "finished_at"] {
+            super::coarsen_time(&mut v[field]);
+        }
+    }
     v["result"] = match &e.result_json {
         Some(text) => {
             serde_json::from_str(text).map_err(|err| ApiError::Internal(err.to_string()))?
@@ -189,10 +199,11 @@ async fn evaluate(
     let stored = evaluations::get_visible(&state.pool, &admitted.id, &caller.id)
         .await?
         .ok_or_else(|| ApiError::Internal("the evaluation just recorded is missing".into()))?;
+    let precise = super::sees_precise_times(&state, &caller, &stored.dataset_id).await?;
     Ok((
         StatusCode::OK,
         [(header::LOCATION, format!("/v1/evaluations/{}", stored.id))],
-        axum::Json(evaluation_json(&stored)?),
+        axum::Json(evaluation_json(&stored, precise)?),
     )
         .into_response())
 }
@@ -205,5 +216,6 @@ async fn get(
     let e = evaluations::get_visible(&state.pool, &id, &caller.id)
         .await?
         .ok_or(ApiError::NotFound("evaluation"))?;
-    Ok(axum::Json(json!(evaluation_json(&e)?)))
+    let precise = super::sees_precise_times(&state, &caller, &e.dataset_id).await?;
+    Ok(axum::Json(json!(evaluation_json(&e, precise)?)))
 }
