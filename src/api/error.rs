@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tracing::error;
+use tracing::{error, warn};
 
 use crate::store::StoreError;
 use crate::store::ledger::{Amount, FilterBudget};
@@ -201,6 +201,12 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
             }
+            ApiError::Unavailable => {
+                response.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(UNAVAILABLE_RETRY_AFTER),
+                );
+            }
             _ => {}
         }
         response
@@ -208,10 +214,22 @@ impl IntoResponse for ApiError {
 }
 
 impl From<StoreError> for ApiError {
+    /// A database that is down, stalled or overloaded is 503 with
+    /// `Retry-After` (the client may retry; nothing is wrong with its
+    /// request); anything else is a 500 whose cause is only logged.
     fn from(e: StoreError) -> ApiError {
+        if e.is_transient() {
+            warn!(error = %e, "the database is unavailable");
+            return ApiError::Unavailable;
+        }
         ApiError::Internal(e.to_string())
     }
 }
+
+/// `Retry-After` (seconds) of a 503: long enough for a database restart or a
+/// failover to be over for most clients' next try, short enough not to
+/// idle them.
+pub(crate) const UNAVAILABLE_RETRY_AFTER: u64 = 5;
 
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> ApiError {
@@ -359,4 +377,25 @@ async fn oip_error(response: Response) -> Response {
         HeaderValue::from_static("application/json"),
     );
     Response::from_parts(parts, axum::body::Body::from(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 26, item 8: a database that is down answered 500
+    /// `/problems/internal` without `Retry-After`, like a bug.
+    #[test]
+    fn an_unavailable_database_is_503_with_retry_after_and_a_bug_is_500() {
+        let down = ApiError::from(StoreError::Sqlx(sqlx::Error::PoolTimedOut)).into_response();
+        assert_eq!(down.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            down.headers()[header::RETRY_AFTER],
+            UNAVAILABLE_RETRY_AFTER.to_string()
+        );
+        assert_eq!(down.headers()[header::CONTENT_TYPE], PROBLEM_JSON);
+        let bug = ApiError::from(StoreError::Corrupt("x".into())).into_response();
+        assert_eq!(bug.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!bug.headers().contains_key(header::RETRY_AFTER));
+    }
 }

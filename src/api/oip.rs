@@ -74,9 +74,9 @@ async fn live() -> impl IntoResponse {
 }
 
 async fn ready(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    crate::store::ping(&state.pool)
-        .await
-        .map_err(|_| ApiError::Unavailable)?;
+    if !crate::store::ready_within(&state.pool, crate::store::READY_WITHIN).await {
+        return Err(ApiError::Unavailable);
+    }
     Ok(axum::Json(json!({"ready": true})))
 }
 

@@ -34,9 +34,9 @@ async fn healthz() -> impl IntoResponse {
 }
 
 async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    crate::store::ping(&state.pool)
-        .await
-        .map_err(|_| ApiError::Unavailable)?;
+    if !store::ready_within(&state.pool, store::READY_WITHIN).await {
+        return Err(ApiError::Unavailable);
+    }
     Ok(axum::Json(json!({"status": "ready"})))
 }
 

@@ -269,6 +269,10 @@ impl JobQueue {
                 warn!("the job's lease was lost to another worker; this run released nothing");
                 Ok(())
             }
+            Err(Failure::Unsaved(e)) => {
+                error!(error = %e, "the trained model could not be saved: the database stayed unavailable; the job re-runs under its charge when its lease expires");
+                Ok(())
+            }
             Err(Failure::Cancelled)
                 if self.inner.stopping.load(Ordering::Relaxed)
                     && !control.cancel.load(Ordering::Relaxed) =>
@@ -405,10 +409,21 @@ impl JobQueue {
         let (model_json, tau) =
             result.map_err(|e| Failure::Internal(format!("training thread: {e}")))??;
         let model_id = store::new_id("model");
-        if store::jobs::succeed(&self.inner.pool, job, &model_id, &model_json, tau).await? {
-            Ok(())
-        } else {
-            Err(Failure::LostLease)
+        // Charged and trained: a database that is down or stalled must not
+        // turn this into a failed job that keeps its charge (issue 26, item
+        // 8). Retry for up to one lease; if the database is still away, the
+        // job stays `running` and its lease expires, so it is re-queued and
+        // re-run under its one charge, as after a crash.
+        let pool = &self.inner.pool;
+        let saved = retry_transient(self.inner.lease, FIRST_RETRY, || {
+            store::jobs::succeed(pool, job, &model_id, &model_json, tau)
+        })
+        .await;
+        match saved {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Failure::LostLease),
+            Err(e) if e.is_transient() => Err(Failure::Unsaved(e.to_string())),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -425,10 +440,43 @@ impl JobQueue {
     }
 }
 
+/// The first wait of [`retry_transient`] in the service.
+const FIRST_RETRY: Duration = Duration::from_millis(250);
+
+/// Run `op` until it succeeds, fails with an error that is not transient
+/// ([`StoreError::is_transient`]), or `limit` has passed; waits between
+/// tries double from `first` to at most 5 s. Returns the last outcome.
+async fn retry_transient<T, F, Fut>(
+    limit: Duration,
+    first: Duration,
+    mut op: F,
+) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut wait = first;
+    loop {
+        match op().await {
+            Err(e) if e.is_transient() && tokio::time::Instant::now() + wait < deadline => {
+                warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "the database is unavailable; retrying");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 /// Why a job did not succeed.
 enum Failure {
     /// Another worker re-claimed the job (this one was presumed dead).
     LostLease,
+    /// Trained, but the database stayed unavailable while saving the model:
+    /// nothing is recorded; the lease expires and the job re-runs under its
+    /// charge.
+    Unsaved(String),
     Cancelled,
     DatasetGone,
     Internal(String),
@@ -483,6 +531,42 @@ mod tests {
       "label": {"column": "y", "positive": "1", "negative": "0"},
       "columns": [{"name": "c", "type": "categorical", "categories": ["a", "b"]}]
     }"#;
+
+    /// A database hiccup while saving is retried; an error that is not
+    /// transient, or one that outlasts the limit, ends the retries.
+    #[tokio::test]
+    async fn saving_retries_transient_errors_only() {
+        let ms = Duration::from_millis;
+        let tries = std::cell::Cell::new(0);
+        let flaky = || {
+            tries.set(tries.get() + 1);
+            let n = tries.get();
+            async move {
+                if n < 4 {
+                    Err(StoreError::Sqlx(sqlx::Error::PoolTimedOut))
+                } else {
+                    Ok(n)
+                }
+            }
+        };
+        assert_eq!(retry_transient(ms(60_000), ms(1), flaky).await.unwrap(), 4);
+        tries.set(0);
+        let broken = || {
+            tries.set(tries.get() + 1);
+            async { Err::<(), _>(StoreError::Corrupt("x".into())) }
+        };
+        assert!(retry_transient(ms(60_000), ms(1), broken).await.is_err());
+        assert_eq!(tries.get(), 1, "not transient: no retry");
+        tries.set(0);
+        let down = || {
+            tries.set(tries.get() + 1);
+            async { Err::<(), _>(StoreError::Sqlx(sqlx::Error::PoolTimedOut)) }
+        };
+        // A limit shorter than the first wait: one try, and its error.
+        let e = retry_transient(ms(5), ms(10), down).await.unwrap_err();
+        assert!(e.is_transient());
+        assert_eq!(tries.get(), 1);
+    }
 
     fn respond(_: &impl serde::Serialize) -> StoredResponse {
         StoredResponse {

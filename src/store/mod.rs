@@ -66,6 +66,45 @@ pub enum StoreError {
     Connect(String),
 }
 
+impl StoreError {
+    /// Whether the error says the database is unreachable or overloaded
+    /// for now (a restart, a stall, a full pool, a busy SQLite file), not
+    /// that the request or the stored data is wrong: the same statement may
+    /// succeed later. The API answers these with 503 and `Retry-After`; a
+    /// worker retries saving a trained model on them.
+    pub fn is_transient(&self) -> bool {
+        let StoreError::Sqlx(e) = self else {
+            return false;
+        };
+        match e {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => true,
+            sqlx::Error::Database(db) => db.code().is_some_and(|code| transient_code(&code)),
+            _ => false,
+        }
+    }
+}
+
+/// Database error codes that mean "not now" rather than "never":
+/// PostgreSQL's SQLSTATE class 08 (connection exception), 57P01-57P03
+/// (administrator shutdown, crash shutdown, cannot connect now), 53300 (too
+/// many connections), 40001 and 40P01 (serialization failure, deadlock:
+/// the transaction was rolled back and may be retried); SQLite's primary
+/// codes 5 and 6 (`SQLITE_BUSY`, `SQLITE_LOCKED`, with extended codes).
+fn transient_code(code: &str) -> bool {
+    if code.starts_with("08")
+        || ["57P01", "57P02", "57P03", "53300", "40001", "40P01"].contains(&code)
+    {
+        return true;
+    }
+    // SQLite reports its (extended) result code as a decimal number; the
+    // primary code is its low byte.
+    code.parse::<u32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6))
+}
+
 /// Where the store lives.
 #[derive(Debug, Clone)]
 pub enum Location {
@@ -175,12 +214,22 @@ pub async fn open(path: &Path, max_connections: u32) -> Result<sqlx::SqlitePool,
     Ok(pool)
 }
 
-/// Check the database answers (for `/health`).
+/// Check the database answers.
 pub(crate) async fn ping(db: &Db) -> Result<(), StoreError> {
     with_db!(db, |pool, pg| {
         sqlx::query("SELECT 1").execute(pool).await?;
     });
     Ok(())
+}
+
+/// How long a readiness check waits for the database: load balancers' health
+/// checks time out after 1 to 5 s, and a database that has not answered a
+/// `SELECT 1` in a second is not ready to serve (the pool's own wait is 15 s).
+pub(crate) const READY_WITHIN: Duration = Duration::from_secs(1);
+
+/// Whether the database answers within `limit` (`/readyz`, OIP's ready).
+pub(crate) async fn ready_within(db: &Db, limit: Duration) -> bool {
+    matches!(tokio::time::timeout(limit, ping(db)).await, Ok(Ok(())))
 }
 
 /// The current time as RFC 3339 (UTC).
@@ -256,5 +305,82 @@ impl<T> Page<T> {
             items: rows.into_iter().map(|(_, t)| t).collect(),
             next_after,
         }
+    }
+}
+
+#[cfg(test)]
+mod transient_tests {
+    use super::*;
+
+    /// A PostgreSQL server that accepts connections and never answers (a
+    /// frozen database, `kill -STOP`): readiness says no within its bound,
+    /// not after the pool's 15 s.
+    #[tokio::test]
+    async fn readiness_answers_within_its_bound_when_the_database_is_frozen() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let frozen = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let options: PgConnectOptions = format!("postgres://u:p@127.0.0.1:{port}/db")
+            .parse()
+            .unwrap();
+        let pool = PgPoolOptions::new()
+            .acquire_timeout(PG_CONNECT_TIMEOUT)
+            .connect_lazy_with(options);
+        let db = Db::Postgres(pool);
+        let answer =
+            tokio::time::timeout(Duration::from_secs(5), ready_within(&db, READY_WITHIN)).await;
+        assert_eq!(answer, Ok(false), "not ready, and said so within 5 s");
+        frozen.abort();
+    }
+
+    #[test]
+    fn connection_trouble_is_transient_and_bad_data_is_not() {
+        assert!(StoreError::Sqlx(sqlx::Error::PoolTimedOut).is_transient());
+        assert!(StoreError::Sqlx(sqlx::Error::PoolClosed).is_transient());
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert!(StoreError::Sqlx(sqlx::Error::Io(io)).is_transient());
+        assert!(!StoreError::Sqlx(sqlx::Error::RowNotFound).is_transient());
+        assert!(!StoreError::Corrupt("x".into()).is_transient());
+        for code in [
+            "08006", "08001", "57P01", "57P03", "53300", "40001", "40P01", "5", "517", "6",
+        ] {
+            assert!(transient_code(code), "{code}");
+        }
+        // Unique violation, foreign key, syntax; SQLite CONSTRAINT (19) and
+        // its extended unique code (2067).
+        for code in ["23505", "23503", "42601", "19", "2067", "1"] {
+            assert!(!transient_code(code), "{code}");
+        }
+    }
+
+    /// A real SQLite "database is locked": another connection holds the
+    /// write lock past the busy timeout.
+    #[tokio::test]
+    async fn a_locked_sqlite_file_is_transient() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let holder = open(&path, 1).await.unwrap();
+        let mut tx = holder.begin_with("BEGIN IMMEDIATE").await.unwrap();
+        sqlx::query("CREATE TABLE t (x INTEGER)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .busy_timeout(Duration::from_millis(50));
+        let mut other = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .unwrap();
+        let e = sqlx::query("CREATE TABLE u (x INTEGER)")
+            .execute(&mut other)
+            .await
+            .unwrap_err();
+        assert!(StoreError::Sqlx(e).is_transient());
+        tx.rollback().await.unwrap();
     }
 }
