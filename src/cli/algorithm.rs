@@ -74,6 +74,8 @@ pub enum NumericFeaturesArg {
     Intervals,
     /// One coefficient on the interval's midpoint mapped onto [-1, 1].
     Linear,
+    /// The line (stepped jointly with the other lines) plus one correction per interval.
+    Both,
 }
 
 impl NumericFeaturesArg {
@@ -82,6 +84,7 @@ impl NumericFeaturesArg {
         match self {
             NumericFeaturesArg::Intervals => NumericFeatures::Intervals,
             NumericFeaturesArg::Linear => NumericFeatures::Linear,
+            NumericFeaturesArg::Both => NumericFeatures::Both,
         }
     }
 }
