@@ -123,7 +123,8 @@ pub struct AlgorithmArgs {
     #[arg(long)]
     pub internal_nodes: Option<u32>,
     /// DP-EBM: cyclic passes over the features [default: 300]; dp-linear:
-    /// over the blocks [default: 2 for classification, 1 for regression].
+    /// over the blocks [default: a power of two from 1 to 8, from n, the
+    /// budget and the block count].
     #[arg(long)]
     pub epochs: Option<u32>,
     /// DP-EBM: target bins per feature of the private binning [default: 32].

@@ -18,6 +18,14 @@
 //!    coordinate, changed by at most `S`) and `s_b = 2` otherwise. Over all
 //!    blocks `D_c = sum_b s_b`: L1 sensitivity `D_c S`, L2 `sqrt(D_c) S`.
 //!    The intercept's curvature is `n`, public: not released.
+//!
+//!    1b. **Cross sums** of the joint group (the intercept and the `L`
+//!    line blocks, `m = L + 1`), once, when `L > 0`: for every pair
+//!    `j < k` the sum of `round(S v_j v_k)` (with the intercept, `v = 1`),
+//!    each term in `[-S, S]` (both values clamped to `[-1, 1]`).
+//!    Substituting a row moves each of the `P = m (m - 1) / 2` sums by at
+//!    most `2S`: L1 `<= 2 P S`, L2 `<= 2 sqrt(P) S`. It gets the part
+//!    `CROSS_SHARE` of the curvature budget, the diagonal the rest.
 //! 2. **Gradient sums**, `E` epochs x `K` blocks (the intercept is a block):
 //!    for the block's features, the sum over rows of `round(S r v)`, with the
 //!    residual `r` clamped to `[-1, 1]` *after* it is computed (so the bound
@@ -29,19 +37,23 @@
 //! Noise, exact and on integers (`privacy::exact`, CKS20):
 //!
 //! - `delta = 0` (pure DP): discrete Laplace. The curvature release gets
-//!   `epsilon_c = share * epsilon` with scale `D_c S / epsilon_c`; each
+//!   `epsilon_c = share * (1 - x) * epsilon` with scale `D_c S / epsilon_c`
+//!   (`x = CROSS_SHARE` with lines, else 0); the cross sums
+//!   `epsilon_x = share * x * epsilon`, scale `2 P S / epsilon_x`; each
 //!   gradient release gets `epsilon_it = (1 - share) epsilon / (E K)` with
 //!   scale `2 S / epsilon_it` (the geometric mechanism: `Delta_1 / scale`-DP,
 //!   Ghosh, Roughgarden, Sundararajan 2009; CKS20 §2). Basic (adaptive)
-//!   composition: `epsilon_c + E K epsilon_it = epsilon`
+//!   composition: `epsilon_c + epsilon_x + E K epsilon_it = epsilon`
 //!   (Dwork and Roth 2014, Thm 3.16).
 //! - `delta > 0`: discrete Gaussian, accounted in zCDP. `rho` is the largest
 //!   whose conversion meets `(epsilon, delta)` (`privacy::zcdp`); the
-//!   curvatures get `rho_c = share * rho`, variance `D_c S^2 / (2 rho_c)`;
+//!   curvatures get `rho_c = share * (1 - x) * rho`, variance
+//!   `D_c S^2 / (2 rho_c)`; the cross sums `rho_x = share * x * rho`,
+//!   variance `4 P S^2 / (2 rho_x)`;
 //!   each gradient release `rho_it = (1 - share) rho / (E K)`, variance
 //!   `(2S)^2 / (2 rho_it)` (CKS20 Thm 4: `Delta_2^2 / (2 sigma^2)`-zCDP).
 //!   zCDP composes additively and adaptively (Bun and Steinke 2016, Lemma
-//!   2.3): `rho_c + E K rho_it = rho`.
+//!   2.3): `rho_c + rho_x + E K rho_it = rho`.
 //!
 //! Every variance and scale is rounded *up* to a rational, so the noise is
 //! at least what the proof needs. Everything after the noisy sums (the
@@ -102,8 +114,8 @@ impl NumericFeatures {
 /// dp-linear's parameters as a request gives them (unset: the defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LinearSpec {
-    /// Cyclic passes over the blocks (default: 2 for classification, 1 for
-    /// regression).
+    /// Cyclic passes over the blocks (default: [`default_epochs`], a public
+    /// function of the task, n, the budget and the block count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epochs: Option<u32>,
     /// Step size of each block's Newton step (default: 1).
@@ -220,7 +232,7 @@ impl LinearParams {
 /// leave-one-dataset-out on the suite, docs/accuracy.md "dp-linear").
 pub const EPOCH_NOISE_RATIO: f64 = 0.003;
 /// The same for regression.
-pub const REGRESSION_EPOCH_NOISE_RATIO: f64 = 0.003;
+pub const REGRESSION_EPOCH_NOISE_RATIO: f64 = 0.01;
 /// The most epochs the default rule gives.
 pub const MAX_DEFAULT_EPOCHS: u32 = 8;
 
