@@ -74,6 +74,8 @@ pub enum NumericFeaturesArg {
     Intervals,
     /// One coefficient on the interval's midpoint mapped onto [-1, 1].
     Linear,
+    /// The line (stepped jointly with the other lines) plus one correction per interval.
+    Both,
 }
 
 impl NumericFeaturesArg {
@@ -82,6 +84,7 @@ impl NumericFeaturesArg {
         match self {
             NumericFeaturesArg::Intervals => NumericFeatures::Intervals,
             NumericFeaturesArg::Linear => NumericFeatures::Linear,
+            NumericFeaturesArg::Both => NumericFeatures::Both,
         }
     }
 }
@@ -120,7 +123,8 @@ pub struct AlgorithmArgs {
     #[arg(long)]
     pub internal_nodes: Option<u32>,
     /// DP-EBM: cyclic passes over the features [default: 300]; dp-linear:
-    /// over the blocks [default: 2 for classification, 1 for regression].
+    /// over the blocks [default: a power of two from 1 to 8, from n, the
+    /// budget and the block count].
     #[arg(long)]
     pub epochs: Option<u32>,
     /// DP-EBM: target bins per feature of the private binning [default: 32].

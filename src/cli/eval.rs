@@ -82,7 +82,7 @@ pub struct EvalArgs {
     /// below are given (through the same plan and fit as `train`).
     #[arg(long, value_enum)]
     algorithm: Option<AlgorithmArg>,
-    /// DP-EBM: epochs [default: 300]; dp-linear [default: 2, regression 1].
+    /// DP-EBM: epochs [default: 300]; dp-linear [default: 1 to 8 from n, the budget and the blocks].
     #[arg(long)]
     epochs: Option<u32>,
     /// DP-EBM: target bins per feature [default: 32].
@@ -104,7 +104,7 @@ pub struct EvalArgs {
     /// dp-linear: share of the budget for the curvatures [default: 0.2].
     #[arg(long)]
     curvature_share: Option<f64>,
-    /// dp-linear: numeric interval columns as `intervals` or `linear`.
+    /// dp-linear: numeric interval columns as `intervals`, `linear` or `both`.
     #[arg(long, value_enum)]
     numeric_features: Option<super::algorithm::NumericFeaturesArg>,
     /// DPBoost: trees per ensemble [default: 10].

@@ -391,6 +391,8 @@ impl PublicFacts {
             linear: LinearShape {
                 intervals: (15, 28),
                 linear: (15, 28),
+                both: (15, 28),
+                lines: 0,
             },
             private_bins: 0,
             kinds: ColumnKinds {
@@ -700,9 +702,7 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
 }
 
 fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
-    let plan = spec
-        .check(facts.task)?
-        .plan(budget, facts.n_rows, &facts.linear)?;
+    let plan = spec.plan_for(facts.task, budget, facts.n_rows, &facts.linear)?;
     Ok(Plan {
         cost: plan.cost(),
         steps: plan.params.epochs,

@@ -19,7 +19,12 @@
 //!   is the row's interval midpoint mapped by the public bounds onto
 //!   `[-1, 1]` (the column "clamped and scaled", to
 //!   the schema's resolution), with its
-//!   `is missing` literal as a block of its own;
+//!   `is missing` literal as a block of its own; with
+//!   [`NumericFeatures::Both`], that line block *and* the column's one-hot
+//!   block (one coefficient per interval and `is missing`: corrections to the
+//!   line at the schema's full resolution). A row then has one feature in
+//!   each of the two blocks: a block still holds at most one feature per row,
+//!   which is all the sensitivity argument asks of a block;
 //! - every other literal (booleans, thresholds, a boolean's `is missing`):
 //!   a one-feature block.
 //!
@@ -60,6 +65,12 @@ pub struct Block {
 }
 
 impl Block {
+    /// Whether this is a line block (a numeric column's value on `[-1, 1]`):
+    /// one feature, with the column's bounds.
+    pub fn is_line(&self) -> bool {
+        !self.intercept && self.bounds.is_some() && self.features.len() == 1
+    }
+
     /// `s_b` of the curvature sensitivity (params.rs): 1 for a one-feature
     /// block, 2 otherwise; 0 for the intercept (its curvature is `n`).
     pub fn curvature_sensitivity(&self) -> usize {
@@ -71,13 +82,20 @@ impl Block {
     }
 }
 
-/// The public counts a plan needs, for both numeric treatments.
+/// The public counts a plan needs, for every numeric treatment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LinearShape {
     /// (blocks, curvature sensitivity `D_c`) with interval features.
     pub intervals: (usize, usize),
     /// The same with linear numeric features.
     pub linear: (usize, usize),
+    /// The same with both (a line block and an interval block per numeric
+    /// interval column).
+    pub both: (usize, usize),
+    /// Line blocks (numeric interval columns) in the linear and both layouts:
+    /// with the intercept they form the jointly stepped group, whose cross
+    /// products are released (params.rs, item 1b).
+    pub lines: usize,
 }
 
 impl LinearShape {
@@ -93,6 +111,11 @@ impl LinearShape {
         LinearShape {
             intervals: count(NumericFeatures::Intervals),
             linear: count(NumericFeatures::Linear),
+            both: count(NumericFeatures::Both),
+            lines: layout(encoder, NumericFeatures::Linear)
+                .iter()
+                .filter(|b| b.is_line())
+                .count(),
         }
     }
 
@@ -101,6 +124,15 @@ impl LinearShape {
         match mode {
             NumericFeatures::Intervals => self.intervals,
             NumericFeatures::Linear => self.linear,
+            NumericFeatures::Both => self.both,
+        }
+    }
+
+    /// Line blocks in the layout of `mode` (none with intervals).
+    pub fn lines_of(&self, mode: NumericFeatures) -> usize {
+        match mode {
+            NumericFeatures::Intervals => 0,
+            NumericFeatures::Linear | NumericFeatures::Both => self.lines,
         }
     }
 }
@@ -131,8 +163,21 @@ pub fn layout(encoder: &Encoder, mode: NumericFeatures) -> Vec<Block> {
             }
             _ => None,
         });
+        let one_hot = || Block {
+            name: name.clone(),
+            intercept: false,
+            bounds: None,
+            features: group
+                .clone()
+                .map(|l| Feature {
+                    name: literals[l].name.clone(),
+                    literals: vec![(l as u32, 1.0)],
+                })
+                .collect(),
+        };
         match (mode, numeric) {
-            (NumericFeatures::Linear, Some(column)) => {
+            (NumericFeatures::Linear | NumericFeatures::Both, Some(column)) => {
+                let both = mode == NumericFeatures::Both;
                 // Invariant: the encoder was built from this schema, whose
                 // columns it validated (cut points included).
                 let cuts = column.cut_points().unwrap_or_default();
@@ -144,8 +189,11 @@ pub fn layout(encoder: &Encoder, mode: NumericFeatures) -> Vec<Block> {
                 };
                 for (k, l) in group.clone().enumerate() {
                     if literals[l].condition.starts_with("is ") {
-                        // `is missing`: its own block (no value to put on the line).
-                        blocks.push((l, single(l)));
+                        // `is missing`: its own block (no value to put on the
+                        // line), or, with both, a feature of the one-hot block.
+                        if !both {
+                            blocks.push((l, single(l)));
+                        }
                         continue;
                     }
                     let lo = if k == 0 { min } else { cuts[k - 1] };
@@ -164,31 +212,25 @@ pub fn layout(encoder: &Encoder, mode: NumericFeatures) -> Vec<Block> {
                     let z = 2.0 * (((lo + hi) / 2.0 - min) / width).clamp(0.0, 1.0) - 1.0;
                     feature.literals.push((l as u32, z));
                 }
-                blocks.push((
-                    group.start,
-                    Block {
-                        name,
-                        intercept: false,
-                        bounds: Some((min, max)),
-                        features: vec![feature],
-                    },
-                ));
+                if both {
+                    // After the line (stable sort by first literal): the
+                    // corrections are stepped once the line has moved.
+                    blocks.push((group.start, one_hot()));
+                }
+                blocks.insert(
+                    blocks.len() - usize::from(both),
+                    (
+                        group.start,
+                        Block {
+                            name: name.clone(),
+                            intercept: false,
+                            bounds: Some((min, max)),
+                            features: vec![feature],
+                        },
+                    ),
+                );
             }
-            _ => blocks.push((
-                group.start,
-                Block {
-                    name,
-                    intercept: false,
-                    bounds: None,
-                    features: group
-                        .clone()
-                        .map(|l| Feature {
-                            name: literals[l].name.clone(),
-                            literals: vec![(l as u32, 1.0)],
-                        })
-                        .collect(),
-                },
-            )),
+            _ => blocks.push((group.start, one_hot())),
         }
     }
     for (l, _) in grouped.iter().enumerate().filter(|(_, g)| !**g) {

@@ -85,8 +85,10 @@ const MAX_LITERALS: usize = crate::data::MAX_LITERALS;
 impl LinearModel {
     /// Check a loaded model against its literal count: block 0 and only it
     /// is the intercept (one feature, no literal), lengths agree, every
-    /// literal exists and appears once, every number is finite, every value
-    /// in `[-1, 1]`.
+    /// literal exists and appears at most once among the line blocks and at
+    /// most once among the others (the `both` layout puts a numeric column's
+    /// interval literals on its line and on its corrections), every number
+    /// is finite, every value in `[-1, 1]`.
     pub fn check(&self, n_literals: usize) -> Result<(), String> {
         if n_literals > MAX_LITERALS {
             return Err("too many literals".into());
@@ -102,7 +104,7 @@ impl LinearModel {
         {
             return Err("coefficients, curvatures and blocks differ in number".into());
         }
-        let mut seen = vec![false; n_literals];
+        let mut seen = vec![[false; 2]; n_literals];
         for (b, block) in self.blocks.iter().enumerate() {
             if b > 0 && block.intercept {
                 return Err(format!("block {:?}: a second intercept", block.name));
@@ -132,7 +134,9 @@ impl LinearModel {
             for f in &block.features {
                 for &(l, v) in &f.literals {
                     let l = l as usize;
-                    if l >= n_literals || std::mem::replace(&mut seen[l], true) {
+                    if l >= n_literals
+                        || std::mem::replace(&mut seen[l][usize::from(block.is_line())], true)
+                    {
                         return Err(format!(
                             "block {:?}: literal {l} out of range or reused",
                             block.name

@@ -18,6 +18,14 @@
 //!    coordinate, changed by at most `S`) and `s_b = 2` otherwise. Over all
 //!    blocks `D_c = sum_b s_b`: L1 sensitivity `D_c S`, L2 `sqrt(D_c) S`.
 //!    The intercept's curvature is `n`, public: not released.
+//!
+//!    1b. **Cross sums** of the joint group (the intercept and the `L`
+//!    line blocks, `m = L + 1`), once, when `L > 0`: for every pair
+//!    `j < k` the sum of `round(S v_j v_k)` (with the intercept, `v = 1`),
+//!    each term in `[-S, S]` (both values clamped to `[-1, 1]`).
+//!    Substituting a row moves each of the `P = m (m - 1) / 2` sums by at
+//!    most `2S`: L1 `<= 2 P S`, L2 `<= 2 sqrt(P) S`. It gets the part
+//!    `CROSS_SHARE` of the curvature budget, the diagonal the rest.
 //! 2. **Gradient sums**, `E` epochs x `K` blocks (the intercept is a block):
 //!    for the block's features, the sum over rows of `round(S r v)`, with the
 //!    residual `r` clamped to `[-1, 1]` *after* it is computed (so the bound
@@ -29,19 +37,23 @@
 //! Noise, exact and on integers (`privacy::exact`, CKS20):
 //!
 //! - `delta = 0` (pure DP): discrete Laplace. The curvature release gets
-//!   `epsilon_c = share * epsilon` with scale `D_c S / epsilon_c`; each
+//!   `epsilon_c = share * (1 - x) * epsilon` with scale `D_c S / epsilon_c`
+//!   (`x = CROSS_SHARE` with lines, else 0); the cross sums
+//!   `epsilon_x = share * x * epsilon`, scale `2 P S / epsilon_x`; each
 //!   gradient release gets `epsilon_it = (1 - share) epsilon / (E K)` with
 //!   scale `2 S / epsilon_it` (the geometric mechanism: `Delta_1 / scale`-DP,
 //!   Ghosh, Roughgarden, Sundararajan 2009; CKS20 §2). Basic (adaptive)
-//!   composition: `epsilon_c + E K epsilon_it = epsilon`
+//!   composition: `epsilon_c + epsilon_x + E K epsilon_it = epsilon`
 //!   (Dwork and Roth 2014, Thm 3.16).
 //! - `delta > 0`: discrete Gaussian, accounted in zCDP. `rho` is the largest
 //!   whose conversion meets `(epsilon, delta)` (`privacy::zcdp`); the
-//!   curvatures get `rho_c = share * rho`, variance `D_c S^2 / (2 rho_c)`;
+//!   curvatures get `rho_c = share * (1 - x) * rho`, variance
+//!   `D_c S^2 / (2 rho_c)`; the cross sums `rho_x = share * x * rho`,
+//!   variance `4 P S^2 / (2 rho_x)`;
 //!   each gradient release `rho_it = (1 - share) rho / (E K)`, variance
 //!   `(2S)^2 / (2 rho_it)` (CKS20 Thm 4: `Delta_2^2 / (2 sigma^2)`-zCDP).
 //!   zCDP composes additively and adaptively (Bun and Steinke 2016, Lemma
-//!   2.3): `rho_c + E K rho_it = rho`.
+//!   2.3): `rho_c + rho_x + E K rho_it = rho`.
 //!
 //! Every variance and scale is rounded *up* to a rational, so the noise is
 //! at least what the proof needs. Everything after the noisy sums (the
@@ -69,6 +81,10 @@ const LAPLACE_GRID: u32 = 1 << 16;
 /// the exact sampler).
 const MAX_GAUSSIAN_GRID: f64 = (1u32 << 20) as f64;
 
+/// The part of the curvature share that goes to the cross sums of the joint
+/// group when there are lines (the rest to the diagonal curvatures).
+pub const CROSS_SHARE: f64 = 0.5;
+
 /// How a numeric column with interval literals enters the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -79,6 +95,9 @@ pub enum NumericFeatures {
     /// by the schema's public bounds onto `[-1, 1]` (a straight line; fewer
     /// coefficients, so less noise on small data).
     Linear,
+    /// Both: the line, stepped jointly with the intercept and the other
+    /// lines, and one correction per interval in a block of its own.
+    Both,
 }
 
 impl NumericFeatures {
@@ -87,6 +106,7 @@ impl NumericFeatures {
         match self {
             NumericFeatures::Intervals => "intervals",
             NumericFeatures::Linear => "linear",
+            NumericFeatures::Both => "both",
         }
     }
 }
@@ -94,8 +114,8 @@ impl NumericFeatures {
 /// dp-linear's parameters as a request gives them (unset: the defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct LinearSpec {
-    /// Cyclic passes over the blocks (default: 2 for classification, 1 for
-    /// regression).
+    /// Cyclic passes over the blocks (default: [`default_epochs`], a public
+    /// function of the task, n, the budget and the block count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epochs: Option<u32>,
     /// Step size of each block's Newton step (default: 1).
@@ -207,6 +227,73 @@ impl LinearParams {
     }
 }
 
+/// The default epochs' noise target for classification: the noise standard
+/// deviation of one gradient sum at most this fraction of `n` (fitted
+/// leave-one-dataset-out on the suite, docs/accuracy.md "dp-linear").
+pub const EPOCH_NOISE_RATIO: f64 = 0.003;
+/// The same for regression.
+pub const REGRESSION_EPOCH_NOISE_RATIO: f64 = 0.01;
+/// The most epochs the default rule gives.
+pub const MAX_DEFAULT_EPOCHS: u32 = 8;
+
+/// The default number of epochs: as many passes as keep the noise of one
+/// gradient sum below a fraction `t` of `n` ([`EPOCH_NOISE_RATIO`], or
+/// [`REGRESSION_EPOCH_NOISE_RATIO`]), rounded down to a power of two (the
+/// grid the rule was fitted on) between 1 and [`MAX_DEFAULT_EPOCHS`]. It
+/// reads public facts only: the task, `n`, the budget and the block count.
+///
+/// The standard deviation of one gradient sum (residual units) with `E`
+/// epochs over `K` blocks and the share `c` for the curvatures is
+/// `sqrt(2) 2 E K / ((1 - c) epsilon)` with delta = 0 (discrete Laplace) and
+/// `sqrt(2 E K / ((1 - c) rho))` in zCDP; solving `sd <= t n` for `E`:
+///
+/// ```text
+/// E = t (1 - c) epsilon n / (2 sqrt(2) K)        (delta = 0)
+/// E = t^2 n^2 (1 - c) rho / (2 K)                (delta > 0)
+/// ```
+pub fn default_epochs(
+    task: Task,
+    budget: Budget,
+    n_rows: usize,
+    blocks: usize,
+    curvature_share: f64,
+) -> Result<u32, LearnError> {
+    let t = match task {
+        Task::Binary => EPOCH_NOISE_RATIO,
+        Task::Regression { .. } => REGRESSION_EPOCH_NOISE_RATIO,
+    };
+    let (n, k) = (n_rows as f64, blocks.max(1) as f64);
+    let e = if budget.delta() == 0.0 {
+        t * (1.0 - curvature_share) * budget.epsilon() * n / (2.0 * 2f64.sqrt() * k)
+    } else {
+        let rho = zcdp::rho_for(budget.epsilon(), budget.delta())?;
+        t * t * n * n * (1.0 - curvature_share) * rho / (2.0 * k)
+    };
+    // NaN or below 1 (tiny budgets) gives 1; `as` saturates.
+    let e = (e.floor() as u32).clamp(1, MAX_DEFAULT_EPOCHS);
+    Ok(1 << e.ilog2())
+}
+
+impl LinearSpec {
+    /// Check the parameters and plan the run: [`LinearSpec::check`], with
+    /// the epochs (when not given) from [`default_epochs`] for the budget,
+    /// `n_rows` and the layout's block count, all public.
+    pub fn plan_for(
+        &self,
+        task: Task,
+        budget: Budget,
+        n_rows: usize,
+        shape: &LinearShape,
+    ) -> Result<LinearPlan, LearnError> {
+        let mut params = self.check(task)?;
+        if self.epochs.is_none() {
+            let (blocks, _) = shape.of(params.numeric_features);
+            params.epochs = default_epochs(task, budget, n_rows, blocks, params.curvature_share)?;
+        }
+        params.plan(budget, n_rows, shape)
+    }
+}
+
 /// The noise of one kind of release, as the sampler takes it (grid units).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -253,12 +340,23 @@ pub struct LinearPlan {
     pub curvature_sensitivity: usize,
     /// The budget the run is charged.
     pub budget: Budget,
+    /// Line blocks (numeric columns as lines): with the intercept, the group
+    /// stepped jointly.
+    #[serde(default)]
+    pub lines: usize,
+    /// `P = (lines + 1) lines / 2`: the released cross sums of the group.
+    #[serde(default)]
+    pub cross_pairs: usize,
     /// Total rho (zCDP runs only).
     pub rho: Option<f64>,
     /// Fixed-point grid: `S` units per unit of residual or curvature.
     pub scale: u32,
     /// Noise on each curvature (grid units).
     pub curvature_noise: Noise,
+    /// Noise on each cross sum of the joint group (grid units; none without
+    /// lines).
+    #[serde(default)]
+    pub cross_noise: Option<Noise>,
     /// Noise on each gradient sum (grid units).
     pub gradient_noise: Noise,
     /// The ridge penalty `lambda` in curvature units (rows): `ridge` times
@@ -299,9 +397,15 @@ impl LinearParams {
             return Err(LearnError::NoRows);
         }
         let (blocks, d_c) = shape.of(self.numeric_features);
+        let lines = shape.lines_of(self.numeric_features);
+        // Pairs of the joint group (intercept and lines): the cross sums.
+        let pairs = (lines + 1) * lines / 2;
         let k = blocks as f64;
         let e = f64::from(self.epochs);
         let share = self.curvature_share;
+        // The curvature share, split between the diagonal and (when there
+        // are lines) the cross sums.
+        let cross = if pairs > 0 { CROSS_SHARE } else { 0.0 };
         let too_noisy = || {
             LearnError::InvalidParameter(format!(
                 "epsilon (epsilon): the noise for epsilon = {} with {} epochs over {blocks} blocks is too large to sample exactly; use a larger epsilon or fewer epochs",
@@ -310,30 +414,48 @@ impl LinearParams {
             ))
         };
         // D_c = 0 (a schema with no feature): the curvature release is empty;
-        // its sensitivity is taken as 1 so the formulas stay defined.
+        // its sensitivity is taken as 1 so the formulas stay defined (and
+        // likewise P = 0).
         let d_c_f = (d_c.max(1)) as f64;
-        let (rho, scale, curvature_noise, gradient_noise) = if budget.delta() == 0.0 {
+        let p_f = (pairs.max(1)) as f64;
+        let (rho, scale, curvature_noise, cross_noise, gradient_noise) = if budget.delta() == 0.0 {
             let s = f64::from(LAPLACE_GRID);
-            let eps_c = share * budget.epsilon();
+            let eps_c = share * (1.0 - cross) * budget.epsilon();
+            let eps_x = share * cross * budget.epsilon();
             let eps_it = (1.0 - share) * budget.epsilon() / (e * k);
             let (cn, cd) = scale_up(d_c_f * s / eps_c).ok_or_else(too_noisy)?;
             let (gn, gd) = scale_up(2.0 * s / eps_it).ok_or_else(too_noisy)?;
+            let cross_noise = if pairs > 0 {
+                let (xn, xd) = scale_up(2.0 * p_f * s / eps_x).ok_or_else(too_noisy)?;
+                Some(Noise::Laplace { num: xn, den: xd })
+            } else {
+                None
+            };
             (
                 None,
                 LAPLACE_GRID,
                 Noise::Laplace { num: cn, den: cd },
+                cross_noise,
                 Noise::Laplace { num: gn, den: gd },
             )
         } else {
             let rho = zcdp::rho_for(budget.epsilon(), budget.delta())?;
-            let rho_c = share * rho;
+            let rho_c = share * (1.0 - cross) * rho;
+            let rho_x = share * cross * rho;
             let rho_it = (1.0 - share) * rho / (e * k);
             // Standard deviations per unit grid step.
             let sd_c = (d_c_f / (2.0 * rho_c)).sqrt();
             let sd_it = (2.0 / rho_it).sqrt();
+            let sd_x = if pairs > 0 {
+                (2.0 * p_f / rho_x).sqrt()
+            } else {
+                0.0
+            };
             // The finest power-of-two grid whose variances the exact sampler
             // takes: sigma in grid units at most 2^14.5.
-            let room = (MAX_VARIANCE.sqrt() / sd_c.max(sd_it)).log2().floor();
+            let room = (MAX_VARIANCE.sqrt() / sd_c.max(sd_it).max(sd_x))
+                .log2()
+                .floor();
             let s = if room >= 0.0 {
                 2f64.powf(room).min(MAX_GAUSSIAN_GRID)
             } else {
@@ -341,10 +463,17 @@ impl LinearParams {
             };
             let (cn, cd) = variance_up((sd_c * s).powi(2)).ok_or_else(too_noisy)?;
             let (gn, gd) = variance_up((sd_it * s).powi(2)).ok_or_else(too_noisy)?;
+            let cross_noise = if pairs > 0 {
+                let (xn, xd) = variance_up((sd_x * s).powi(2)).ok_or_else(too_noisy)?;
+                Some(Noise::Gaussian { num: xn, den: xd })
+            } else {
+                None
+            };
             (
                 Some(rho),
                 s as u32,
                 Noise::Gaussian { num: cn, den: cd },
+                cross_noise,
                 Noise::Gaussian { num: gn, den: gd },
             )
         };
@@ -354,10 +483,13 @@ impl LinearParams {
             n_rows,
             blocks,
             curvature_sensitivity: d_c,
+            lines,
+            cross_pairs: pairs,
             budget,
             rho,
             scale,
             curvature_noise,
+            cross_noise,
             gradient_noise,
             lambda,
         })
@@ -389,6 +521,13 @@ impl LinearPlan {
     /// units.
     pub fn gradient_std(&self) -> f64 {
         self.gradient_noise.std() / f64::from(self.scale)
+    }
+
+    /// Standard deviation of the noise on one cross sum, in rows (0 without
+    /// lines).
+    pub fn cross_std(&self) -> f64 {
+        self.cross_noise
+            .map_or(0.0, |n| n.std() / f64::from(self.scale))
     }
 
     /// Standard deviation of the noise on one curvature, in rows.

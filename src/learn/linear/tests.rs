@@ -5,7 +5,10 @@
 //! refused.
 
 use super::features::{self, BlockRows, LinearShape};
-use super::fit::{curvature_sums, gradient_sums, noisy_curvatures, noisy_gradient};
+use super::fit::{
+    JointStep, cross_sums, curvature_sums, gradient_sums, noisy_cross, noisy_curvatures,
+    noisy_gradient, symmetric_eigen,
+};
 use super::*;
 use crate::data::shipped::{adult_split, load_one};
 use crate::data::{Encoder, LabelMode, Schema, Task, read_csv};
@@ -17,6 +20,8 @@ use crate::privacy::{Budget, NoiseRng, PrivacyCost, mechanisms, zcdp};
 const ADULT: LinearShape = LinearShape {
     intervals: (15, 28),
     linear: (15, 22),
+    both: (21, 34),
+    lines: 6,
 };
 
 fn plan(epsilon: f64, delta: f64, task: Task) -> LinearPlan {
@@ -95,6 +100,169 @@ fn zcdp_calibration_by_hand() {
         recomposed <= rho && recomposed > rho * (1.0 - 1e-5),
         "{recomposed}"
     );
+}
+
+/// Pure DP at epsilon = 1 with both numeric treatments on Adult, by hand:
+/// K = 21 blocks, D_c = 34, 6 lines so the joint group has m = 7 and
+/// P = 21 cross sums. E = 2: the diagonal gets 0.1 (scale 34 S / 0.1 =
+/// 340 rows), the cross sums 0.1 (scale 2 x 21 S / 0.1 = 420 rows), each
+/// gradient release 0.8 / 42 (scale 105 residual units).
+#[test]
+fn pure_calibration_with_lines_by_hand() {
+    let p = LinearSpec {
+        epochs: Some(2),
+        numeric_features: Some(NumericFeatures::Both),
+        ..LinearSpec::default()
+    }
+    .check(Task::Binary)
+    .unwrap()
+    .plan(Budget::new(1.0, 0.0).unwrap(), 32_561, &ADULT)
+    .unwrap();
+    let s = 65_536.0;
+    assert_eq!((p.blocks, p.lines, p.cross_pairs), (21, 6, 21));
+    assert!((p.curvature_std() / 2f64.sqrt() - 340.0).abs() < 1e-9);
+    assert!((p.cross_std() / 2f64.sqrt() - 420.0).abs() < 1e-9);
+    assert!((p.gradient_std() / 2f64.sqrt() - 105.0).abs() < 1e-9);
+    // D_c S / b_c + 2 P S / b_x + E K 2 S / b_it = epsilon.
+    let b = |n: Option<params::Noise>| match n {
+        Some(params::Noise::Laplace { num, den }) => num as f64 / den as f64,
+        _ => panic!("not Laplace"),
+    };
+    let total = 34.0 * s / b(Some(p.curvature_noise))
+        + 42.0 * s / b(p.cross_noise)
+        + 42.0 * 2.0 * s / b(Some(p.gradient_noise));
+    assert!((total - 1.0).abs() < 1e-12, "{total}");
+    // zCDP: D_c / (2 sd_c^2) + 4 P / (2 sd_x^2) + E K 4 / (2 sd_it^2) = rho.
+    let q = LinearSpec {
+        epochs: Some(2),
+        numeric_features: Some(NumericFeatures::Both),
+        ..LinearSpec::default()
+    }
+    .check(Task::Binary)
+    .unwrap()
+    .plan(Budget::new(1.0, 1e-6).unwrap(), 32_561, &ADULT)
+    .unwrap();
+    let rho = q.rho.unwrap();
+    let (c, x, g) = (q.curvature_std(), q.cross_std(), q.gradient_std());
+    let recomposed = 34.0 / (2.0 * c * c) + 84.0 / (2.0 * x * x) + 42.0 * 4.0 / (2.0 * g * g);
+    assert!(
+        recomposed <= rho && recomposed > rho * (1.0 - 1e-5),
+        "{recomposed} {rho}"
+    );
+}
+
+/// The default epochs by hand: delta = 0, epsilon = 5, n = 32,561, K = 15:
+/// 0.003 x 0.8 x 5 x 32,561 / (2 sqrt 2 x 15) = 9.21 -> 8 (the cap); at
+/// epsilon = 1, 1.84 -> 1; at epsilon = 3, 5.53 -> 4 (a power of two).
+#[test]
+fn default_epochs_by_hand() {
+    let b = |e: f64, d: f64| Budget::new(e, d).unwrap();
+    let rule = |e, d, n| params::default_epochs(Task::Binary, b(e, d), n, 15, 0.2).unwrap();
+    assert_eq!(rule(5.0, 0.0, 32_561), 8);
+    assert_eq!(rule(1.0, 0.0, 32_561), 1);
+    assert_eq!(rule(3.0, 0.0, 32_561), 4);
+    assert_eq!(rule(0.01, 0.0, 32_561), 1);
+    // zCDP: 0.003^2 x 32,561^2 x 0.8 x rho / 30 = 6.2 at rho(1, 1e-6) -> 4.
+    let rho = zcdp::rho_for(1.0, 1e-6).unwrap();
+    let e = 9e-6 * 32_561f64.powi(2) * 0.8 * rho / 30.0;
+    assert!((e - 6.2).abs() < 0.1, "{e}");
+    assert_eq!(rule(1.0, 1e-6, 32_561), 4);
+}
+
+/// The cross sums carry no signal when every value is 0: pure noise of the
+/// planned scale (a doubled or halved scale fails), Laplace and Gaussian.
+#[test]
+fn cross_noise_has_the_planned_scale() {
+    let zeros = vec![0.0; 30];
+    let values: Vec<&[f64]> = vec![&zeros; 7];
+    for (delta, seed) in [(0.0, 17), (1e-6, 18)] {
+        let p = LinearSpec {
+            epochs: Some(2),
+            numeric_features: Some(NumericFeatures::Both),
+            ..LinearSpec::default()
+        }
+        .check(Task::Binary)
+        .unwrap()
+        .plan(Budget::new(1.0, delta).unwrap(), 32_561, &ADULT)
+        .unwrap();
+        let s = f64::from(p.scale);
+        let mut rng = NoiseRng::seeded(seed);
+        let mut x = Vec::new();
+        while x.len() < 4000 {
+            x.extend(noisy_cross(&values, &p, &mut rng).unwrap());
+        }
+        let expected = match p.cross_noise.unwrap() {
+            params::Noise::Laplace { num, den } => {
+                let q = (-(den as f64) / num as f64).exp();
+                2.0 * q / (1.0 - q).powi(2) / (s * s)
+            }
+            params::Noise::Gaussian { num, den } => num as f64 / den as f64 / (s * s),
+        };
+        assert_variance(&x, expected);
+        if delta == 0.0 {
+            // Laplace scale 420 rows: variance about 2 x 420^2.
+            assert!((expected / (2.0 * 420.0 * 420.0) - 1.0).abs() < 1e-3);
+        }
+    }
+}
+
+/// The cross sums' bound (params.rs, item 1b) for the values as computed:
+/// substituting one row (odd values included) moves each of the P sums by
+/// at most 2S, so L1 <= 2 P S and L2 <= 2 sqrt(P) S; and the sums by hand.
+#[test]
+fn cross_sums_by_hand_and_under_substitution() {
+    let s = 1i64 << 16;
+    let one = [1.0, 1.0, 1.0];
+    let a = [0.5, -1.0, 3.0];
+    let b = [0.25, f64::NAN, -1.0];
+    let sums = cross_sums(&[&one, &a, &b], 1 << 16);
+    // (0,1): 0.5 - 1 + 1 (3 clamped); (0,2): 0.25 + 0 - 1; (1,2): 0.125 + 0 - 1.
+    assert_eq!(sums, [s / 2, -3 * s / 4, -7 * s / 8]);
+    let odd = [f64::NAN, f64::INFINITY, -1e300, 1.0, -1.0, 0.3, -0.7, 0.0];
+    for i in 0..odd.len() {
+        for j in 0..odd.len() {
+            let mut a2 = a;
+            let mut b2 = b;
+            a2[1] = odd[i];
+            b2[1] = odd[j];
+            let moved = cross_sums(&[&one, &a2, &b2], 1 << 16);
+            for (x, y) in sums.iter().zip(&moved) {
+                assert!((x - y).abs() <= 2 * s, "{sums:?} {moved:?}");
+            }
+        }
+    }
+}
+
+/// The Jacobi eigen-decomposition and the joint step by hand: [[2, 1],
+/// [1, 2]] has eigenvalues 1 and 3; with h = 1, no shift and lambda = 0 the
+/// step is the exact solve: (2 1; 1 2)^{-1} (3, 3) = (1, 1). A negative
+/// eigenvalue is set to 0 before the ridge: [[0, 2], [2, 0]] (eigenvalues
+/// 2 and -2) with lambda = 1 solves on diag(3, 1) in the eigenbasis.
+#[test]
+fn joint_step_by_hand() {
+    let (mut values, _) = symmetric_eigen(vec![2.0, 1.0, 1.0, 2.0], 2);
+    values.sort_by(f64::total_cmp);
+    assert!((values[0] - 1.0).abs() < 1e-12 && (values[1] - 3.0).abs() < 1e-12);
+    let step = JointStep::new(&[2.0, 2.0], &[1.0], 1.0, 0.0, 0.0).solve(&[3.0, 3.0]);
+    assert!((step[0] - 1.0).abs() < 1e-12 && (step[1] - 1.0).abs() < 1e-12);
+    // g = (1, 1) lies on the eigenvalue-2 vector: step 1/3 each; g = (1, -1)
+    // on the -2 one (clipped to 0, plus lambda 1): step (1, -1).
+    let j = JointStep::new(&[0.0, 0.0], &[2.0], 1.0, 0.0, 1.0);
+    let a = j.solve(&[1.0, 1.0]);
+    let b = j.solve(&[1.0, -1.0]);
+    assert!((a[0] - 1.0 / 3.0).abs() < 1e-12 && (a[1] - 1.0 / 3.0).abs() < 1e-12);
+    assert!((b[0] - 1.0).abs() < 1e-12 && (b[1] + 1.0).abs() < 1e-12);
+    // A 4 x 4 matrix: V diag V^T reproduces it.
+    let m = vec![
+        4.0, 1.0, -2.0, 0.5, 1.0, 3.0, 0.0, 1.0, -2.0, 0.0, 5.0, -1.0, 0.5, 1.0, -1.0, 2.0,
+    ];
+    let (e, v) = symmetric_eigen(m.clone(), 4);
+    for r in 0..4 {
+        for c in 0..4 {
+            let x: f64 = (0..4).map(|k| v[r * 4 + k] * e[k] * v[c * 4 + k]).sum();
+            assert!((x - m[r * 4 + c]).abs() < 1e-10, "{r} {c}");
+        }
+    }
 }
 
 #[test]
@@ -338,6 +506,18 @@ fn blocks_from_the_schema() {
         [2.0 * 5.0 / 30.0 - 1.0, 0.0, 2.0 * 25.0 / 30.0 - 1.0]
     );
     assert_eq!(shape.linear, (7, 1 + 1 + 2 + 1 + 1 + 1));
+    // Both: the line, then the one-hot corrections (is missing among them).
+    let both = features::layout(&encoder, NumericFeatures::Both);
+    let names: Vec<&str> = both.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["intercept", "age", "age", "c", "f", "t <= 2", "t <= 5"]
+    );
+    assert!(both[1].is_line() && !both[2].is_line());
+    assert_eq!(both[2].features.len(), 4);
+    assert_eq!(shape.both, (7, 1 + 2 + 2 + 1 + 1 + 1));
+    assert_eq!(shape.lines, 1);
+    assert_eq!(shape.lines_of(NumericFeatures::Intervals), 0);
 
     let data = read_csv(
         "age,c,f,t,y\n5,a,1,1,1\n25,b,0,7,0\n?,a,0,3,1\n15,b,1,5,0\n".as_bytes(),
@@ -378,7 +558,8 @@ fn adult_at_epsilon_1() {
             true
         })
         .unwrap();
-    assert_eq!(epochs, [1, 2]);
+    // The default rule's epochs, each reported.
+    assert_eq!(epochs, (1..=plan.steps).collect::<Vec<u32>>());
     let ran = mechanisms::take_ran();
     let Model::Linear(file) = &model else {
         panic!("a dp-linear model")
