@@ -416,9 +416,19 @@ class Progress:
                     f"elapsed {el / 60:.1f} min, eta {eta / 60:.1f} min; last: {what}")
 
 
+def latest_key(key: dict) -> dict:
+    """The key of the latest result of a cell from any binary (for --reuse)."""
+    return {k: v for k, v in key.items() if k != "binary"} | {"binary": "latest"}
+
+
+def cached_privboost(cache: Cache, key: dict, reuse: bool):
+    return cache.get(latest_key(key) if reuse else key)
+
+
 def run_privboost(task: dict, args, cache: Cache, progress: Progress, commands: list) -> None:
     """One eval process for the epsilons of `task` that are not cached."""
-    todo = [e for e in task["epsilons"] if cache.get(task["keys"][e]) is None]
+    reuse = task["learner"] in args.reuse
+    todo = [e for e in task["epsilons"] if cached_privboost(cache, task["keys"][e], reuse) is None]
     fits = len(task["epsilons"]) * args.repeats
     if not todo:
         progress.add(fits, f"{task['what']} (cached)", cached=True)
@@ -443,7 +453,9 @@ def run_privboost(task: dict, args, cache: Cache, progress: Progress, commands: 
         reason = lines[-1].strip() if lines else f"exit {code}"
         reason = reason.removeprefix("Error: ").strip()
         for e in todo:
-            cache.put(task["keys"][e], {"error": reason[:300], "command": commands[-1]})
+            value = {"error": reason[:300], "command": commands[-1], "binary": args.binary_sha}
+            cache.put(task["keys"][e], value)
+            cache.put(latest_key(task["keys"][e]), value)
     else:
         with open(out) as f:
             res = eval_results(json.load(f), task["task"])
@@ -453,12 +465,15 @@ def run_privboost(task: dict, args, cache: Cache, progress: Progress, commands: 
                 cache.put(task["keys"][e], {"error": "no result for this epsilon in eval's JSON"})
                 continue
             fit = r["fit_seconds"]
-            cache.put(task["keys"][e], {
+            value = {
                 "metrics": {k: list(v) for k, v in r["metrics"].items()},
                 # eval's own per-fit time if it reports one; else the process's wall time per fit
                 "fit_seconds": fit if fit is not None else wall / (len(todo) * args.repeats),
                 "fit_seconds_source": "eval" if fit is not None else "wall / fits",
-                "wall_seconds": wall / len(todo), "command": commands[-1]})
+                "wall_seconds": wall / len(todo), "command": commands[-1],
+                "binary": args.binary_sha}
+            cache.put(task["keys"][e], value)
+            cache.put(latest_key(task["keys"][e]), value)
         os.remove(out)
     progress.add(fits, f"{task['what']} ({wall:.1f} s)")
 
@@ -653,6 +668,10 @@ def main(argv=None) -> int:
                                            "(default: creates target/suite-venv)")
     ap.add_argument("--work-dir", default=os.path.join(ROOT, "target", "suite"))
     ap.add_argument("--no-cache", action="store_true", help="recompute every cell")
+    ap.add_argument("--reuse", default="",
+                    help="privboost learners whose latest cached results are taken whatever binary "
+                         "made them (a rebuild changes the binary's hash: after changing one "
+                         "learner, --reuse the others)")
     ap.add_argument("--json", help="output JSON file")
     ap.add_argument("--markdown", help="output Markdown file (else printed)")
     args = ap.parse_args(argv)
@@ -675,6 +694,11 @@ def main(argv=None) -> int:
     for name, why in skipped:
         log(f"skipping {name}: {why}")
     binary_sha = sha256_file(args.binary)
+    args.binary_sha = binary_sha
+    args.reuse = [l for l in args.reuse.split(",") if l]
+    bad = [l for l in args.reuse if l not in LEARNERS]
+    if bad:
+        raise SystemExit(f"suite: --reuse takes privboost learners, not {bad}")
     version = subprocess.run([args.binary, "--version"], capture_output=True, text=True).stdout.strip()
     py = peers_python(args) if peers else None
     args.peers_python = py
@@ -741,7 +765,7 @@ def main(argv=None) -> int:
                 continue
             for e in epsilons:
                 groups.setdefault((t["learner"], e, t["delta"]), []).append(
-                    (t["fold"], cache.get(t["keys"][e])))
+                    (t["fold"], cached_privboost(cache, t["keys"][e], t["learner"] in args.reuse)))
         for t in tasks_peer:
             if t["set"] != s["name"]:
                 continue
@@ -771,6 +795,9 @@ def main(argv=None) -> int:
             cell["per_fold"] = [{"fold": k, **{n: r["metrics"][n][1] for n in names}}
                                 for k, r in sorted(recs, key=lambda x: x[0])]
             cell["commands"] = sorted({r["command"] for _, r in recs if "command" in r})
+            binaries = sorted({r["binary"] for _, r in recs if "binary" in r})
+            if binaries:
+                cell["binary_sha256"] = binaries
             if "warnings" in recs[0][1]:
                 cell["warnings"] = sorted({w for _, r in recs for w in r.get("warnings", [])})[:10]
             tot = fit_totals.setdefault((learner, d), [0, 0.0])
@@ -796,6 +823,7 @@ def main(argv=None) -> int:
             "folds": args.folds, "split_seed": args.split_seed, "repeats": args.repeats,
             "epsilons": epsilons, "deltas": deltas, "peer_delta": args.peer_delta,
             "learners": learners, "peers": peers, "jobs": args.jobs, "threads": args.threads,
+            "reused_from_cache_any_binary": args.reuse,
             "std": "sample std over folds x repeats (pooled from per-fold means and stds)",
             "accuracy": "predicted class (privboost: the model's class; peers: P(positive) > 0.5)",
             "fit_seconds": "privboost: eval's own per-fit time (plan + fit) when it reports one, "
