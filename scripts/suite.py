@@ -678,6 +678,7 @@ def main(argv=None) -> int:
     if args.self_test:
         return self_test()
     t_start = time.time()
+    started = {"git": git_commit(), "machine": machine()}  # before any run: the commit and load
     args.binary = os.path.abspath(args.binary)
     args.work_dir = os.path.abspath(args.work_dir)
     if not os.path.exists(args.binary):
@@ -813,8 +814,8 @@ def main(argv=None) -> int:
         "created": dt.datetime.now().isoformat(timespec="seconds"),
         "command": " ".join(shlex.quote(a) for a in ["scripts/suite.py"] + (argv or sys.argv[1:])),
         "elapsed_seconds": elapsed,
-        "git": git_commit(),
-        "machine": {**machine(), "loadavg_end": os.getloadavg()},
+        "git": started["git"],
+        "machine": {**started["machine"], "loadavg_end": os.getloadavg()},
         "versions": {"privboost": version, "binary_sha256": binary_sha,
                      "peers": peer_info.get("versions"), "runner_python": platform.python_version()},
         "protocol": {
