@@ -409,7 +409,7 @@ class Progress:
             now = time.time()
             el = now - self.start
             computed = self.done - self.cached
-            eta = el / computed * (self.total - self.done) if computed else float("nan")
+            eta = el / computed * (self.total - self.done) if computed else 0.0
             if now - self.last > 2 or self.done == self.total:
                 self.last = now
                 log(f"{self.done}/{self.total} fits ({100 * self.done / max(1, self.total):.0f}%), "
