@@ -245,9 +245,14 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         )?;
         bar.finish_and_clear();
         let metrics = match r.scores {
-            eval::learners::Scores::Class { accuracy, auc } => format!(
-                "accuracy {:.4} ± {:.4}, ROC AUC {:.4} ± {:.4}",
-                accuracy.mean, accuracy.std, auc.mean, auc.std
+            eval::learners::Scores::Class {
+                accuracy,
+                auc,
+                positive_rate,
+                ..
+            } => format!(
+                "accuracy {:.4} ± {:.4}, ROC AUC {:.4} ± {:.4}, predicted positive {:.4}",
+                accuracy.mean, accuracy.std, auc.mean, auc.std, positive_rate.mean
             ),
             eval::learners::Scores::Regression { rmse, mae } => format!(
                 "RMSE {:.4} ± {:.4}, MAE {:.4} ± {:.4}",

@@ -41,6 +41,11 @@ pub enum Scores {
         accuracy: Stat,
         /// ROC AUC of the model's score.
         auc: Stat,
+        /// Share of held-out rows predicted positive (calibration check:
+        /// compare with the true positive share).
+        positive_rate: Stat,
+        /// Share of the held-out positives predicted positive (recall).
+        true_positive_rate: Stat,
     },
     /// Regression.
     Regression {
@@ -64,6 +69,22 @@ pub struct SpecResult {
     pub runs: usize,
     /// The metrics.
     pub scores: Scores,
+    /// Wall-clock seconds of one plan + fit (no prediction), over the runs.
+    /// Runs go in parallel on rayon's pool, so set `RAYON_NUM_THREADS=1`
+    /// for a time that no other run shares a core with.
+    pub fit_seconds: Stat,
+}
+
+/// The scores of one run.
+struct RunScore {
+    /// Accuracy or RMSE.
+    primary: f64,
+    /// ROC AUC or MAE.
+    secondary: f64,
+    /// Classification: (share predicted positive, true positive rate).
+    rates: Option<(f64, f64)>,
+    /// Seconds of plan + fit.
+    fit_seconds: f64,
 }
 
 /// Evaluate `spec` at `budget`, `repeats` times under `protocol`. `noise(i)`
@@ -87,7 +108,7 @@ pub fn evaluate_spec(
     let runs: Vec<(usize, usize)> = (0..repeats)
         .flat_map(|r| (0..splits.len()).map(move |s| (r, s)))
         .collect();
-    let scores: Vec<Result<(f64, f64), EvalError>> = runs
+    let scores: Vec<Result<RunScore, EvalError>> = runs
         .par_iter()
         .enumerate()
         .map(|(i, &(_, s))| {
@@ -97,9 +118,10 @@ pub fn evaluate_spec(
             result
         })
         .collect();
-    let scores: Vec<(f64, f64)> = scores.into_iter().collect::<Result<_, _>>()?;
-    let a: Vec<f64> = scores.iter().map(|s| s.0).collect();
-    let b: Vec<f64> = scores.iter().map(|s| s.1).collect();
+    let scores: Vec<RunScore> = scores.into_iter().collect::<Result<_, _>>()?;
+    let pick = |f: fn(&RunScore) -> f64| Stat::of(&scores.iter().map(f).collect::<Vec<f64>>());
+    let a = pick(|s| s.primary);
+    let b = pick(|s| s.secondary);
     Ok(SpecResult {
         spec: first.resolved,
         epsilon: budget.epsilon(),
@@ -107,18 +129,18 @@ pub fn evaluate_spec(
         runs: runs.len(),
         scores: match task {
             Task::Binary => Scores::Class {
-                accuracy: Stat::of(&a),
-                auc: Stat::of(&b),
+                accuracy: a,
+                auc: b,
+                positive_rate: pick(|s| s.rates.map_or(f64::NAN, |r| r.0)),
+                true_positive_rate: pick(|s| s.rates.map_or(f64::NAN, |r| r.1)),
             },
-            Task::Regression { .. } => Scores::Regression {
-                rmse: Stat::of(&a),
-                mae: Stat::of(&b),
-            },
+            Task::Regression { .. } => Scores::Regression { rmse: a, mae: b },
         },
+        fit_seconds: pick(|s| s.fit_seconds),
     })
 }
 
-/// One run: (accuracy, auc) or (rmse, mae).
+/// One run: accuracy, AUC and the two rates, or RMSE and MAE; with the fit's seconds.
 fn run_once(
     spec: &AlgorithmSpec,
     budget: Budget,
@@ -127,9 +149,11 @@ fn run_once(
     encoder: &Encoder,
     task: Task,
     mut rng: NoiseRng,
-) -> Result<(f64, f64), EvalError> {
+) -> Result<RunScore, EvalError> {
+    let start = std::time::Instant::now();
     let plan = spec.plan(budget, PublicFacts::new(encoder, train.n_rows()))?;
     let model = plan.fit(train, encoder, &mut rng, &mut |_| true)?;
+    let fit_seconds = start.elapsed().as_secs_f64();
     // With private bins the model's literals are derived from the base
     // grid the held-out rows were encoded with: re-express them.
     let derived;
@@ -145,18 +169,20 @@ fn run_once(
             let labels = test.labels.as_ref().ok_or(LearnError::NoLabels)?;
             let labels: Vec<bool> = (0..test.n_rows()).map(|i| labels.get(i)).collect();
             let mut scores = Vec::with_capacity(outputs.len());
-            let mut correct = 0usize;
-            for (o, &y) in outputs.iter().zip(&labels) {
+            let mut predicted = Vec::with_capacity(outputs.len());
+            for o in &outputs {
                 let Output::Class(p) = o else {
                     return Err(EvalError::Invalid("a classifier returned a value".into()));
                 };
                 scores.push(p.score);
-                correct += usize::from(p.positive == y);
+                predicted.push(p.positive);
             }
-            Ok((
-                correct as f64 / labels.len() as f64,
-                metrics::roc_auc(&scores, &labels),
-            ))
+            Ok(RunScore {
+                primary: metrics::accuracy_of(&predicted, &labels),
+                secondary: metrics::roc_auc(&scores, &labels),
+                rates: Some(metrics::positive_rates(&predicted, &labels)),
+                fit_seconds,
+            })
         }
         Task::Regression { .. } => {
             let actual = test.targets.as_ref().ok_or(LearnError::NoLabels)?;
@@ -169,10 +195,12 @@ fn run_once(
                     }
                 })
                 .collect::<Result<_, _>>()?;
-            Ok((
-                metrics::rmse(&predicted, actual),
-                metrics::mae(&predicted, actual),
-            ))
+            Ok(RunScore {
+                primary: metrics::rmse(&predicted, actual),
+                secondary: metrics::mae(&predicted, actual),
+                rates: None,
+                fit_seconds,
+            })
         }
     }
 }

@@ -117,6 +117,13 @@ pub struct MethodResult {
     pub auc_mean: f64,
     /// Its sample standard deviation.
     pub auc_std: f64,
+    /// Mean share of held-out rows predicted positive.
+    pub positive_rate_mean: f64,
+    /// Mean share of held-out positive rows predicted positive (recall).
+    pub true_positive_rate_mean: f64,
+    /// Mean wall-clock seconds of one training run (runs share rayon's pool:
+    /// set `RAYON_NUM_THREADS=1` for an unshared time).
+    pub fit_seconds_mean: f64,
     /// Mean number of distinct features with a non-zero net vote.
     pub features_used_mean: f64,
     /// Mean number of distinct literals with a non-zero net vote.
@@ -141,6 +148,9 @@ pub enum EvalError {
 struct RunScore {
     accuracy: f64,
     auc: f64,
+    positive_rate: f64,
+    true_positive_rate: f64,
+    fit_seconds: f64,
     features_used: usize,
     literals_used: usize,
 }
@@ -252,6 +262,7 @@ fn run_once(
     encoder: &Encoder,
     noise: impl FnOnce() -> Result<NoiseRng, PrivacyError>,
 ) -> Result<RunScore, EvalError> {
+    let start = std::time::Instant::now();
     let ensemble: Ensemble = match method {
         Method::Lazybb { epsilon, .. } => {
             let params = lazybb_params(method)?;
@@ -264,6 +275,7 @@ fn run_once(
         Method::OneRule => baselines::one_rule(train)?,
         Method::Majority => baselines::majority_class(train)?,
     };
+    let fit_seconds = start.elapsed().as_secs_f64();
     let d = encoder.literals().len();
     let predictor = Predictor::new(&ensemble.hypotheses, d);
     let sums = predictor.vote_sums(test);
@@ -276,7 +288,13 @@ fn run_once(
         .collect();
     features.sort_unstable();
     features.dedup();
+    // Ties count as positive, as in `metrics::accuracy`.
+    let predicted: Vec<bool> = sums.iter().map(|&s| s >= 0).collect();
+    let (positive_rate, true_positive_rate) = metrics::positive_rates(&predicted, &labels);
     Ok(RunScore {
+        positive_rate,
+        true_positive_rate,
+        fit_seconds,
         accuracy: metrics::accuracy(&sums, &labels),
         auc: metrics::roc_auc(&sums, &labels),
         features_used: features.len(),
@@ -295,6 +313,9 @@ fn summarise(method: Method, runs: &[RunScore]) -> MethodResult {
         accuracy_std,
         auc_mean,
         auc_std,
+        positive_rate_mean: metrics::mean_std(&pick(|r| r.positive_rate)).0,
+        true_positive_rate_mean: metrics::mean_std(&pick(|r| r.true_positive_rate)).0,
+        fit_seconds_mean: metrics::mean_std(&pick(|r| r.fit_seconds)).0,
         features_used_mean: metrics::mean_std(&pick(|r| r.features_used as f64)).0,
         literals_used_mean: metrics::mean_std(&pick(|r| r.literals_used as f64)).0,
     }

@@ -1,5 +1,41 @@
 //! Accuracy, ROC AUC, RMSE and MAE for evaluation (on test data the owner holds).
 
+/// Fraction of rows whose predicted class matches the label.
+pub fn accuracy_of(predicted: &[bool], labels: &[bool]) -> f64 {
+    assert_eq!(predicted.len(), labels.len());
+    if labels.is_empty() {
+        return f64::NAN;
+    }
+    let correct = predicted.iter().zip(labels).filter(|(p, y)| p == y).count();
+    correct as f64 / labels.len() as f64
+}
+
+/// (share of rows predicted positive, share of the positive rows predicted
+/// positive): the first against the true positive share shows a classifier's
+/// calibration, the second is its recall. NaN when there are no rows (no
+/// positive rows for the second).
+pub fn positive_rates(predicted: &[bool], labels: &[bool]) -> (f64, f64) {
+    assert_eq!(predicted.len(), labels.len());
+    let predicted_positive = predicted.iter().filter(|&&p| p).count();
+    let positives = labels.iter().filter(|&&y| y).count();
+    let true_positives = predicted
+        .iter()
+        .zip(labels)
+        .filter(|&(&p, &y)| p && y)
+        .count();
+    let share = |k: usize, n: usize| {
+        if n == 0 {
+            f64::NAN
+        } else {
+            k as f64 / n as f64
+        }
+    };
+    (
+        share(predicted_positive, predicted.len()),
+        share(true_positives, positives),
+    )
+}
+
 /// Fraction of rows where `sum >= 0` (positive, ties included) matches the label.
 pub fn accuracy(vote_sums: &[i32], labels: &[bool]) -> f64 {
     assert_eq!(vote_sums.len(), labels.len());
@@ -94,6 +130,19 @@ mod tests {
         assert!(
             (roc_auc(&[0.1, 0.4, 0.35, 0.8], &[false, false, true, true]) - 0.75).abs() < 1e-15
         );
+    }
+
+    #[test]
+    fn positive_rates_hand_computed() {
+        // 3 of 5 predicted positive; positives are rows 0, 1, 4, of which 0 and 4 are found.
+        let predicted = [true, false, true, false, true];
+        let labels = [true, true, false, false, true];
+        assert_eq!(positive_rates(&predicted, &labels), (0.6, 2.0 / 3.0));
+        assert_eq!(accuracy_of(&predicted, &labels), 0.6);
+        // No positive rows: the recall is undefined.
+        let (rate, recall) = positive_rates(&[true, false], &[false, false]);
+        assert_eq!(rate, 0.5);
+        assert!(recall.is_nan());
     }
 
     #[test]

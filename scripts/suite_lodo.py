@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Leave-one-dataset-out scoring of a learner-choice rule on scripts/suite.py's JSON, and issue 25's
+acceptance checks.
+
+A rule maps a cell's public facts (task, n, column kinds and counts, epsilon, delta) to one privboost
+learner. The candidate rule family is the Python code in RULE below: a key of public facts, and
+"pick the learner with the best mean rank among the training cells with the same key" (falling back
+to coarser keys when no training set shares it). For every set S of the suite the rule is fitted on
+every other set and scored on S: the printed table holds only those held-out scores.
+
+    python3 scripts/suite_lodo.py /work/suite-results/suite.json
+    python3 scripts/suite_lodo.py --self-test
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+CANDIDATES = ["lazybb", "dp-ebm", "dp-linear", "dpboost"]
+PRIVATE_PEERS = ["diffprivlib", "interpret-ebm"]
+LOWER_IS_BETTER = {"regression"}
+ACCEPT_EPS = (0.5, 1.0, 5.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# the candidate rule family (edit here): public facts -> keys, finest first
+# ------------------------------------------------------------------------------------------------
+
+def n_eps_bucket(n: int, eps: float) -> str:
+    """n * epsilon on a log10 scale: the signal-to-noise of a count query."""
+    v = n * eps
+    return "<1e3" if v < 1e3 else "<1e4" if v < 1e4 else "<1e5" if v < 1e5 else ">=1e5"
+
+
+def rule_keys(facts: dict, eps: float, delta: float) -> list:
+    """Keys from finest to coarsest; the rule uses the finest key some training set shares."""
+    pure = "pure" if delta == 0 else "approx"
+    return [
+        (facts["task"], facts["majority_kind"], n_eps_bucket(facts["n"], eps), pure),
+        (facts["task"], n_eps_bucket(facts["n"], eps), pure),
+        (facts["task"], pure),
+        (pure,),
+    ]
+
+
+# ------------------------------------------------------------------------------------------------
+# pure functions
+# ------------------------------------------------------------------------------------------------
+
+def better(task: str, a: float, b: float) -> bool:
+    return a < b if task in LOWER_IS_BETTER else a > b
+
+
+def ranks(task: str, scores: dict) -> dict:
+    """learner -> rank (1 = best, ties share the mean rank) among the learners with a score."""
+    items = sorted(scores.items(), key=lambda kv: kv[1], reverse=task not in LOWER_IS_BETTER)
+    out, i = {}, 0
+    while i < len(items):
+        j = i
+        while j + 1 < len(items) and items[j + 1][1] == items[i][1]:
+            j += 1
+        for k in range(i, j + 1):
+            out[items[k][0]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def fit_rule(rows: list) -> dict:
+    """rows: [{"set", "facts", "epsilon", "delta", "scores": {learner: value}}] -> key -> {learner:
+    mean rank}. Every key level of every row is filled."""
+    acc: dict = {}
+    for r in rows:
+        rk = ranks(r["facts"]["task"], r["scores"])
+        for key in rule_keys(r["facts"], r["epsilon"], r["delta"]):
+            for learner, v in rk.items():
+                s = acc.setdefault(key, {}).setdefault(learner, [0.0, 0])
+                s[0] += v
+                s[1] += 1
+    return {k: {l: s / c for l, (s, c) in d.items()} for k, d in acc.items()}
+
+
+def apply_rule(model: dict, facts: dict, eps: float, delta: float, available: list):
+    """(learner, key used) for a cell: the finest key the fit saw, best mean rank among the
+    learners available in this cell."""
+    for key in rule_keys(facts, eps, delta):
+        mr = {l: v for l, v in model.get(key, {}).items() if l in available}
+        if mr:
+            return min(sorted(mr), key=lambda l: mr[l]), key
+    return (sorted(available)[0] if available else None), None
+
+
+def lodo_splits(set_names: list) -> list:
+    """[(held-out set, the sets the rule is fitted on)]."""
+    return [(s, [t for t in set_names if t != s]) for s in set_names]
+
+
+def lodo(rows: list) -> list:
+    """Held-out choice for every row: the rule fitted without the row's set."""
+    names = sorted({r["set"] for r in rows})
+    out = []
+    for held, train_sets in lodo_splits(names):
+        train = [r for r in rows if r["set"] in train_sets]
+        assert all(r["set"] != held for r in train)
+        model = fit_rule(train)
+        for r in rows:
+            if r["set"] != held:
+                continue
+            pick, key = apply_rule(model, r["facts"], r["epsilon"], r["delta"], list(r["scores"]))
+            out.append({**r, "pick": pick, "key": key,
+                        "pick_score": r["scores"].get(pick) if pick else None})
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# reading suite.py's JSON
+# ------------------------------------------------------------------------------------------------
+
+def metric_of(task: str) -> str:
+    return "rmse" if task == "regression" else "accuracy"
+
+
+def load(path: str) -> tuple:
+    with open(path) as f:
+        doc = json.load(f)
+    value, ppr = {}, {}
+    for c in doc["cells"]:
+        m = (c.get("metrics") or {}).get(metric_of(c["task"]), {}).get("mean")
+        if m is None:
+            continue
+        key = (c["set"], c["learner"], c["epsilon"], c["delta"])
+        value[key] = m
+        if c["task"] == "binary" and "positive_rate" in c["metrics"]:
+            ppr[key] = c["metrics"]["positive_rate"]["mean"]
+    return doc, value, ppr
+
+
+def rows_of(doc: dict, value: dict) -> list:
+    rows = []
+    for s in doc["sets"]:
+        for eps in doc["protocol"]["epsilons"]:
+            for delta in doc["protocol"]["deltas"]:
+                scores = {l: value[(s["name"], l, eps, delta)] for l in CANDIDATES
+                          if (s["name"], l, eps, delta) in value}
+                if scores:
+                    rows.append({"set": s["name"], "facts": s["facts"], "epsilon": eps,
+                                 "delta": delta, "scores": scores,
+                                 "auto": value.get((s["name"], "auto", eps, delta))})
+    return rows
+
+
+def best_peer(doc: dict, value: dict, s: str, task: str, eps: float):
+    vals = [value[(s, p, eps, d)] for p in PRIVATE_PEERS
+            for d in {0.0, doc["protocol"]["peer_delta"]} if (s, p, eps, d) in value]
+    if not vals:
+        return None
+    return min(vals) if task in LOWER_IS_BETTER else max(vals)
+
+
+def close_enough(task: str, mine, target, points: float = 0.01, share: float = 0.02) -> bool:
+    """Accuracy at least target - 1 point; RMSE at most target * 1.02."""
+    if mine is None or target is None:
+        return False
+    if task in LOWER_IS_BETTER:
+        return mine <= target * (1 + share) + 1e-12
+    return mine >= target - points - 1e-12
+
+
+def fmtv(task: str, v) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.4g}" if task in LOWER_IS_BETTER else f"{v:.3f}"
+
+
+def report(doc: dict, value: dict, ppr: dict) -> int:
+    rows = rows_of(doc, value)
+    held = lodo(rows)
+    print("## Held-out choice of the rule (fitted on every other set)\n")
+    print("| set | task | ε | δ | rule picks | its score | best single (learner) | auto | best peer |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in held:
+        task = r["facts"]["task"]
+        bl = (min if task in LOWER_IS_BETTER else max)(r["scores"], key=r["scores"].get)
+        bp = best_peer(doc, value, r["set"], task, r["epsilon"])
+        print(f"| {r['set']} | {task} | {r['epsilon']:g} | {r['delta']:g} | {r['pick']} | "
+              f"{fmtv(task, r['pick_score'])} | {fmtv(task, r['scores'][bl])} ({bl}) | "
+              f"{fmtv(task, r['auto'])} | {fmtv(task, bp)} |")
+    print()
+
+    def check(name: str, items: list, need: float) -> None:
+        ok = sum(1 for _, good in items if good)
+        share = ok / len(items) if items else float("nan")
+        verdict = "PASS" if items and share >= need else "FAIL"
+        print(f"- {verdict} {name}: {ok}/{len(items)} cells ({100 * share:.0f}%, needs "
+              f"{100 * need:.0f}%)")
+        bad = [w for w, good in items if not good]
+        if bad:
+            print("    misses: " + "; ".join(bad[:40]) + (" ..." if len(bad) > 40 else ""))
+
+    print("## Acceptance checks of issue 25 (ε in 0.5, 1, 5; binary and regression sets)\n")
+    for delta in doc["protocol"]["deltas"]:
+        sel = [r for r in held if r["delta"] == delta and r["epsilon"] in ACCEPT_EPS]
+        print(f"### δ = {delta:g}\n")
+        for who, get in (("auto", lambda r: r["auto"]), ("LODO rule", lambda r: r["pick_score"])):
+            vs_peer, vs_best = [], []
+            for r in sel:
+                task = r["facts"]["task"]
+                bp = best_peer(doc, value, r["set"], task, r["epsilon"])
+                best = (min if task in LOWER_IS_BETTER else max)(r["scores"].values())
+                tag = f"{r['set']} ε={r['epsilon']:g}: {fmtv(task, get(r))}"
+                if bp is not None:
+                    vs_peer.append((f"{tag} vs peer {fmtv(task, bp)}", close_enough(task, get(r), bp)))
+                vs_best.append((f"{tag} vs best {fmtv(task, best)}", close_enough(task, get(r), best)))
+            check(f"{who} >= best peer - 1 point (RMSE <= best peer + 2%)", vs_peer, 0.9)
+            check(f"{who} within 1 point (2% RMSE) of the best single privboost learner", vs_best, 0.8)
+        lin = []
+        for s in doc["sets"]:
+            f = s["facts"]
+            if f["task"] != "binary" or f["n_categorical"] or f["n_boolean"]:
+                continue
+            for eps in doc["protocol"]["epsilons"]:
+                if eps < 0.5:
+                    continue
+                mine = value.get((s["name"], "dp-linear", eps, delta))
+                peer = value.get((s["name"], "diffprivlib", eps, 0.0))
+                if peer is not None:
+                    lin.append((f"{s['name']} ε={eps:g}: {fmtv('binary', mine)} vs {fmtv('binary', peer)}",
+                                mine is not None and mine >= peer - 1e-12))
+        check("dp-linear >= diffprivlib LR on every all-numeric binary set (ε >= 0.5)", lin, 1.0)
+        cal = []
+        for s in doc["sets"]:
+            if s["facts"]["task"] != "binary" or s.get("positive_share") is None:
+                continue
+            for eps in doc["protocol"]["epsilons"]:
+                if eps < 1:
+                    continue
+                got = ppr.get((s["name"], "dp-ebm", eps, delta))
+                if got is None:
+                    continue
+                cal.append((f"{s['name']} ε={eps:g}: {got:.3f} vs {s['positive_share']:.3f}",
+                            abs(got - s["positive_share"]) <= 0.05 + 1e-12))
+        if cal:
+            check("DP-EBM predicted-positive rate within 5 points of the truth (ε >= 1)", cal, 1.0)
+        else:
+            print("- (DP-EBM's predicted-positive rate: no cells at this δ)")
+        print()
+    regret = [abs(r["pick_score"] - (min if r["facts"]["task"] in LOWER_IS_BETTER else max)(
+        r["scores"].values())) / (max(1e-12, r["pick_score"]) if r["facts"]["task"] in LOWER_IS_BETTER
+                                  else 1) for r in held if r["pick_score"] is not None]
+    if regret:
+        print(f"LODO rule: mean held-out regret vs the best single learner {sum(regret) / len(regret):.4f} "
+              "(accuracy points; RMSE as a share)")
+    return 0
+
+
+def self_test() -> int:
+    # the split: every set held out once, never in its own fit
+    names = ["a", "b", "c", "d"]
+    splits = lodo_splits(names)
+    assert [h for h, _ in splits] == names
+    for h, train in splits:
+        assert h not in train and sorted(train + [h]) == names
+    # ranks: ties share the mean rank; regression ranks low errors first
+    assert ranks("binary", {"x": 0.9, "y": 0.8, "z": 0.9}) == {"x": 1.5, "z": 1.5, "y": 3}
+    assert ranks("regression", {"x": 2.0, "y": 1.0}) == {"y": 1, "x": 2}
+    # the held-out set alone decides nothing about itself: "solo" is the only set with its key and
+    # there X wins; on every other set Y wins. Fitted without it, the rule must pick Y for "solo".
+    fa = {"task": "binary", "n": 1000, "majority_kind": "numeric"}
+    fb = {"task": "binary", "n": 1000, "majority_kind": "categorical"}
+    rows = [{"set": "solo", "facts": fa, "epsilon": 1.0, "delta": 0.0,
+             "scores": {"dp-linear": 0.9, "dpboost": 0.5}}]
+    for s in ("p", "q"):
+        rows.append({"set": s, "facts": fb, "epsilon": 1.0, "delta": 0.0,
+                     "scores": {"dp-linear": 0.5, "dpboost": 0.9}})
+    out = {r["set"]: r for r in lodo(rows)}
+    assert out["solo"]["pick"] == "dpboost" and out["solo"]["key"] == ("binary", "<1e4", "pure")
+    assert out["p"]["pick"] == "dpboost" and out["p"]["key"][1] == "categorical"
+    # in-sample it would have picked dp-linear: the held-out score is the honest one
+    assert apply_rule(fit_rule(rows), fa, 1.0, 0.0, ["dp-linear", "dpboost"])[0] == "dp-linear"
+    # unavailable learners are never picked
+    assert apply_rule(fit_rule(rows), fb, 1.0, 0.0, ["dp-linear"])[0] == "dp-linear"
+    assert close_enough("binary", 0.80, 0.81) and not close_enough("binary", 0.79, 0.81)
+    assert close_enough("regression", 1.02, 1.0) and not close_enough("regression", 1.03, 1.0)
+    print("suite_lodo.py self-test: ok")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", nargs="?", help="scripts/suite.py's JSON output")
+    ap.add_argument("--self-test", action="store_true")
+    args = ap.parse_args(argv)
+    if args.self_test:
+        return self_test()
+    if not args.json:
+        ap.error("give the suite's JSON file")
+    doc, value, ppr = load(args.json)
+    return report(doc, value, ppr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

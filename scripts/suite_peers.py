@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Peer learners for scripts/suite.py, run inside the pinned venv (scripts/suite-requirements.txt).
+
+Not meant to be run by hand: suite.py writes one job as JSON on stdin and reads one JSON object per
+run from stdout. A job is one (data set, fold): train and test CSV files in privboost's format, the
+schema, the task, the methods and the epsilons.
+
+Honesty rules (the same as ../shared/tools/peers/peers.py):
+  * every peer sees only public information besides the training rows: the schema's numeric bounds
+    and category domains. Numerics are clipped to the bounds and scaled to [0, 1] (a missing value
+    becomes the middle of the range); categoricals and booleans are one-hot over the schema's domain,
+    plus one column for `missing` and one for `unknown: "other"` when the schema declares them.
+    `data_norm` is the exact maximum L2 norm of a row of that encoding: sqrt(number of features).
+  * hyperparameters are the libraries' defaults (listed in HYPERPARAMS), never tuned;
+  * the noise is seeded (seed given by suite.py per fold and repeat) so a run can be reproduced;
+  * regression predictions are clamped into the label's public bounds (post-processing, free), as
+    privboost does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+
+HYPERPARAMS = {
+    "diffprivlib": {
+        "binary": "diffprivlib.models.LogisticRegression(epsilon, data_norm=sqrt(features), "
+                  "C=1.0, max_iter=100, tol=1e-4): pure epsilon-DP (objective perturbation)",
+        "regression": "diffprivlib.models.LinearRegression(epsilon, bounds_X=([0]*d, [1]*d), "
+                      "bounds_y=(label min, label max)): pure epsilon-DP (functional mechanism)",
+    },
+    "interpret-ebm": {
+        "binary": "interpret.privacy.DPExplainableBoostingClassifier(epsilon, delta, "
+                  "privacy_bounds=schema bounds, feature_types continuous/nominal, defaults "
+                  "max_bins=32, learning_rate=0.01, max_rounds=300, max_leaves=3, "
+                  "bin_budget_frac=0.1, composition='gdp', n_jobs=1)",
+        "regression": "interpret.privacy.DPExplainableBoostingRegressor(same, plus "
+                      "privacy_target_min/max = the label's public bounds)",
+    },
+    "gbdt": {
+        "binary": "sklearn.ensemble.GradientBoostingClassifier() defaults (non-private)",
+        "regression": "sklearn.ensemble.GradientBoostingRegressor() defaults (non-private)",
+    },
+    "constant": {
+        "binary": "sklearn.dummy.DummyClassifier(strategy='prior'): the majority class (non-private)",
+        "regression": "sklearn.dummy.DummyRegressor(strategy='mean'): the mean (non-private)",
+    },
+}
+PRIVATE = {"diffprivlib", "interpret-ebm"}
+
+
+def versions() -> dict:
+    import platform
+    out = {"python": platform.python_version()}
+    for mod in ("numpy", "pandas", "sklearn", "scipy", "diffprivlib", "interpret"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception as e:  # pragma: no cover
+            out[mod] = f"unavailable ({e.__class__.__name__})"
+    return out
+
+
+class Encoding:
+    """The public encoding of one schema (see the module docstring)."""
+
+    def __init__(self, schema: dict):
+        self.schema = schema
+        self.features = [c for c in schema["columns"] if c.get("type") != "ignore"]
+        self.width = 0
+        for c in self.features:
+            self.width += 1 if c["type"] == "numeric" else len(self.domain(c))
+        self.data_norm = math.sqrt(len(self.features))
+
+    @staticmethod
+    def domain(col: dict) -> list:
+        if col["type"] == "boolean":
+            dom = ["true", "false"]
+        else:
+            dom = list(col["categories"])
+        if col.get("missing"):
+            dom.append("\0missing")
+        if col.get("unknown") == "other":
+            dom.append("\0other")
+        return dom
+
+    @staticmethod
+    def _bool(v: str):
+        v = v.strip().lower()
+        if v in ("true", "t", "yes", "y", "1"):
+            return "true"
+        if v in ("false", "f", "no", "n", "0"):
+            return "false"
+        return None
+
+    def _category(self, col: dict, v: str) -> str:
+        v = v.strip()
+        if col.get("missing") and v in col["missing"]:
+            return "\0missing"
+        if col["type"] == "boolean":
+            b = self._bool(v)
+            if b is not None:
+                return b
+        elif v in col["categories"]:
+            return v
+        unknown = col.get("unknown", "error")
+        if unknown == "other":
+            return "\0other"
+        if unknown == "missing":
+            return "\0missing"
+        raise SystemExit(f"suite_peers: value {v!r} of {col['name']!r} outside the schema's domain")
+
+    def _number(self, col: dict, v: str) -> float:
+        lo, hi = float(col["min"]), float(col["max"])
+        v = v.strip()
+        if col.get("missing") and v in col["missing"]:
+            return 0.5 * (lo + hi)
+        return min(max(float(v), lo), hi)
+
+    def clean(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Numerics clipped to their bounds, categoricals as their domain value."""
+        out = {}
+        for c in self.features:
+            raw = df[c["name"]].astype(str)
+            if c["type"] == "numeric":
+                out[c["name"]] = np.array([self._number(c, v) for v in raw], dtype=np.float64)
+            else:
+                out[c["name"]] = np.array([self._category(c, v) for v in raw], dtype=object)
+        return pd.DataFrame(out, columns=[c["name"] for c in self.features])
+
+    def matrix(self, clean: pd.DataFrame) -> np.ndarray:
+        """Numerics scaled to [0, 1]; one-hot categoricals. Row norm <= self.data_norm."""
+        m = np.zeros((len(clean), self.width), dtype=np.float64)
+        j = 0
+        for c in self.features:
+            v = clean[c["name"]].to_numpy()
+            if c["type"] == "numeric":
+                lo, hi = float(c["min"]), float(c["max"])
+                m[:, j] = (v.astype(np.float64) - lo) / (hi - lo)
+                j += 1
+            else:
+                dom = self.domain(c)
+                index = {d: i for i, d in enumerate(dom)}
+                m[np.arange(len(v)), j + np.array([index[x] for x in v])] = 1.0
+                j += len(dom)
+        return m
+
+    def ebm_types(self) -> list:
+        return ["continuous" if c["type"] == "numeric" else "nominal" for c in self.features]
+
+    def ebm_bounds(self) -> dict:
+        return {c["name"]: (float(c["min"]), float(c["max"]))
+                for c in self.features if c["type"] == "numeric"}
+
+
+def labels(df: pd.DataFrame, schema: dict, task: str) -> np.ndarray:
+    lab = schema["label"]
+    raw = df[lab["column"]].astype(str).str.strip()
+    if task == "binary":
+        return (raw == lab["positive"]).to_numpy().astype(np.int64)
+    lo, hi = float(lab["min"]), float(lab["max"])
+    return np.clip(raw.astype(np.float64).to_numpy(), lo, hi)
+
+
+def fit(method: str, task: str, eps, delta: float, seed: int, enc: Encoding, schema: dict,
+        Ctr: pd.DataFrame, Mtr: np.ndarray, ytr: np.ndarray):
+    """A fitted model and the representation (clean frame or matrix) it predicts from."""
+    lab = schema["label"]
+    if method == "diffprivlib":
+        if task == "binary":
+            from diffprivlib.models import LogisticRegression
+            model = LogisticRegression(epsilon=eps, data_norm=enc.data_norm, random_state=seed)
+        else:
+            from diffprivlib.models import LinearRegression
+            d = Mtr.shape[1]
+            model = LinearRegression(epsilon=eps, bounds_X=(np.zeros(d), np.ones(d)),
+                                     bounds_y=(float(lab["min"]), float(lab["max"])),
+                                     random_state=seed)
+        model.fit(Mtr, ytr)
+        return model, "matrix"
+    if method == "interpret-ebm":
+        kw = dict(feature_names=list(Ctr.columns), feature_types=enc.ebm_types(), epsilon=eps,
+                  delta=delta, privacy_bounds=enc.ebm_bounds(), n_jobs=1, random_state=seed)
+        if task == "binary":
+            from interpret.privacy import DPExplainableBoostingClassifier
+            model = DPExplainableBoostingClassifier(**kw)
+        else:
+            from interpret.privacy import DPExplainableBoostingRegressor
+            model = DPExplainableBoostingRegressor(
+                privacy_target_min=float(lab["min"]), privacy_target_max=float(lab["max"]), **kw)
+        model.fit(Ctr, ytr)
+        return model, "clean"
+    if method == "gbdt":
+        from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
+        cls = GradientBoostingClassifier if task == "binary" else GradientBoostingRegressor
+        model = cls(random_state=seed)
+        model.fit(Mtr, ytr)
+        return model, "matrix"
+    if method == "constant":
+        from sklearn.dummy import DummyClassifier, DummyRegressor
+        model = DummyClassifier(strategy="prior") if task == "binary" else DummyRegressor()
+        model.fit(Mtr, ytr)
+        return model, "matrix"
+    raise SystemExit(f"suite_peers: unknown method {method!r}")
+
+
+def score(model, task: str, X, y: np.ndarray, schema: dict) -> dict:
+    from sklearn.metrics import roc_auc_score
+    if task == "binary":
+        pos = list(model.classes_).index(1)
+        p = model.predict_proba(X)[:, pos]
+        pred = p > 0.5
+        positives = y == 1
+        return {
+            "accuracy": float(np.mean(pred == positives)),
+            "auc": float(roc_auc_score(y, p)) if 0 < positives.sum() < len(y) else float("nan"),
+            "positive_rate": float(np.mean(pred)),
+            "true_positive_rate": float(np.mean(pred[positives])) if positives.any() else float("nan"),
+        }
+    lab = schema["label"]
+    pred = np.clip(model.predict(X), float(lab["min"]), float(lab["max"]))
+    err = pred - y
+    return {"rmse": float(np.sqrt(np.mean(err ** 2))), "mae": float(np.mean(np.abs(err)))}
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--versions"]:
+        print(json.dumps({"versions": versions(), "hyperparameters": HYPERPARAMS}))
+        return 0
+    job = json.load(sys.stdin)
+    # Import every library before the first timed fit, so no fit time includes an import.
+    import diffprivlib.models  # noqa: F401
+    import interpret.privacy  # noqa: F401
+    import sklearn.dummy  # noqa: F401
+    import sklearn.ensemble  # noqa: F401
+    import sklearn.metrics  # noqa: F401
+    schema = json.load(open(job["schema"]))
+    task = job["task"]
+    enc = Encoding(schema)
+    read = dict(dtype=str, keep_default_na=False)
+    tr, te = pd.read_csv(job["train"], **read), pd.read_csv(job["test"], **read)
+    ytr, yte = labels(tr, schema, task), labels(te, schema, task)
+    Ctr, Cte = enc.clean(tr), enc.clean(te)
+    Mtr, Mte = enc.matrix(Ctr), enc.matrix(Cte)
+    for run in job["runs"]:
+        method, eps, rep = run["method"], run["epsilon"], run["repeat"]
+        seed = int(job["seed"]) * 1000 + rep
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            t0 = time.perf_counter()
+            try:
+                model, rep_kind = fit(method, task, eps, float(job["ebm_delta"]), seed, enc, schema,
+                                      Ctr, Mtr, ytr)
+            except Exception as e:  # a refusal is a result (shown as a dash with the reason)
+                print(json.dumps({**run, "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
+                continue
+            fit_s = time.perf_counter() - t0
+            metrics = score(model, task, Cte if rep_kind == "clean" else Mte, yte, schema)
+        notes = sorted({f"{w.category.__name__}: {str(w.message)[:160]}" for w in ws
+                        if "random_state" not in str(w.message)})
+        print(json.dumps({**run, "metrics": metrics, "fit_seconds": fit_s, "warnings": notes}),
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
