@@ -18,7 +18,8 @@ use privboost::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec};
 pub enum AlgorithmArg {
     /// LazyBB smooth boosting (default).
     Lazybb,
-    /// DP-EBM: differentially private explainable boosting (needs --delta > 0).
+    /// DP-EBM: differentially private explainable boosting (zCDP with
+    /// --delta > 0, pure DP with --delta 0).
     DpEbm,
     /// dp-linear: DP logistic / linear regression (pure DP with --delta 0).
     DpLinear,
@@ -105,7 +106,9 @@ pub struct AlgorithmArgs {
     #[arg(long)]
     pub rounds: Option<u32>,
     /// Learning rate: LazyBB's lambda in (0, 1) [default: 0.25]; DP-EBM's
-    /// in (0, 1] [default: 0.01]; dp-linear's step in (0, 2] [default: 1];
+    /// in (0, 1], a fraction of a Newton step [default: from its rule,
+    /// 10^-1.75 (n / s)^0.875 in [0.01, 1], s the noise of one leaf sum];
+    /// dp-linear's step in (0, 2] [default: 1];
     /// DPBoost's eta in (0, 1) [default: 0.3 classification, 0.1 regression].
     #[arg(long)]
     pub learning_rate: Option<f64>,
@@ -119,7 +122,8 @@ pub struct AlgorithmArgs {
     /// [default: from the TopDown default rule].
     #[arg(long)]
     pub internal_nodes: Option<u32>,
-    /// DP-EBM: cyclic passes over the features [default: 300]; dp-linear:
+    /// DP-EBM: cyclic passes over the features [default: 10, 5 with
+    /// --delta 0]; dp-linear:
     /// over the blocks [default: 2 for classification, 1 for regression].
     #[arg(long)]
     pub epochs: Option<u32>,
@@ -129,7 +133,8 @@ pub struct AlgorithmArgs {
     /// DP-EBM: leaves of each one-feature tree [default: 3].
     #[arg(long)]
     pub max_leaves: Option<u32>,
-    /// DP-EBM: share of the budget for the private binning [default: 0.1].
+    /// DP-EBM: share of the budget (of rho, or of epsilon with --delta 0)
+    /// for the private binning [default: 0.1].
     #[arg(long)]
     pub binning_share: Option<f64>,
     /// DP-EBM regression: clip residuals to +-this, in label units
