@@ -107,7 +107,8 @@ pub struct AlgorithmArgs {
     pub rounds: Option<u32>,
     /// Learning rate: LazyBB's lambda in (0, 1) [default: 0.25]; DP-EBM's
     /// in (0, 1], a fraction of a Newton step [default: from its rule,
-    /// 10^-1.75 (n / s)^0.875 in [0.01, 1], s the noise of one leaf sum];
+    /// 10^-1.75 (n / s)^0.875 (0.625 for regression with --delta > 0) in
+    /// [0.01, 1], s the noise of one leaf sum];
     /// dp-linear's step in (0, 2] [default: 1];
     /// DPBoost's eta in (0, 1) [default: 0.3 classification, 0.1 regression].
     #[arg(long)]
@@ -122,8 +123,8 @@ pub struct AlgorithmArgs {
     /// [default: from the TopDown default rule].
     #[arg(long)]
     pub internal_nodes: Option<u32>,
-    /// DP-EBM: cyclic passes over the features [default: 10, 5 with
-    /// --delta 0]; dp-linear:
+    /// DP-EBM: cyclic passes over the features [default: 10, 20 for
+    /// regression, 5 with --delta 0]; dp-linear:
     /// over the blocks [default: 2 for classification, 1 for regression].
     #[arg(long)]
     pub epochs: Option<u32>,
