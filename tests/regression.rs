@@ -60,14 +60,21 @@ async fn dp_ebm_regression_end_to_end_with_an_edit() {
     )
     .await;
     let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
-    // delta 0 is refused for DP-EBM, naming the field, before any charge.
+    // delta 0 plans the pure-DP variant (discrete Laplace): a pure cost.
     let pure = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "dp-ebm"});
-    let p = expect_status(
-        s.post(&owner, "/v1/jobs", &pure).await,
-        StatusCode::UNPROCESSABLE_ENTITY,
+    let estimate = expect_status(
+        s.post(&owner, "/v1/jobs/estimate", &pure).await,
+        StatusCode::OK,
     )
     .await;
-    assert_eq!(p["errors"][0]["field"], "delta", "{p}");
+    assert_eq!(estimate["cost"]["kind"], "pure", "{estimate}");
+    assert!(
+        estimate["noise"]["mechanism"]
+            .as_str()
+            .unwrap()
+            .contains("Laplace"),
+        "{estimate}"
+    );
     // A LazyBB parameter is refused for DP-EBM.
     let foreign = json!({"dataset_id": dataset, "epsilon": 1.0, "delta": 1e-6,
                          "algorithm": "dp-ebm", "tau": 9});

@@ -18,7 +18,8 @@ use privboost::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec};
 pub enum AlgorithmArg {
     /// LazyBB smooth boosting (default).
     Lazybb,
-    /// DP-EBM: differentially private explainable boosting (needs --delta > 0).
+    /// DP-EBM: differentially private explainable boosting (zCDP with
+    /// --delta > 0, pure DP with --delta 0).
     DpEbm,
     /// dp-linear: DP logistic / linear regression (pure DP with --delta 0).
     DpLinear,
@@ -108,7 +109,10 @@ pub struct AlgorithmArgs {
     #[arg(long)]
     pub rounds: Option<u32>,
     /// Learning rate: LazyBB's lambda in (0, 1) [default: 0.25]; DP-EBM's
-    /// in (0, 1] [default: 0.01]; dp-linear's step in (0, 2] [default: 1];
+    /// in (0, 1], a fraction of a Newton step [default: from its rule,
+    /// 10^-1.75 (n / s)^0.875 (0.625 for regression with --delta > 0) in
+    /// [0.01, 1], s the noise of one leaf sum];
+    /// dp-linear's step in (0, 2] [default: 1];
     /// DPBoost's eta in (0, 1) [default: 0.3 classification, 0.1 regression].
     #[arg(long)]
     pub learning_rate: Option<f64>,
@@ -122,9 +126,9 @@ pub struct AlgorithmArgs {
     /// [default: from the TopDown default rule].
     #[arg(long)]
     pub internal_nodes: Option<u32>,
-    /// DP-EBM: cyclic passes over the features [default: 300]; dp-linear:
-    /// over the blocks [default: a power of two from 1 to 8, from n, the
-    /// budget and the block count].
+    /// DP-EBM: cyclic passes over the features [default: 10, 20 for
+    /// regression, 5 with --delta 0]; dp-linear: over the blocks [default:
+    /// a power of two from 1 to 8, from n, the budget and the block count].
     #[arg(long)]
     pub epochs: Option<u32>,
     /// DP-EBM: target bins per feature of the private binning [default: 32].
@@ -133,7 +137,8 @@ pub struct AlgorithmArgs {
     /// DP-EBM: leaves of each one-feature tree [default: 3].
     #[arg(long)]
     pub max_leaves: Option<u32>,
-    /// DP-EBM: share of the budget for the private binning [default: 0.1].
+    /// DP-EBM: share of the budget (of rho, or of epsilon with --delta 0)
+    /// for the private binning [default: 0.1].
     #[arg(long)]
     pub binning_share: Option<f64>,
     /// DP-EBM regression: clip residuals to +-this, in label units

@@ -82,7 +82,8 @@ pub struct EvalArgs {
     /// below are given (through the same plan and fit as `train`).
     #[arg(long, value_enum)]
     algorithm: Option<AlgorithmArg>,
-    /// DP-EBM: epochs [default: 300]; dp-linear [default: 1 to 8 from n, the budget and the blocks].
+    /// DP-EBM: epochs [default: 10, 20 for regression, 5 with --delta 0];
+    /// dp-linear [default: 1 to 8 from n, the budget and the blocks].
     #[arg(long)]
     epochs: Option<u32>,
     /// DP-EBM: target bins per feature [default: 32].

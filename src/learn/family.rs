@@ -678,7 +678,9 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
 }
 
 fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
-    let mut params = spec.check()?;
+    let schedule =
+        ebm::params::Schedule::default_for(facts.task, facts.n_rows, budget, facts.n_features);
+    let mut params = spec.check(schedule)?;
     params.residual_clip = match (facts.task, params.residual_clip) {
         (Task::Binary, None) => None,
         (Task::Binary, Some(_)) => {
@@ -690,7 +692,7 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
             Some(clip.unwrap_or_else(|| ebm::default_residual_clip(min, max)))
         }
     };
-    let plan = params.plan(budget, facts.n_rows, facts.n_features)?;
+    let plan = params.plan(budget, facts.n_rows, facts.n_features, facts.task)?;
     Ok(Plan {
         cost: plan.cost(),
         steps: plan.params.epochs,
@@ -780,21 +782,49 @@ impl Plan {
                     "zeta": c.zeta,
                 })
             }
-            PlannedLearner::Ebm(p) => json!({
-                "mechanism": format!(
-                    "DP-EBM: {} on the base-bin counts, then on each leaf sum of clamped residuals, every iteration",
+            PlannedLearner::Ebm(p) => {
+                let mechanism = if p.is_pure() {
+                    mechanisms::DISCRETE_LAPLACE.name
+                } else {
                     mechanisms::DISCRETE_GAUSSIAN.name
-                ),
-                "n_rows": p.n_rows,
-                "features": p.n_features,
-                "iterations": p.iterations(),
-                "rho": p.rho_total,
-                "rho_binning": p.rho_binning,
-                "rho_training": p.rho_training,
-                "sigma_binning": p.sigma_binning,
-                "sigma_training": p.sigma_training,
-                "grid": 1.0 / f64::from(p.scale),
-            }),
+                };
+                let mut noise = json!({
+                    "mechanism": format!(
+                        "DP-EBM: {mechanism} on the base-bin counts, on the sum of the labels (the intercept), then on each leaf sum of clamped residuals, every iteration"
+                    ),
+                    "n_rows": p.n_rows,
+                    "features": p.n_features,
+                    "iterations": p.iterations(),
+                    "sigma_binning": p.sigma_binning,
+                    "sigma_intercept": p.sigma_intercept,
+                    "sigma_training": p.sigma_training,
+                    "grid": 1.0 / f64::from(p.scale),
+                });
+                // Pure runs have no rho: the fields are left out, not null.
+                match p.accounting {
+                    ebm::params::Accounting::Zcdp {
+                        rho_total,
+                        rho_binning,
+                        rho_intercept,
+                        rho_training,
+                    } => {
+                        noise["rho"] = rho_total.into();
+                        noise["rho_binning"] = rho_binning.into();
+                        noise["rho_intercept"] = rho_intercept.into();
+                        noise["rho_training"] = rho_training.into();
+                    }
+                    ebm::params::Accounting::Pure {
+                        epsilon_binning,
+                        epsilon_intercept,
+                        epsilon_training,
+                    } => {
+                        noise["epsilon_binning"] = epsilon_binning.into();
+                        noise["epsilon_intercept"] = epsilon_intercept.into();
+                        noise["epsilon_training"] = epsilon_training.into();
+                    }
+                }
+                noise
+            }
             PlannedLearner::Linear(p) => {
                 let mut noise = json!({
                     "mechanism": format!(

@@ -188,6 +188,36 @@ fn a_zcdp_learner_is_charged_the_phase() {
     );
 }
 
+/// DP-EBM at delta = 0 is a pure learner: the binning phase takes 10% of
+/// epsilon (not of rho), both phases are pure DP and the job's cost is
+/// pure epsilon = 1; the learner's own releases are Laplace on the other
+/// 90%.
+#[test]
+fn a_pure_dp_ebm_is_charged_the_phase_in_epsilon() {
+    let budget = Budget::new(1.0, 0.0).unwrap();
+    let plan = AlgorithmSpec::DpEbm(Default::default())
+        .plan(budget, facts_of(&two_private()))
+        .unwrap();
+    let phase = plan.binning.clone().unwrap();
+    assert!(!phase.summary().of_rho);
+    assert!((phase.epsilon - 0.1).abs() < 1e-15);
+    let PrivacyCost::Pure { epsilon } = plan.cost else {
+        panic!("{:?}", plan.cost)
+    };
+    assert!((epsilon - 1.0).abs() < 1e-12, "{epsilon}");
+    let noise = plan.noise();
+    assert!(noise.get("rho").is_none(), "{noise}");
+    let learner: f64 = ["epsilon_binning", "epsilon_intercept", "epsilon_training"]
+        .iter()
+        .map(|k| noise[k].as_f64().unwrap())
+        .sum();
+    assert!((learner - 0.9).abs() < 1e-12, "{noise}");
+    assert!(
+        noise["mechanism"].as_str().unwrap().contains("Laplace"),
+        "{noise}"
+    );
+}
+
 /// A model trained with private bins stores the chosen cut points as
 /// explicit thresholds; reloaded from its file it predicts raw rows exactly
 /// as before, and its statement names the phase and the job's total.

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::params::EbmPlan;
 use crate::data::{Column, Dataset, Encoder};
 use crate::learn::LearnError;
-use crate::privacy::{NoiseRng, exact};
+use crate::privacy::NoiseRng;
 
 /// One feature's base bins, from the schema.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,9 +121,10 @@ impl MergedBins {
     }
 }
 
-/// Noisy counts of the base bins: the true histogram plus discrete Gaussian
-/// noise of the plan's binning variance on every count, clipped at 0
-/// (post-processing). Sensitivity argument: `EbmParams::plan`.
+/// Noisy counts of the base bins: the true histogram plus the plan's
+/// binning noise on every count (discrete Gaussian with delta > 0, discrete
+/// Laplace with delta = 0), clipped at 0 (post-processing). Sensitivity
+/// argument: `EbmParams::plan`.
 pub fn noisy_counts(
     codes: &[u16],
     n_base: usize,
@@ -134,12 +135,8 @@ pub fn noisy_counts(
     for &c in codes {
         hist[usize::from(c)] += 1;
     }
-    let (num, den) = plan.bin_variance;
     hist.iter()
-        .map(|&h| {
-            let z = exact::discrete_gaussian(rng, num, den)?;
-            Ok((h + z).max(0) as f64)
-        })
+        .map(|&h| Ok((h + plan.bin_noise.draw(rng)?).max(0) as f64))
         .collect()
 }
 

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::EbmModel;
-use super::params::{EbmParams, EbmPlan};
+use super::params::{Accounting, EbmParams, EbmPlan, INTERCEPT_SHARE};
 use crate::data::{Encoder, Schema, Task};
 use crate::learn::LearnError;
 use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
@@ -31,18 +31,37 @@ pub struct EbmStatement {
     pub n_rows: usize,
     /// How the phases compose and convert.
     pub accounting: String,
-    /// Total rho (zCDP).
-    pub rho: f64,
-    /// rho of the binning phase.
-    pub rho_binning: f64,
-    /// rho of the training phase.
-    pub rho_training: f64,
+    /// Total rho (zCDP runs, delta > 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    /// rho of the binning phase (zCDP runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho_binning: Option<f64>,
+    /// rho of the intercept (zCDP runs; absent in files from before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho_intercept: Option<f64>,
+    /// rho of the training phase (zCDP runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho_training: Option<f64>,
+    /// epsilon of the binning phase (pure runs, delta = 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epsilon_binning: Option<f64>,
+    /// epsilon of the intercept (pure runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epsilon_intercept: Option<f64>,
+    /// epsilon of the training phase (pure runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epsilon_training: Option<f64>,
     /// The split between the phases.
     pub budget_split: String,
     /// What is released, with which noise.
     pub mechanism: String,
     /// Noise standard deviation on each bin count.
     pub sigma_binning: f64,
+    /// Noise standard deviation on the intercept's sum (residual units;
+    /// absent in files from before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sigma_intercept: Option<f64>,
     /// Noise standard deviation on each leaf sum of normalised residuals.
     pub sigma_training: f64,
     /// The sensitivity argument in one line.
@@ -64,46 +83,86 @@ pub struct EbmStatement {
 impl EbmStatement {
     fn new(plan: &EbmPlan) -> EbmStatement {
         let p = plan.params;
+        let (noise, accounting, unit) = match plan.accounting {
+            Accounting::Zcdp { rho_total, .. } => (
+                mechanisms::DISCRETE_GAUSSIAN,
+                format!(
+                    "zero-concentrated DP: the binning, the intercept and the {} training iterations ({} epochs x {} features) compose additively to rho = {:.6e}, which implies ({}, {})-DP by the conversion of Canonne, Kamath and Steinke 2020 (Cor. 13)",
+                    plan.iterations(),
+                    p.epochs,
+                    plan.n_features,
+                    rho_total,
+                    plan.budget.epsilon(),
+                    plan.budget.delta()
+                ),
+                "rho",
+            ),
+            Accounting::Pure { .. } => (
+                mechanisms::DISCRETE_LAPLACE,
+                format!(
+                    "pure DP: the binning, the intercept and the {} training iterations ({} epochs x {} features) compose to epsilon = {} by basic composition",
+                    plan.iterations(),
+                    p.epochs,
+                    plan.n_features,
+                    plan.budget.epsilon()
+                ),
+                "epsilon",
+            ),
+        };
+        let (zcdp, pure) = match plan.accounting {
+            Accounting::Zcdp {
+                rho_binning,
+                rho_intercept,
+                rho_training,
+                ..
+            } => (Some((rho_binning, rho_intercept, rho_training)), None),
+            Accounting::Pure {
+                epsilon_binning,
+                epsilon_intercept,
+                epsilon_training,
+            } => (
+                None,
+                Some((epsilon_binning, epsilon_intercept, epsilon_training)),
+            ),
+        };
         EbmStatement {
             epsilon: plan.budget.epsilon(),
             delta: plan.budget.delta(),
             neighbouring: "substitution of one row; the row count n is public".into(),
             n_rows: plan.n_rows,
-            accounting: format!(
-                "zero-concentrated DP: the binning and the {} training iterations ({} epochs x {} features) compose additively to rho = {:.6e}, which implies ({}, {})-DP by the conversion of Canonne, Kamath and Steinke 2020 (Cor. 13)",
-                plan.iterations(),
-                p.epochs,
-                plan.n_features,
-                plan.rho_total,
-                plan.budget.epsilon(),
-                plan.budget.delta()
-            ),
-            rho: plan.rho_total,
-            rho_binning: plan.rho_binning,
-            rho_training: plan.rho_training,
+            accounting,
+            rho: plan.rho(),
+            rho_binning: zcdp.map(|z| z.0),
+            rho_intercept: zcdp.map(|z| z.1),
+            rho_training: zcdp.map(|z| z.2),
+            epsilon_binning: pure.map(|p| p.0),
+            epsilon_intercept: pure.map(|p| p.1),
+            epsilon_training: pure.map(|p| p.2),
             budget_split: format!(
-                "{}% of rho to the private binning, the rest equally over the training iterations",
-                p.binning_share * 100.0
+                "{}% of {unit} to the private binning, {}% to the intercept, the rest equally over the training iterations",
+                p.binning_share * 100.0,
+                INTERCEPT_SHARE * 100.0
             ),
             mechanism: format!(
-                "DP-EBM (Nori et al. 2021, Alg. 2) with {}: noisy counts of every feature's base bins (the schema's literals), merged into bins of about n/{} rows; then cyclic boosting of one-feature functions with {} random leaves per iteration, each leaf's sum of residuals released with Gaussian noise and divided by the leaf's public noisy count",
-                mechanisms::DISCRETE_GAUSSIAN.cited(),
+                "DP-EBM (Nori et al. 2021, Alg. 2) with {}: noisy counts of every feature's base bins (the schema's literals), merged into bins of about n/{} rows; a noisy sum of the labels, from which boosting starts (the intercept); then cyclic boosting of one-feature functions with {} random leaves per iteration, each leaf's sum of residuals released with noise and divided by the leaf's public noisy count",
+                noise.cited(),
                 p.max_bins,
                 p.max_leaves
             ),
             sigma_binning: plan.sigma_binning,
+            sigma_intercept: Some(plan.sigma_intercept),
             sigma_training: plan.sigma_training,
             sensitivity: format!(
-                "bin counts: L2 sensitivity sqrt(2) per feature under substitution; leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / {}, the residual clip in label units) and rounded to the grid 1/{}, L2 sensitivity 2 per iteration (docs/privacy.md, \"DP-EBM (zero-concentrated DP, exact discrete Gaussian noise)\")",
+                "bin counts: L1 sensitivity 2 (L2 sqrt(2)) per feature under substitution; intercept: the sum of y - 1/2 (classifier, sensitivity 1) or (y - mid) / half (regressor, 2); leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / {}, the residual clip in label units) and rounded to the grid 1/{}, L1 and L2 sensitivity 2 per iteration (docs/privacy.md, \"DP-EBM (zero-concentrated DP, exact discrete Gaussian noise)\" and \"DP-EBM with delta = 0 (pure DP, exact discrete Laplace noise)\")",
                 p.residual_clip
                     .map_or_else(|| "c".to_owned(), |c| c.to_string()),
                 plan.scale
             ),
             sampler: format!(
-                "{}; the variances are rationals rounded up; the cut points are drawn uniformly by exact rejection, independently of the data",
-                mechanisms::sampler_text(&[mechanisms::DISCRETE_GAUSSIAN])
+                "{}; the variances and scales are rationals rounded up; the cut points are drawn uniformly by exact rejection, independently of the data",
+                mechanisms::sampler_text(&[noise])
             ),
-            mechanisms: vec![mechanisms::DISCRETE_GAUSSIAN.id.to_owned()],
+            mechanisms: vec![noise.id.to_owned()],
             post_processing: Vec::new(),
             software_version: SOFTWARE_VERSION.into(),
             binning: None,

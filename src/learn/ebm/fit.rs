@@ -10,8 +10,8 @@
 
 use super::bins::{self, FeatureLayout, MergedBins};
 use super::kernel::{self, Bin, Cuts, MAX_CUTS, Residual, Update};
-use super::model::{EbmModel, ShapeFunction};
-use super::params::EbmPlan;
+use super::model::{EbmModel, ShapeFunction, sigmoid};
+use super::params::{EbmPlan, Noise};
 use crate::data::{Dataset, Encoder, Task};
 use crate::learn::LearnError;
 use crate::privacy::{NoiseRng, exact};
@@ -77,20 +77,69 @@ pub fn fit(
         merged.push(m);
     }
 
-    // Phase 2: cyclic boosting of one-feature functions (rho_training).
-    // Residuals are divided by `range` and clamped to [-1, 1]. A regressor
-    // starts at the midpoint of the public label range, and `range` is the
-    // residual clip: the noise in label units is proportional to it, and
-    // the clip biases only rows whose label is further than it from their
-    // current prediction (a Huber-like fit), so a clip below half the range
-    // trades a little bias for much less noise (docs/accuracy.md, Abalone).
-    let (start, range) = match task {
-        Task::Binary => (0.0, 1.0),
-        Task::Regression { min, max } => (
-            (min + max) / 2.0,
-            p.residual_clip
-                .unwrap_or_else(|| super::default_residual_clip(min, max)),
-        ),
+    // Phase 2: the intercept (rho_intercept / epsilon_intercept): one noisy
+    // sum over all rows, from which boosting starts. A classifier sums
+    // `y - 1/2` (its residual at score 0), a regressor `(y - mid) / half`
+    // (its residual at the midpoint of the public label range, in units of
+    // the half-range, so never clamped).
+    let (centre, half) = match task {
+        Task::Binary => (0.0, 0.5),
+        Task::Regression { min, max } => ((min + max) / 2.0, (max - min) / 2.0),
+    };
+    let first = match task {
+        Task::Binary => Residual::Logistic,
+        Task::Regression { .. } => Residual::Scaled {
+            inverse: (1.0 / half) as f32,
+        },
+    };
+    let mut state = vec![first.state_of(centre); n];
+    let no_update = Update {
+        codes: &codes[0],
+        cuts: Cuts::new(&[]),
+        values: [0.0; MAX_CUTS + 1],
+    };
+    let sum = noisy_leaf_sums(
+        &mut state,
+        &y,
+        first,
+        &codes[0],
+        Cuts::new(&[]),
+        &no_update,
+        plan.scale,
+        &plan.intercept_noise,
+        rng,
+    )?[0];
+    drop(state);
+    let start = start_from(task, sum / f64::from(plan.scale), plan);
+
+    // Phase 3: cyclic boosting of one-feature functions (rho_training).
+    // Residuals are divided by `range` and clamped to [-1, 1]. A regressor's
+    // `range` is the residual clip: the noise in label units is
+    // proportional to it, and the clip biases only rows whose label is
+    // further than it from their current prediction (a Huber-like fit), so
+    // a clip below half the range trades a little bias for much less noise
+    // (docs/accuracy.md, Abalone).
+    let range = match task {
+        Task::Binary => 1.0,
+        Task::Regression { min, max } => p
+            .residual_clip
+            .unwrap_or_else(|| super::default_residual_clip(min, max)),
+    };
+    // A leaf's step is `learning_rate x step x` its mean residual. A
+    // regressor's mean residual (times the clip) is already a Newton step
+    // for the squared loss (`step = range`). A classifier's mean `y - p` is
+    // a gradient, which a Newton step divides by the curvature `p (1 - p)`:
+    // dividing by the curvature at the released intercept (public: post-
+    // processing of it, kept at least that of p = 0.05) makes the learning
+    // rate a fraction of a Newton step for any base rate, where a plain
+    // gradient step needs a learning rate 4 to 20 times larger, depending
+    // on the base rate, to move as far.
+    let step = match task {
+        Task::Binary => {
+            let p0 = sigmoid(start).clamp(0.05, 0.95);
+            1.0 / (p0 * (1.0 - p0))
+        }
+        Task::Regression { .. } => range,
     };
     let residual = match task {
         Task::Binary => Residual::Logistic,
@@ -122,7 +171,15 @@ pub fn fit(
                     values: last.2,
                 };
                 let sums = noisy_leaf_sums(
-                    &mut score, &y, residual, &codes[k], cuts, &update, plan, rng,
+                    &mut score,
+                    &y,
+                    residual,
+                    &codes[k],
+                    cuts,
+                    &update,
+                    plan.scale,
+                    &plan.leaf_noise,
+                    rng,
                 )?;
                 let mut denominators = vec![0.0; sums.len()];
                 for (b, &c) in m.counts.iter().enumerate() {
@@ -131,7 +188,7 @@ pub fn fit(
                 // Post-processing of the noisy sums and the public counts.
                 let mut per_leaf = [0.0f32; MAX_CUTS + 1];
                 for (l, (&s, &d)) in sums.iter().zip(&denominators).enumerate() {
-                    per_leaf[l] = (p.learning_rate * range * s / scale / d.max(1.0)) as f32;
+                    per_leaf[l] = (p.learning_rate * step * s / scale / d.max(1.0)) as f32;
                 }
                 for (v, &l) in values[k].iter_mut().zip(&leaf_of_bin) {
                     *v += f64::from(per_leaf[l]);
@@ -197,14 +254,43 @@ pub(super) fn random_leaves(
     Ok((cuts, leaf_of_bin))
 }
 
+/// The start of boosting from the intercept's noisy sum `sum` (residual
+/// units; post-processing of it and of public facts).
+///
+/// The noisy mean `m = sum / n` of the terms (`y - 1/2` for a classifier,
+/// `(y - mid) / half` for a regressor) is shrunk towards 0 by the public
+/// factor `v / (v + s^2)`, with `s^2` the noise's variance on `m` and `v` the
+/// variance of a uniform mean over the terms' range (1/12 on [-1/2, 1/2],
+/// 1/3 on [-1, 1]): the posterior mean under that prior in a Gaussian
+/// approximation, so that a noise larger than the signal (tiny `n epsilon`)
+/// cannot throw the start far off. Then a classifier starts at the
+/// log-odds of `1/2 + m`, its probability kept in `[1/(2n), 1 - 1/(2n)]`,
+/// a regressor at `mid + half m`, `m` kept in [-1, 1].
+pub(super) fn start_from(task: Task, sum: f64, plan: &EbmPlan) -> f64 {
+    let n = plan.n_rows as f64;
+    let noise = (plan.sigma_intercept / n).powi(2);
+    let (prior, bound) = match task {
+        Task::Binary => (1.0 / 12.0, 0.5 - 0.5 / n),
+        Task::Regression { .. } => (1.0 / 3.0, 1.0),
+    };
+    let m = (sum / n * prior / (prior + noise)).clamp(-bound, bound);
+    match task {
+        Task::Binary => {
+            let p = 0.5 + m;
+            (p / (1.0 - p)).ln()
+        }
+        Task::Regression { min, max } => (min + max) / 2.0 + (max - min) / 2.0 * m,
+    }
+}
+
 /// The leaf sums of the residuals, with noise (the only access to the rows
 /// in training). Each residual is clamped to [-1, 1] (classification:
-/// `y - sigmoid(F)` already is; regression: `(y - F) / R` with `R` half the
-/// label range), rounded to the grid `1 / scale` and summed as an integer
+/// `y - sigmoid(F)` already is; regression: `(y - F) / R` with `R` the
+/// residual clip), rounded to the grid `1 / scale` and summed as an integer
 /// (`kernel::leaf_sums`, after applying the previous iteration's `update`
 /// to the scores), so the sum is exact and each row moves one leaf's sum by
-/// at most `scale`; then discrete Gaussian noise of the plan's leaf
-/// variance is added to every leaf (sensitivity argument:
+/// at most `scale`; then `noise` (the plan's, discrete Gaussian or discrete
+/// Laplace) is added to every leaf (sensitivity argument:
 /// `EbmParams::plan`). Returned in grid units, one per leaf of `cuts`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn noisy_leaf_sums(
@@ -214,16 +300,13 @@ pub(super) fn noisy_leaf_sums(
     codes: &[Bin],
     cuts: Cuts,
     update: &Update,
-    plan: &EbmPlan,
+    scale: u32,
+    noise: &Noise,
     rng: &mut NoiseRng,
 ) -> Result<Vec<f64>, LearnError> {
-    let sums = kernel::leaf_sums(score, y, residual, plan.scale, codes, cuts, update);
-    let (num, den) = plan.leaf_variance;
+    let sums = kernel::leaf_sums(score, y, residual, scale, codes, cuts, update);
     sums[..=cuts.len()]
         .iter()
-        .map(|&s| {
-            let z = exact::discrete_gaussian(rng, num, den)?;
-            Ok((i128::from(s) + z) as f64)
-        })
+        .map(|&s| Ok((i128::from(s) + noise.draw(rng)?) as f64))
         .collect()
 }

@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::Task;
 use crate::learn::LearnError;
-use crate::privacy::{Budget, PrivacyCost, zcdp};
+use crate::privacy::{Budget, NoiseRng, PrivacyCost, exact, metrics, zcdp};
 
 /// Largest number of epochs accepted (the paper uses 300).
 pub const MAX_EPOCHS: u32 = 10_000;
@@ -17,7 +18,89 @@ pub const MAX_BINS: u32 = 1024;
 /// stay below 2^29 so the rational rounded up still fits.
 const MAX_VARIANCE: f64 = (1u64 << 29) as f64;
 
-/// DP-EBM's parameters as a request gives them (unset: the paper's default).
+/// The default rule's learning rate and epochs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Schedule {
+    /// Learning rate.
+    pub learning_rate: f64,
+    /// Epochs.
+    pub epochs: u32,
+}
+
+impl Schedule {
+    /// The paper's schedule (learning rate 0.01, 300 epochs), the default
+    /// before issue 25; the tests that pin noise scales use it.
+    pub const PAPER: Schedule = Schedule {
+        learning_rate: 0.01,
+        epochs: 300,
+    };
+
+    /// The default rule (issue 25): a public function of the task, `n`, the
+    /// budget and the number of features `k`, chosen by
+    /// leave-one-dataset-out on the benchmark suite (docs/accuracy.md,
+    /// "DP-EBM").
+    ///
+    /// - epochs: [`DEFAULT_EPOCHS_ZCDP`] with delta > 0 (a regressor:
+    ///   [`DEFAULT_EPOCHS_ZCDP_REGRESSION`]), [`DEFAULT_EPOCHS_PURE`] with
+    ///   delta = 0 (the Laplace noise grows with `E K`, not its root);
+    /// - learning rate (a fraction of a Newton step, `fit`): it grows with
+    ///   the signal-to-noise ratio of a leaf sum, `n / s` with `s` the
+    ///   standard deviation of the noise on one leaf sum at those epochs
+    ///   and the default budget split: `10^-1.75 (n / s)^b`, kept in
+    ///   [0.01, 1], with `b = 0.875` (`0.625` for a regressor with delta >
+    ///   0). The noise a shape value gathers over the run is about
+    ///   `learning_rate x E x s / n` per unit of signal, so a noisy run
+    ///   learns slowly and a clean one takes full steps.
+    pub fn default_for(task: Task, n_rows: usize, budget: Budget, n_features: usize) -> Schedule {
+        let pure = budget.delta() == 0.0;
+        let regression = matches!(task, Task::Regression { .. });
+        let (epochs, slope) = match (pure, regression) {
+            (true, _) => (DEFAULT_EPOCHS_PURE, RULE_B),
+            (false, false) => (DEFAULT_EPOCHS_ZCDP, RULE_B),
+            (false, true) => (DEFAULT_EPOCHS_ZCDP_REGRESSION, RULE_B_ZCDP_REGRESSION),
+        };
+        let iterations = f64::from(epochs) * n_features.max(1) as f64;
+        let training = 1.0 - DEFAULT_BINNING_SHARE - INTERCEPT_SHARE;
+        let s = if pure {
+            // sqrt(2) x the Laplace scale 2 E K / epsilon_t.
+            2f64.sqrt() * 2.0 * iterations / (training * budget.epsilon())
+        } else {
+            match zcdp::rho_for(budget.epsilon(), budget.delta()) {
+                Ok(rho) => (2.0 * iterations / (training * rho)).sqrt(),
+                // The plan refuses such a budget; any value will do here.
+                Err(_) => f64::INFINITY,
+            }
+        };
+        let snr = n_rows as f64 / s;
+        let learning_rate = if snr.is_finite() && snr > 0.0 {
+            10f64.powf(RULE_A + slope * snr.log10()).clamp(0.01, 1.0)
+        } else {
+            0.01
+        };
+        Schedule {
+            learning_rate,
+            epochs,
+        }
+    }
+}
+
+/// The default rule's epochs with delta > 0 (zCDP).
+pub const DEFAULT_EPOCHS_ZCDP: u32 = 10;
+/// The default rule's epochs for a regressor with delta > 0.
+pub const DEFAULT_EPOCHS_ZCDP_REGRESSION: u32 = 20;
+/// The default rule's epochs with delta = 0 (pure DP).
+pub const DEFAULT_EPOCHS_PURE: u32 = 5;
+/// The default binning share (of rho, or of epsilon with delta = 0).
+pub const DEFAULT_BINNING_SHARE: f64 = 0.1;
+/// The learning rate rule's intercept and slope in log10 (fitted on the
+/// suite, `Schedule::default_for`).
+const RULE_A: f64 = -1.75;
+const RULE_B: f64 = 0.875;
+/// The slope for a regressor with delta > 0 (fitted on the suite's
+/// regression sets alone, which scored better held out there).
+const RULE_B_ZCDP_REGRESSION: f64 = 0.625;
+
+/// DP-EBM's parameters as a request gives them (unset: the default rule's).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct EbmSpec {
     /// Target number of bins per feature for the private binning (32).
@@ -62,15 +145,16 @@ pub struct EbmParams {
 }
 
 impl EbmSpec {
-    /// Fill the defaults and check every value; the message names the field
-    /// in parentheses (as the API maps it).
-    pub fn check(&self) -> Result<EbmParams, LearnError> {
+    /// Fill the defaults (the learning rate and epochs from `schedule`, the
+    /// default rule's for the job's public facts) and check every value; the
+    /// message names the field in parentheses (as the API maps it).
+    pub fn check(&self, schedule: Schedule) -> Result<EbmParams, LearnError> {
         let p = EbmParams {
             max_bins: self.max_bins.unwrap_or(32),
-            learning_rate: self.learning_rate.unwrap_or(0.01),
-            epochs: self.epochs.unwrap_or(300),
+            learning_rate: self.learning_rate.unwrap_or(schedule.learning_rate),
+            epochs: self.epochs.unwrap_or(schedule.epochs),
             max_leaves: self.max_leaves.unwrap_or(3),
-            binning_share: self.binning_share.unwrap_or(0.1),
+            binning_share: self.binning_share.unwrap_or(DEFAULT_BINNING_SHARE),
             residual_clip: self.residual_clip,
         };
         let bad = |m: String| Err(LearnError::InvalidParameter(m));
@@ -139,6 +223,98 @@ impl EbmParams {
     }
 }
 
+/// The discrete Laplace takes a scale numerator below 2^64.
+const MAX_LAPLACE_SCALE: f64 = (1u64 << 62) as f64;
+/// The grid of the pure-DP (Laplace) releases: residuals to `2^-16`, well
+/// below the noise (as dp-linear's pure runs).
+const LAPLACE_GRID: u32 = 1 << 16;
+/// The finest Gaussian grid (the grid is coarsened until the variance fits
+/// the exact sampler).
+const MAX_GAUSSIAN_GRID: f64 = (1u32 << 20) as f64;
+
+/// The share of the budget (of rho with delta > 0, of epsilon with delta =
+/// 0) spent on the intercept: one noisy sum of the labels over all rows, so
+/// that boosting starts at the (noisy) label mean instead of at 0 (a
+/// classifier) or the midpoint of the label range (a regressor). One release
+/// against `E K` for the training, so a small share gives it far less
+/// noise than any leaf sum.
+pub const INTERCEPT_SHARE: f64 = 0.05;
+
+/// The noise of one kind of release, as the exact sampler takes it (count
+/// units for the binning, grid units for the intercept and the leaf sums).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Noise {
+    /// Discrete Laplace with scale `num / den` (pure DP, `delta = 0`).
+    Laplace {
+        /// Scale numerator.
+        num: u128,
+        /// Scale denominator.
+        den: u128,
+    },
+    /// Discrete Gaussian with variance `num / den` (zCDP, `delta > 0`).
+    Gaussian {
+        /// Variance numerator.
+        num: u128,
+        /// Variance denominator.
+        den: u128,
+    },
+}
+
+impl Noise {
+    /// One draw from the exact sampler.
+    pub fn draw(&self, rng: &mut NoiseRng) -> Result<i128, LearnError> {
+        Ok(match *self {
+            Noise::Laplace { num, den } => exact::additive_discrete_laplace(rng, num, den)?,
+            Noise::Gaussian { num, den } => exact::discrete_gaussian(rng, num, den)?,
+        })
+    }
+
+    /// The variance (Laplace: the discrete one's, `2 t / (1 - t)^2` with
+    /// `t = e^(-1/b)`, CKS20 §2; Gaussian: the parameter, an upper bound).
+    pub fn variance(&self) -> f64 {
+        match *self {
+            Noise::Laplace { num, den } => {
+                let t = (-(den as f64) / num as f64).exp();
+                2.0 * t / (1.0 - t).powi(2)
+            }
+            Noise::Gaussian { num, den } => num as f64 / den as f64,
+        }
+    }
+
+    /// The standard deviation.
+    pub fn std(&self) -> f64 {
+        self.variance().sqrt()
+    }
+}
+
+/// How a run's budget is split and accounted (public, from the plan).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Accounting {
+    /// `delta > 0`: discrete Gaussian noise, zCDP composed additively and
+    /// converted once.
+    Zcdp {
+        /// Total rho, the largest whose conversion meets the budget.
+        rho_total: f64,
+        /// rho of the binning phase.
+        rho_binning: f64,
+        /// rho of the intercept.
+        rho_intercept: f64,
+        /// rho of the training phase (all `E K` iterations).
+        rho_training: f64,
+    },
+    /// `delta = 0`: discrete Laplace noise, basic composition of pure DP.
+    Pure {
+        /// epsilon of the binning phase (all features).
+        epsilon_binning: f64,
+        /// epsilon of the intercept.
+        epsilon_intercept: f64,
+        /// epsilon of the training phase (all `E K` iterations).
+        epsilon_training: f64,
+    },
+}
+
 /// Everything public about a DP-EBM run, computed before any row is read.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EbmPlan {
@@ -149,27 +325,28 @@ pub struct EbmPlan {
     /// Features (one per one-hot column, one per other literal): public,
     /// from the schema.
     pub n_features: usize,
+    /// The task (from the schema).
+    pub task: Task,
     /// The budget the run is charged.
     pub budget: Budget,
-    /// Total rho, the largest whose conversion meets the budget.
-    pub rho_total: f64,
-    /// rho of the binning phase.
-    pub rho_binning: f64,
-    /// rho of the training phase (all `epochs x n_features` iterations).
-    pub rho_training: f64,
+    /// The split of the budget and its accounting.
+    pub accounting: Accounting,
     /// Standard deviation of the noise on each bin count.
     pub sigma_binning: f64,
+    /// Standard deviation of the noise on the intercept's sum (residual
+    /// units).
+    pub sigma_intercept: f64,
     /// Standard deviation of the noise on each leaf sum of normalised
     /// residuals (residual units, before the learning rate).
     pub sigma_training: f64,
     /// The fixed-point grid: residuals are rounded to multiples of `1 / scale`.
     pub scale: u32,
-    /// The discrete Gaussian's variance on bin counts, as the exact rational
-    /// `num / den` (rounded up from `sigma_binning^2`).
-    pub bin_variance: (u128, u128),
-    /// The discrete Gaussian's variance on leaf sums in grid units, as
-    /// `num / den` (rounded up from `(sigma_training * scale)^2`).
-    pub leaf_variance: (u128, u128),
+    /// The noise on each base-bin count (count units).
+    pub bin_noise: Noise,
+    /// The noise on the intercept's sum (grid units).
+    pub intercept_noise: Noise,
+    /// The noise on each leaf sum (grid units).
+    pub leaf_noise: Noise,
 }
 
 /// `x` as a rational `num / den >= x` with both below 2^30, `den` a power of 2.
@@ -185,40 +362,76 @@ fn rational_up(x: f64) -> Option<(u128, u128)> {
     (num < (1 << 30)).then_some((num.max(1), den))
 }
 
+/// A Laplace scale as `num / 1 >= x`, for the grid releases (the grid is
+/// fine enough that rounding the scale up to whole grid steps costs
+/// nothing visible).
+fn laplace_up(x: f64) -> Option<Noise> {
+    (x.is_finite() && x > 0.0 && x < MAX_LAPLACE_SCALE).then(|| Noise::Laplace {
+        num: (x.ceil() as u128).max(1),
+        den: 1,
+    })
+}
+
+/// The intercept's L1 = L2 sensitivity in residual units: a classifier's
+/// term is `y - 1/2` in `{-1/2, 1/2}` (substitution moves the sum by at most
+/// 1), a regressor's `(y - mid) / half` in `[-1, 1]` (at most 2).
+pub fn intercept_sensitivity(task: Task) -> f64 {
+    match task {
+        Task::Binary => 1.0,
+        Task::Regression { .. } => 2.0,
+    }
+}
+
 impl EbmParams {
-    /// The plan for `budget` on `n_rows` rows and `n_features` features.
+    /// The plan for `budget` on `n_rows` rows and `n_features` features of
+    /// `task`.
     ///
     /// # Privacy (substitution neighbours; docs/privacy.md "DP-EBM")
     ///
+    /// Three kinds of release touch the rows, each on integers with exact
+    /// noise:
+    ///
     /// - Binning: one histogram per feature over its base bins (the schema's
     ///   literals). Substituting a row moves one count of each histogram from
-    ///   one bin to another: L2 sensitivity `sqrt(2)` per histogram, `sqrt(2K)`
-    ///   over all `K`; discrete Gaussian noise of variance `s_b^2` on every count
-    ///   is `2K / (2 s_b^2) = K / s_b^2`-zCDP (CKS20 Thm 4).
-    /// - Training: each of the `E K` iterations releases the vector of leaf sums
-    ///   of residuals, each residual clamped to `[-1, 1]` and rounded to the
-    ///   grid `1/S`. Every row lies in exactly one leaf; its residual depends
-    ///   only on its own label and features and on the released shape
-    ///   functions. Substitution changes one row's term: in one leaf by at most
-    ///   `|r - r'| <= 2`, or in two leaves by `|r|, |r'| <= 1` (L2 `sqrt(2)`).
-    ///   So L2 sensitivity `2` (residual units, `2S` grid units); noise of
-    ///   standard deviation `s` (residual units) is `2 / s^2`-zCDP per
-    ///   iteration (the paper's add/remove analysis has sensitivity 1, ours is
-    ///   twice that).
-    /// - Composition: `rho = K / s_b^2 + E K 2 / s^2`, converted once to
-    ///   `(epsilon, delta)` (`privacy::zcdp`). The split gives `binning_share`
-    ///   of rho to the binning.
+    ///   one bin to another: L1 sensitivity 2 and L2 `sqrt(2)` per histogram
+    ///   (L1 `2K`, L2 `sqrt(2K)` over all `K`).
+    /// - Intercept: one sum over all rows of `y - 1/2` (classifier) or
+    ///   `(y - mid) / half` (regressor, `mid` and `half` the public label
+    ///   range's midpoint and half-width), rounded to the grid `1/S`: one
+    ///   row's term moves it by at most `Delta_0 = 1` (classifier) or `2`
+    ///   (regressor), L1 = L2 ([`intercept_sensitivity`]).
+    /// - Training: each of the `E K` iterations releases the vector of leaf
+    ///   sums of residuals, each residual clamped to `[-1, 1]` and rounded to
+    ///   the grid `1/S`. Every row lies in exactly one leaf; its residual
+    ///   depends only on its own label and features and on the released
+    ///   shape functions and intercept. Substitution changes one row's term:
+    ///   in one leaf by at most `|r - r'| <= 2`, or in two leaves by
+    ///   `|r|, |r'| <= 1`. So L1 sensitivity 2 and L2 sensitivity 2
+    ///   (residual units, `2S` grid units; the paper's add/remove analysis
+    ///   has 1).
+    ///
+    /// With `delta > 0` (zCDP, discrete Gaussian, CKS20 Thm 4: a release of
+    /// L2 sensitivity `D` with variance `s^2` is `D^2 / (2 s^2)`-zCDP):
+    /// `rho = K / s_b^2 + Delta_0^2 / (2 s_0^2) + E K 2 / s^2`, converted
+    /// once to `(epsilon, delta)` (`privacy::zcdp`); `binning_share` of rho
+    /// to the binning, [`INTERCEPT_SHARE`] to the intercept.
+    ///
+    /// With `delta = 0` (pure DP, discrete Laplace: a release of L1
+    /// sensitivity `D` with scale `b` is `D / b`-DP, the geometric
+    /// mechanism, CKS20 §2): each histogram scale `2K / epsilon_b`, the
+    /// intercept `Delta_0 / epsilon_0`, each leaf-sum vector `2 E K /
+    /// epsilon_t` (residual units); basic composition `epsilon_b + epsilon_0
+    /// + epsilon_t = epsilon` (Dwork and Roth 2014, Thm 3.16, adaptive).
+    ///
+    /// Every variance and scale is rounded up, and every one is checked here,
+    /// before any charge.
     pub fn plan(
         &self,
         budget: Budget,
         n_rows: usize,
         n_features: usize,
+        task: Task,
     ) -> Result<EbmPlan, LearnError> {
-        if budget.delta() <= 0.0 {
-            return Err(LearnError::InvalidParameter(
-                "delta (delta): DP-EBM adds Gaussian noise and needs delta > 0 (e.g. 1e-6)".into(),
-            ));
-        }
         if n_rows == 0 {
             return Err(LearnError::NoRows);
         }
@@ -227,21 +440,16 @@ impl EbmParams {
                 "the schema has no feature".into(),
             ));
         }
-        let rho_total = zcdp::rho_for(budget.epsilon(), budget.delta())?;
-        let rho_binning = self.binning_share * rho_total;
-        let rho_training = rho_total - rho_binning;
+        if self.binning_share + INTERCEPT_SHARE >= 1.0 {
+            return Err(LearnError::InvalidParameter(format!(
+                "binning share (binning_share) must be below {}, got {}",
+                1.0 - INTERCEPT_SHARE,
+                self.binning_share
+            )));
+        }
         let k = n_features as f64;
         let iterations = f64::from(self.epochs) * k;
-        let sigma_binning = (k / rho_binning).sqrt();
-        let sigma_training = (2.0 * iterations / rho_training).sqrt();
-        // The finest power-of-two grid whose noise variance the exact sampler
-        // takes: sigma in grid units at most 2^14.5.
-        let room = (MAX_VARIANCE.sqrt() / sigma_training).log2().floor();
-        let scale = if room >= 0.0 {
-            2f64.powf(room.min(20.0)) as u32
-        } else {
-            1
-        };
+        let d0 = intercept_sensitivity(task);
         let too_noisy = || {
             LearnError::InvalidParameter(format!(
                 "epsilon (epsilon): the noise for epsilon = {} with {} epochs over {n_features} features is too large to sample exactly; use a larger epsilon or fewer epochs",
@@ -249,34 +457,108 @@ impl EbmParams {
                 self.epochs
             ))
         };
-        let bin_variance = rational_up(sigma_binning * sigma_binning).ok_or_else(too_noisy)?;
-        let grid_sigma = sigma_training * f64::from(scale);
-        let leaf_variance = rational_up(grid_sigma * grid_sigma).ok_or_else(too_noisy)?;
+        let (accounting, scale, bin_noise, intercept_noise, leaf_noise) = if budget.delta() == 0.0 {
+            let epsilon = budget.epsilon();
+            let epsilon_binning = self.binning_share * epsilon;
+            let epsilon_intercept = INTERCEPT_SHARE * epsilon;
+            let epsilon_training = epsilon - epsilon_binning - epsilon_intercept;
+            let s = f64::from(LAPLACE_GRID);
+            // Counts are integers: a rational scale (`metrics::scale_for`).
+            let (bn, bd) = metrics::scale_for(2.0 * k, epsilon_binning).map_err(|_| too_noisy())?;
+            let intercept = laplace_up(d0 * s / epsilon_intercept).ok_or_else(too_noisy)?;
+            let leaf = laplace_up(2.0 * iterations * s / epsilon_training).ok_or_else(too_noisy)?;
+            (
+                Accounting::Pure {
+                    epsilon_binning,
+                    epsilon_intercept,
+                    epsilon_training,
+                },
+                LAPLACE_GRID,
+                Noise::Laplace { num: bn, den: bd },
+                intercept,
+                leaf,
+            )
+        } else {
+            let rho_total = zcdp::rho_for(budget.epsilon(), budget.delta())?;
+            let rho_binning = self.binning_share * rho_total;
+            let rho_intercept = INTERCEPT_SHARE * rho_total;
+            let rho_training = rho_total - rho_binning - rho_intercept;
+            let sigma_binning = (k / rho_binning).sqrt();
+            let sigma_intercept = d0 / (2.0 * rho_intercept).sqrt();
+            let sigma_training = (2.0 * iterations / rho_training).sqrt();
+            // The finest power-of-two grid whose noise variances the exact
+            // sampler takes: sigma in grid units at most 2^14.5.
+            let widest = sigma_training.max(sigma_intercept);
+            let room = (MAX_VARIANCE.sqrt() / widest).log2().floor();
+            let s = if room >= 0.0 {
+                2f64.powf(room).min(MAX_GAUSSIAN_GRID)
+            } else {
+                1.0
+            };
+            let gaussian = |sd: f64| {
+                rational_up(sd * sd)
+                    .map(|(num, den)| Noise::Gaussian { num, den })
+                    .ok_or_else(too_noisy)
+            };
+            (
+                Accounting::Zcdp {
+                    rho_total,
+                    rho_binning,
+                    rho_intercept,
+                    rho_training,
+                },
+                s as u32,
+                gaussian(sigma_binning)?,
+                gaussian(sigma_intercept * s)?,
+                gaussian(sigma_training * s)?,
+            )
+        };
+        let grid = f64::from(scale);
         Ok(EbmPlan {
             params: *self,
             n_rows,
             n_features,
+            task,
             budget,
-            rho_total,
-            rho_binning,
-            rho_training,
-            sigma_binning,
-            sigma_training,
+            accounting,
+            sigma_binning: bin_noise.std(),
+            sigma_intercept: intercept_noise.std() / grid,
+            sigma_training: leaf_noise.std() / grid,
             scale,
-            bin_variance,
-            leaf_variance,
+            bin_noise,
+            intercept_noise,
+            leaf_noise,
         })
     }
 }
 
 impl EbmPlan {
-    /// The cost the ledger charges.
+    /// The cost the ledger charges: pure epsilon with delta = 0, else zCDP
+    /// with its conversion.
     pub fn cost(&self) -> PrivacyCost {
-        PrivacyCost::Zcdp {
-            rho: self.rho_total,
-            epsilon: self.budget.epsilon(),
-            delta: self.budget.delta(),
+        match self.accounting {
+            Accounting::Pure { .. } => PrivacyCost::Pure {
+                epsilon: self.budget.epsilon(),
+            },
+            Accounting::Zcdp { rho_total, .. } => PrivacyCost::Zcdp {
+                rho: rho_total,
+                epsilon: self.budget.epsilon(),
+                delta: self.budget.delta(),
+            },
         }
+    }
+
+    /// Total rho (zCDP runs only).
+    pub fn rho(&self) -> Option<f64> {
+        match self.accounting {
+            Accounting::Zcdp { rho_total, .. } => Some(rho_total),
+            Accounting::Pure { .. } => None,
+        }
+    }
+
+    /// Whether the run is pure DP (discrete Laplace).
+    pub fn is_pure(&self) -> bool {
+        matches!(self.accounting, Accounting::Pure { .. })
     }
 
     /// Iterations (epochs x features): the progress steps are the epochs.
@@ -290,24 +572,29 @@ mod tests {
     use super::*;
 
     fn plan(epsilon: f64, delta: f64) -> Result<EbmPlan, LearnError> {
-        EbmSpec::default()
-            .check()
-            .unwrap()
-            .plan(Budget::new(epsilon, delta)?, 32_561, 14)
+        EbmSpec::default().check(Schedule::PAPER)?.plan(
+            Budget::new(epsilon, delta)?,
+            32_561,
+            14,
+            Task::Binary,
+        )
     }
 
     /// Hand computation for Adult (K = 14, E = 300) at epsilon = 1,
-    /// delta = 1e-6: rho_total from the CKS conversion, 10% to binning.
+    /// delta = 1e-6: rho_total from the CKS conversion, 10% to binning, 5%
+    /// to the intercept.
     #[test]
     fn noise_scales_by_hand() {
         let p = plan(1.0, 1e-6).unwrap();
         let rho = zcdp::rho_for(1.0, 1e-6).unwrap();
-        assert_eq!(p.rho_total, rho);
+        assert_eq!(p.rho(), Some(rho));
         // The figures docs/privacy.md quotes (an independent minimisation
-        // over alpha by hand: rho = 0.024356, s = 619.04, s_b = 75.82).
+        // over alpha by hand: rho = 0.024356; s_b = sqrt(14 / (0.1 rho)) =
+        // 75.82, s_0 = 1 / sqrt(2 * 0.05 rho) = 20.26, s = sqrt(8400 /
+        // (0.85 rho)) = 636.98).
         assert!((rho - 0.024356).abs() < 2e-6, "{rho}");
         assert!(
-            (p.sigma_training - 619.04).abs() < 0.05,
+            (p.sigma_training - 636.98).abs() < 0.05,
             "{}",
             p.sigma_training
         );
@@ -316,17 +603,33 @@ mod tests {
             "{}",
             p.sigma_binning
         );
+        assert!(
+            (p.sigma_intercept - 20.26).abs() < 0.01,
+            "{}",
+            p.sigma_intercept
+        );
         // The classic conversion's rho (eps = rho + 2 sqrt(rho ln 1/delta))
         // is a lower bound on CKS's: about 0.0177 here.
         assert!(rho > 0.0177 && rho < 0.03, "{rho}");
-        assert!((p.sigma_binning - (14.0 / (0.1 * rho)).sqrt()).abs() < 1e-9);
-        assert!((p.sigma_training - (2.0 * 4200.0 / (0.9 * rho)).sqrt()).abs() < 1e-9);
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-6;
+        assert!(close(p.sigma_binning, (14.0 / (0.1 * rho)).sqrt()));
+        assert!(close(p.sigma_intercept, 1.0 / (2.0 * 0.05 * rho).sqrt()));
+        assert!(close(
+            p.sigma_training,
+            (2.0 * 4200.0 / (0.85 * rho)).sqrt()
+        ));
         // The grid: sigma in grid units at most 2^14.5, as fine as that allows.
         let g = p.sigma_training * f64::from(p.scale);
-        assert!(g <= 2f64.powf(14.5) && 2.0 * g > 2f64.powf(14.5), "{g}");
-        let (num, den) = p.leaf_variance;
+        assert!(
+            g <= 2f64.powf(14.5) * (1.0 + 1e-6) && 2.0 * g > 2f64.powf(14.5),
+            "{g}"
+        );
+        let Noise::Gaussian { num, den } = p.leaf_noise else {
+            panic!("Gaussian noise with delta > 0")
+        };
         let v = num as f64 / den as f64;
-        assert!(v >= g * g && v <= g * g * (1.0 + 1e-6));
+        let exact = (2.0 * 4200.0 / (0.85 * rho)) * f64::from(p.scale).powi(2);
+        assert!(v >= exact && v <= exact * (1.0 + 1e-6));
         assert_eq!(
             p.cost(),
             PrivacyCost::Zcdp {
@@ -335,26 +638,146 @@ mod tests {
                 delta: 1e-6
             }
         );
-        // The composition the docs state: rho = K / s_b^2 + E K 2 / s^2.
-        let recomposed = 14.0 / p.sigma_binning.powi(2) + 4200.0 * 2.0 / p.sigma_training.powi(2);
-        assert!((recomposed - rho).abs() < 1e-12 * rho.max(1.0) + 1e-15);
+        // The composition the docs state:
+        // rho = K / s_b^2 + Delta_0^2 / (2 s_0^2) + E K 2 / s^2, each
+        // variance rounded up (so the parts add to at most rho).
+        let recomposed = 14.0 / p.sigma_binning.powi(2)
+            + 1.0 / (2.0 * p.sigma_intercept.powi(2))
+            + 4200.0 * 2.0 / p.sigma_training.powi(2);
+        assert!(
+            recomposed <= rho && recomposed > rho * (1.0 - 1e-6),
+            "{recomposed}"
+        );
+    }
+
+    /// delta = 0: the Laplace variant, by hand for the same shape at
+    /// epsilon = 1: epsilon_b = 0.1, epsilon_0 = 0.05, epsilon_t = 0.85;
+    /// scales 2K / epsilon_b = 280 (counts), Delta_0 / epsilon_0 = 20 and
+    /// 2 E K / epsilon_t = 9882.35 (residual units, on the grid 2^-16).
+    #[test]
+    fn pure_dp_scales_by_hand() {
+        let p = plan(1.0, 0.0).unwrap();
+        assert_eq!(p.cost(), PrivacyCost::Pure { epsilon: 1.0 });
+        assert!(p.is_pure() && p.rho().is_none());
+        let Accounting::Pure {
+            epsilon_binning,
+            epsilon_intercept,
+            epsilon_training,
+        } = p.accounting
+        else {
+            panic!("pure accounting")
+        };
+        assert!((epsilon_binning - 0.1).abs() < 1e-15);
+        assert!((epsilon_intercept - 0.05).abs() < 1e-15);
+        assert!((epsilon_training - 0.85).abs() < 1e-15);
+        // Basic composition: the three parts add back to epsilon.
+        assert_eq!(epsilon_binning + epsilon_intercept + epsilon_training, 1.0);
+        assert_eq!(p.scale, 1 << 16);
+        let Noise::Laplace { num, den } = p.bin_noise else {
+            panic!("Laplace")
+        };
+        let b = num as f64 / den as f64;
+        assert!((280.0..280.0 * (1.0 + 1e-9)).contains(&b), "{b}");
+        assert_eq!(
+            p.intercept_noise,
+            Noise::Laplace {
+                num: 20 << 16,
+                den: 1
+            }
+        );
+        // 2 * 4200 * 65536 / 0.85 = 647649882.35, rounded up.
+        assert_eq!(
+            p.leaf_noise,
+            Noise::Laplace {
+                num: 647_649_883,
+                den: 1
+            }
+        );
+        // The standard deviation a Laplace of scale b has: about sqrt(2) b.
+        assert!((p.sigma_training / (2f64.sqrt() * 9882.35) - 1.0).abs() < 1e-4);
+        // A regressor's intercept term has twice the range: twice the scale.
+        let r = EbmSpec::default()
+            .check(Schedule::PAPER)
+            .unwrap()
+            .plan(
+                Budget::new(1.0, 0.0).unwrap(),
+                100,
+                14,
+                Task::Regression { min: 0.0, max: 1.0 },
+            )
+            .unwrap();
+        assert_eq!(
+            r.intercept_noise,
+            Noise::Laplace {
+                num: 40 << 16,
+                den: 1
+            }
+        );
+    }
+
+    /// The default rule by hand: `10^-1.75 (n / s)^0.875` with `s` the
+    /// leaf-sum noise at the rule's epochs and the default split (0.85 of
+    /// the budget to training).
+    #[test]
+    fn the_default_rule_by_hand() {
+        let rule = |n, epsilon, delta, k| {
+            Schedule::default_for(Task::Binary, n, Budget::new(epsilon, delta).unwrap(), k)
+        };
+        // delta = 0, n = 1000, K = 8, epsilon 1: E = 5, s = sqrt(2) x 2 x 40
+        // / 0.85 = 133.10, n / s = 7.513, learning rate 0.10383.
+        let pure = rule(1000, 1.0, 0.0, 8);
+        assert_eq!(pure.epochs, 5);
+        assert!((pure.learning_rate - 0.103_833).abs() < 1e-5, "{pure:?}");
+        // delta = 1e-6: E = 10, s = sqrt(2 x 80 / (0.85 x 0.0243558)) =
+        // 87.91, n / s = 11.375, learning rate 0.14926.
+        let zcdp = rule(1000, 1.0, 1e-6, 8);
+        assert_eq!(zcdp.epochs, 10);
+        assert!((zcdp.learning_rate - 0.149_265).abs() < 1e-5, "{zcdp:?}");
+        // Adult (n = 32,561, K = 14) at epsilon 1: 2.46, kept at 1.
+        assert_eq!(rule(32_561, 1.0, 1e-6, 14).learning_rate, 1.0);
+        // More epsilon never lowers the learning rate; tiny budgets floor
+        // at 0.01.
+        let mut last = 0.0;
+        for epsilon in [0.01, 0.1, 0.5, 1.0, 5.0] {
+            let lr = rule(2000, epsilon, 1e-6, 20).learning_rate;
+            assert!(lr >= last && (0.01..=1.0).contains(&lr), "{lr}");
+            last = lr;
+        }
+        assert_eq!(rule(100, 0.01, 0.0, 50).learning_rate, 0.01);
+        // A regressor with delta > 0: 20 epochs, slope 0.625. n = 1000, K =
+        // 8, epsilon 1: s = sqrt(2 x 160 / (0.85 x 0.0243558)) = 124.32,
+        // n / s = 8.043, learning rate 10^(-1.75 + 0.625 x 0.90542) = 0.06545.
+        let r = Schedule::default_for(
+            Task::Regression { min: 0.0, max: 1.0 },
+            1000,
+            Budget::new(1.0, 1e-6).unwrap(),
+            8,
+        );
+        assert_eq!(r.epochs, 20);
+        assert!((r.learning_rate - 0.065_45).abs() < 1e-4, "{r:?}");
     }
 
     #[test]
     fn refusals_before_any_charge() {
-        assert!(
-            plan(1.0, 0.0)
-                .unwrap_err()
-                .to_string()
-                .contains("delta > 0")
-        );
-        // So little epsilon that the noise cannot be sampled exactly.
-        assert!(
-            plan(1e-4, 1e-6)
-                .unwrap_err()
-                .to_string()
-                .contains("too large")
-        );
+        // So little epsilon that the noise cannot be sampled exactly, with
+        // either variant.
+        for delta in [1e-6, 0.0] {
+            assert!(
+                plan(1e-12, delta)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("too large"),
+                "{delta}"
+            );
+        }
+        let too_big = EbmSpec {
+            binning_share: Some(0.96),
+            ..EbmSpec::default()
+        }
+        .check(Schedule::PAPER)
+        .unwrap()
+        .plan(Budget::new(1.0, 0.0).unwrap(), 100, 3, Task::Binary);
+        assert!(too_big.unwrap_err().to_string().contains("binning_share"));
         for bad in [
             EbmSpec {
                 max_bins: Some(1),
@@ -377,7 +800,7 @@ mod tests {
                 ..EbmSpec::default()
             },
         ] {
-            assert!(bad.check().is_err(), "{bad:?}");
+            assert!(bad.check(Schedule::PAPER).is_err(), "{bad:?}");
         }
     }
 }

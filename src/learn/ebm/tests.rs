@@ -4,66 +4,182 @@
 //! regression, model files that round-trip and malformed ones refused.
 
 use super::bins;
-use super::fit::noisy_leaf_sums;
+use super::fit::{self, noisy_leaf_sums};
 use super::kernel::{Bin, Cuts, MAX_CUTS, Residual, Update};
+use super::params::Schedule;
 use super::*;
 use crate::data::shipped::adult_split;
-use crate::data::{Encoder, LabelMode, Schema, read_csv};
+use crate::data::{Encoder, LabelMode, Schema, Task, read_csv};
 use crate::learn::{AlgorithmSpec, Model, ModelEdit, Output, PublicFacts, metrics};
 use crate::privacy::{Budget, NoiseRng};
 
-fn plan(epsilon: f64, n: usize, k: usize) -> EbmPlan {
+fn plan_with(epsilon: f64, delta: f64, n: usize, k: usize) -> EbmPlan {
     EbmSpec::default()
-        .check()
+        .check(Schedule::PAPER)
         .unwrap()
-        .plan(Budget::new(epsilon, 1e-6).unwrap(), n, k)
+        .plan(Budget::new(epsilon, delta).unwrap(), n, k, Task::Binary)
         .unwrap()
 }
 
+fn plan(epsilon: f64, n: usize, k: usize) -> EbmPlan {
+    plan_with(epsilon, 1e-6, n, k)
+}
+
+/// Sample mean, variance and mean absolute deviation of `draws`, checked
+/// against a noise's planned variance (within 12%: a doubled or halved
+/// scale, 4x or 1/4 the variance, misses by far) and its shape: the mean
+/// absolute deviation is `b` for a Laplace of scale `b` (`sqrt(2) b` its
+/// standard deviation, so MAD / sd = 0.707) and `0.798 sd` for a Gaussian,
+/// so a Gaussian drawn where a Laplace was planned (or the reverse) fails
+/// too (the two ratios are 12% apart, the tolerance 6%).
+fn check_noise(draws: &[f64], noise: &params::Noise, what: &str) {
+    let (mean, sd) = metrics::mean_std(draws);
+    let expected = noise.variance();
+    let n = draws.len() as f64;
+    assert!(
+        mean.abs() < 4.0 * expected.sqrt() / n.sqrt(),
+        "{what}: mean {mean}"
+    );
+    assert!(
+        (sd * sd / expected - 1.0).abs() < 0.12,
+        "{what}: variance {} vs {expected}",
+        sd * sd
+    );
+    let mad = draws.iter().map(|d| (d - mean).abs()).sum::<f64>() / n;
+    let ratio = match noise {
+        params::Noise::Laplace { .. } => std::f64::consts::FRAC_1_SQRT_2,
+        params::Noise::Gaussian { .. } => (2.0 / std::f64::consts::PI).sqrt(),
+    };
+    assert!(
+        (mad / expected.sqrt() / ratio - 1.0).abs() < 0.06,
+        "{what}: MAD / sd {} vs {ratio}",
+        mad / expected.sqrt()
+    );
+}
+
 /// With every residual zero the leaf sums are pure noise: their sample
-/// variance must match the plan's (in grid units) within 12%, which a
-/// doubled or halved sigma (4x or 1/4 the variance) misses by far.
+/// variance and shape must match the plan's (in grid units), for the
+/// Gaussian (delta > 0) and the Laplace (delta = 0) variant.
 #[test]
 fn leaf_noise_has_the_planned_variance() {
-    let p = plan(1.0, 100, 14);
-    let expected = p.leaf_variance.0 as f64 / p.leaf_variance.1 as f64;
-    let sigma = p.sigma_training * f64::from(p.scale);
-    assert!((expected.sqrt() / sigma - 1.0).abs() < 1e-6);
-    let codes: Vec<Bin> = vec![0; 100];
-    let y = vec![5.0; 100];
-    let mut score = vec![5.0; 100];
-    let mut rng = NoiseRng::seeded(11);
-    let residual = Residual::Scaled { inverse: 0.1 };
-    let update = Update {
-        codes: &codes,
-        cuts: Cuts::new(&[]),
-        values: [0.0; MAX_CUTS + 1],
-    };
-    let draws: Vec<f64> = (0..3000)
-        .flat_map(|_| {
-            noisy_leaf_sums(
-                &mut score,
-                &y,
-                residual,
-                &codes,
-                Cuts::new(&[1]),
-                &update,
-                &p,
-                &mut rng,
-            )
+    for delta in [1e-6, 0.0] {
+        let p = plan_with(1.0, delta, 100, 14);
+        let sigma = p.sigma_training * f64::from(p.scale);
+        assert!((p.leaf_noise.std() / sigma - 1.0).abs() < 1e-9);
+        let codes: Vec<Bin> = vec![0; 100];
+        let y = vec![5.0; 100];
+        let mut score = vec![5.0; 100];
+        let mut rng = NoiseRng::seeded(11);
+        let residual = Residual::Scaled { inverse: 0.1 };
+        let update = Update {
+            codes: &codes,
+            cuts: Cuts::new(&[]),
+            values: [0.0; MAX_CUTS + 1],
+        };
+        let draws: Vec<f64> = (0..4000)
+            .flat_map(|_| {
+                noisy_leaf_sums(
+                    &mut score,
+                    &y,
+                    residual,
+                    &codes,
+                    Cuts::new(&[1]),
+                    &update,
+                    p.scale,
+                    &p.leaf_noise,
+                    &mut rng,
+                )
+                .unwrap()
+            })
+            .collect();
+        check_noise(&draws, &p.leaf_noise, &format!("leaf sums, delta {delta}"));
+    }
+}
+
+/// The intercept's noise and the binning's, for both variants: the
+/// planned scale on the released sum (rows whose terms are all zero: a
+/// regressor's labels at the midpoint) and on the bin counts (far from
+/// the clip at 0).
+#[test]
+fn intercept_and_binning_noise_have_the_planned_variance() {
+    for delta in [1e-6, 0.0] {
+        let p = EbmSpec::default()
+            .check(Schedule::PAPER)
             .unwrap()
-        })
-        .collect();
-    let (mean, sd) = metrics::mean_std(&draws);
-    let var = sd * sd;
-    assert!(
-        mean.abs() < 4.0 * sigma / (draws.len() as f64).sqrt(),
-        "mean {mean}"
-    );
-    assert!(
-        (var / expected - 1.0).abs() < 0.12,
-        "variance {var} vs {expected}"
-    );
+            .plan(
+                Budget::new(2.0, delta).unwrap(),
+                200,
+                3,
+                Task::Regression {
+                    min: 0.0,
+                    max: 10.0,
+                },
+            )
+            .unwrap();
+        let codes: Vec<Bin> = vec![0; 200];
+        let y = vec![5.0f32; 200];
+        let mut state = vec![5.0f32; 200];
+        let update = Update {
+            codes: &codes,
+            cuts: Cuts::new(&[]),
+            values: [0.0; MAX_CUTS + 1],
+        };
+        let mut rng = NoiseRng::seeded(17);
+        let draws: Vec<f64> = (0..6000)
+            .map(|_| {
+                noisy_leaf_sums(
+                    &mut state,
+                    &y,
+                    Residual::Scaled { inverse: 0.2 },
+                    &codes,
+                    Cuts::new(&[]),
+                    &update,
+                    p.scale,
+                    &p.intercept_noise,
+                    &mut rng,
+                )
+                .unwrap()[0]
+            })
+            .collect();
+        // In residual units the intercept's sd is Delta_0 / sqrt(2 rho_0)
+        // (Gaussian) or sqrt(2) Delta_0 / epsilon_0 (Laplace), Delta_0 = 2.
+        let want = if delta > 0.0 {
+            let rho = crate::privacy::zcdp::rho_for(2.0, delta).unwrap();
+            2.0 / (2.0 * params::INTERCEPT_SHARE * rho).sqrt()
+        } else {
+            2f64.sqrt() * 2.0 / (params::INTERCEPT_SHARE * 2.0)
+        };
+        assert!(
+            (p.sigma_intercept / want - 1.0).abs() < 1e-4,
+            "{}",
+            p.sigma_intercept
+        );
+        check_noise(
+            &draws,
+            &p.intercept_noise,
+            &format!("intercept, delta {delta}"),
+        );
+
+        // Binning: 2000 rows in bin 0 of 3, the noisy count minus 2000.
+        let rows = vec![0u16; 2000];
+        let counts: Vec<f64> = (0..6000)
+            .flat_map(|_| bins::noisy_counts(&rows, 3, &p, &mut rng).unwrap()[..1].to_vec())
+            .map(|c| c - 2000.0)
+            .collect();
+        // Per-histogram sd sqrt(K / rho_b) or sqrt(2) 2K / epsilon_b.
+        let want = if delta > 0.0 {
+            let rho = crate::privacy::zcdp::rho_for(2.0, delta).unwrap();
+            (3.0 / (0.1 * rho)).sqrt()
+        } else {
+            2f64.sqrt() * 6.0 / 0.2
+        };
+        assert!(
+            (p.sigma_binning / want - 1.0).abs() < 2e-3,
+            "{}",
+            p.sigma_binning
+        );
+        check_noise(&counts, &p.bin_noise, &format!("bin counts, delta {delta}"));
+    }
 }
 
 /// The signal passes the grid: residuals of 1 (the clamp) sum to `scale`
@@ -87,7 +203,8 @@ fn leaf_sums_carry_the_clamped_residuals() {
         &codes,
         Cuts::new(&[1]),
         &update,
-        &p,
+        p.scale,
+        &p.leaf_noise,
         &mut rng,
     )
     .unwrap();
@@ -101,11 +218,7 @@ fn leaf_sums_carry_the_clamped_residuals() {
 
 #[test]
 fn binning_with_a_huge_budget_recovers_the_counts() {
-    let p = EbmSpec::default()
-        .check()
-        .unwrap()
-        .plan(Budget::new(5000.0, 1e-6).unwrap(), 10, 1)
-        .unwrap();
+    let p = plan(5000.0, 10, 1);
     assert!(p.sigma_binning < 0.3, "{}", p.sigma_binning);
     let codes = [0u16, 1, 1, 2, 2, 2, 0, 1, 2, 2];
     let mut rng = NoiseRng::seeded(5);
@@ -251,6 +364,110 @@ fn adult_at_epsilon_1() {
             .to_string()
             .contains("no order")
     );
+}
+
+/// Adult at epsilon = 1 with delta = 0: the pure-DP variant trains with
+/// discrete Laplace noise only (the statement names exactly what ran), is
+/// charged pure epsilon, and predicts about as often positive as the
+/// labels are (the intercept) with a useful AUC.
+#[test]
+fn adult_pure_dp_at_epsilon_1() {
+    let (encoder, train, test) = adult_split();
+    let plan = AlgorithmSpec::DpEbm(EbmSpec::default())
+        .plan(
+            Budget::new(1.0, 0.0).unwrap(),
+            PublicFacts::new(&encoder, train.n_rows()),
+        )
+        .unwrap();
+    assert_eq!(
+        plan.cost,
+        crate::privacy::PrivacyCost::Pure { epsilon: 1.0 }
+    );
+    crate::privacy::mechanisms::take_ran();
+    let model = plan
+        .fit(&train, &encoder, &mut NoiseRng::seeded(7), &mut |_| true)
+        .unwrap();
+    let ran = crate::privacy::mechanisms::take_ran();
+    let Model::Ebm(file) = &model else {
+        panic!("a DP-EBM model")
+    };
+    let named: std::collections::BTreeSet<&str> =
+        file.privacy.mechanisms.iter().map(String::as_str).collect();
+    assert_eq!(named, ran);
+    assert!(named.contains("discrete-laplace"), "{named:?}");
+    assert!(file.privacy.rho.is_none() && file.privacy.epsilon_training.is_some());
+    let outputs = model.predictor().predict_all(&test);
+    let labels = test.labels.as_ref().unwrap();
+    let y: Vec<bool> = (0..test.n_rows()).map(|i| labels.get(i)).collect();
+    let scores: Vec<f64> = outputs
+        .iter()
+        .map(|o| match o {
+            Output::Class(p) => p.score,
+            Output::Value(_) => panic!("a classifier"),
+        })
+        .collect();
+    let positive = outputs
+        .iter()
+        .filter(|o| matches!(o, Output::Class(p) if p.positive))
+        .count() as f64
+        / y.len() as f64;
+    let auc = metrics::roc_auc(&scores, &y);
+    eprintln!(
+        "DP-EBM Adult epsilon 1, delta 0 (seeded): AUC {auc:.4}, predicted positive {positive:.4}"
+    );
+    assert!(auc > 0.85, "AUC {auc}");
+    // 23.6% of the test labels are positive; the old start at score 0 with
+    // learning rate 0.01 predicted 7%.
+    assert!(positive > 0.12, "predicted positive {positive}");
+}
+
+/// The start of boosting from the intercept's noisy sum, by hand.
+#[test]
+fn start_from_the_noisy_label_mean() {
+    // Adult-sized, epsilon 1, delta 1e-6: s_0 = 20.26 on the sum, so the
+    // shrink factor v / (v + (s_0 / n)^2) is 1 - 4.6e-6: a sum of
+    // -0.26 n (24% positive) starts at logit(0.24) = -1.1527.
+    let p = plan(1.0, 32_561, 14);
+    let start = fit::start_from(Task::Binary, -0.26 * 32_561.0, &p);
+    assert!((start - (0.24f64 / 0.76).ln()).abs() < 1e-4, "{start}");
+    // A sum beyond what n rows can give is kept inside [1/(2n), 1 - 1/(2n)].
+    let start = fit::start_from(Task::Binary, 1e9, &p);
+    let edge: f64 = 0.5 / 32_561.0;
+    assert!((start - ((1.0 - edge) / edge).ln()).abs() < 1e-6);
+    // A tiny n epsilon: the noise on the mean (s_0 / n) is larger than the
+    // prior's spread, so the start is pulled towards 1/2: with n = 10 at
+    // epsilon 0.1, (s_0 / n)^2 is far above 1/12.
+    let small = plan(0.1, 10, 14);
+    let noise = (small.sigma_intercept / 10.0).powi(2);
+    let shrink = (1.0 / 12.0) / (1.0 / 12.0 + noise);
+    assert!(shrink < 0.01, "{shrink}");
+    let start = fit::start_from(Task::Binary, 4.0, &small);
+    let want = 0.5 + 0.4 * shrink;
+    assert!((start - (want / (1.0 - want)).ln()).abs() < 1e-9, "{start}");
+    // A regressor on [0, 40] with a noisy mean term 0.5 (mean label 30)
+    // and negligible noise starts at 20 + 20 x 0.5 = 30.
+    let r = EbmSpec::default()
+        .check(Schedule::PAPER)
+        .unwrap()
+        .plan(
+            Budget::new(8.0, 1e-6).unwrap(),
+            100_000,
+            2,
+            Task::Regression {
+                min: 0.0,
+                max: 40.0,
+            },
+        )
+        .unwrap();
+    let start = fit::start_from(
+        Task::Regression {
+            min: 0.0,
+            max: 40.0,
+        },
+        50_000.0,
+        &r,
+    );
+    assert!((start - 30.0).abs() < 1e-3, "{start}");
 }
 
 /// A synthetic regression: y = 3 x + noise on a binned feature with public
