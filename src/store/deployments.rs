@@ -354,6 +354,9 @@ mod tests {
              INSERT INTO models (id, job_id, dataset_id, model_json, created_at) VALUES ('m', 'job', 'ds', '{}', 't');
              INSERT INTO deployments (seq, name, model_id, created_by, updated_at) VALUES (7, 'prod', 'm', 'key_a', '2026-01-01T00:00:00Z');",
             include_str!("../../migrations/0004_deployment_versions.sql"),
+            // Today's `put` checks the model is not deleted (its column
+            // comes with 0011, independent of 0005 to 0010).
+            include_str!("../../migrations/0011_model_deletion.sql"),
         ] {
             sqlx::raw_sql(sql).execute(&pool).await.unwrap();
         }
