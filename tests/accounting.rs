@@ -332,3 +332,60 @@ async fn a_total_of_1_admits_exactly_100_jobs_of_epsilon_001() {
     }
     s.stop().await;
 }
+
+/// Issue 26, item 4: a filter dataset's total may change before its first
+/// charge, and never after (the filter's parameters come from the total
+/// before the first release): raising or lowering it then is a 409
+/// problem+json and leaves the ledger as it was. A basic dataset's total
+/// still moves after charges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_total_is_fixed_once_anything_is_charged() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let patch = |dataset: &str, epsilon: f64| {
+        s.client
+            .patch(s.at(&format!("/v1/datasets/{dataset}/budget")))
+            .bearer_auth(&owner)
+            .json(&json!({"epsilon": epsilon, "delta": 1e-6}))
+            .send()
+    };
+    let created = expect_status(
+        upload(&s, &owner, Some("zcdp-filter")).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let filter = created["dataset"]["id"].as_str().unwrap().to_owned();
+    let created = expect_status(upload(&s, &owner, None).await, StatusCode::CREATED).await;
+    let basic = created["dataset"]["id"].as_str().unwrap().to_owned();
+    // Before any charge: allowed.
+    expect_status(patch(&filter, 2.0).await.unwrap(), StatusCode::OK).await;
+    for dataset in [&filter, &basic] {
+        let job = expect_status(
+            s.post(
+                &owner,
+                "/v1/jobs",
+                &json!({"dataset_id": dataset, "epsilon": 0.05}),
+            )
+            .await,
+            StatusCode::ACCEPTED,
+        )
+        .await;
+        s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    }
+    let before = s.ledger(&owner, &filter).await;
+    for epsilon in [3.0, 0.9] {
+        let r = patch(&filter, epsilon).await.unwrap();
+        assert_eq!(r.headers()["content-type"], "application/problem+json");
+        let p = expect_status(r, StatusCode::CONFLICT).await;
+        assert!(p["detail"].as_str().unwrap().contains("zCDP filter"), "{p}");
+    }
+    assert_eq!(s.ledger(&owner, &filter).await, before, "nothing recorded");
+    assert_eq!(
+        budget(&s, &owner, &filter, "").await["total"]["epsilon"],
+        2.0
+    );
+    // Basic composition keeps its PATCH.
+    let b = expect_status(patch(&basic, 3.0).await.unwrap(), StatusCode::OK).await;
+    assert_eq!(b["total"]["epsilon"], 3.0, "{b}");
+    s.stop().await;
+}

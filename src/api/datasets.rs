@@ -723,6 +723,9 @@ async fn set_budget(
             b.charged().epsilon,
             b.charged().delta
         ))),
+        SetTotal::FilterFixed => Err(ApiError::Conflict(
+            "this dataset composes its charges with the zCDP filter, whose parameters are fixed by the total in force at the first charge: the total cannot change once anything was charged (docs/privacy.md, \"zCDP filter\")".into(),
+        )),
     }
 }
 

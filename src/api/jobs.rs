@@ -149,8 +149,14 @@ async fn prepare(
         return Err(ApiError::Conflict("the dataset was deleted".into()));
     }
     let n = usize::try_from(dataset.n_rows).map_err(|_| ApiError::Internal("row count".into()))?;
-    let schema = Schema::from_json(&dataset.schema.to_string())
-        .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
+    // A schema stored before a check the upload makes today (e.g. label
+    // bounds that overflow, issue 26) is refused here, before any charge.
+    let schema = Schema::from_json(&dataset.schema.to_string()).map_err(|e| {
+        ApiError::Validation(vec![FieldError::new(
+            "dataset_id",
+            format!("the dataset's schema is no longer accepted: {e}"),
+        )])
+    })?;
     let encoder = crate::data::Encoder::new(&schema)
         .map_err(|e| ApiError::Internal(format!("stored schema: {e}")))?;
     // A local-DP dataset: the job is post-processing of the randomized rows

@@ -32,6 +32,7 @@ use crate::store::models::{self, ModelRecord};
 pub(super) fn routes(r: Routes) -> Routes {
     r.at(Method::GET, "/v1/models", list)
         .at(Method::GET, "/v1/models/{id}", get)
+        .at(Method::DELETE, "/v1/models/{id}", delete_model)
         .at(Method::POST, "/v1/models/{id}/predict", predict_model)
         .at(Method::POST, "/v1/models/{id}/edits", edit_model)
         .at(Method::GET, "/v1/deployments", list_deployments)
@@ -64,9 +65,11 @@ pub(crate) struct Loaded {
 }
 
 /// Loaded models by id, with their stored records. Models never change
-/// (`store::models` neither updates nor deletes one; an edit is a new
-/// model), so entries never go stale, on this replica or any other; the
-/// map is cleared when it reaches [`MODEL_CACHE_SIZE`].
+/// (an edit is a new model), so entries never go stale; the map is cleared
+/// when it reaches [`MODEL_CACHE_SIZE`]. A deleted model's entry is removed
+/// on the replica that deleted it; on another replica it may linger, but
+/// every route reaches the cache only through a store read that skips
+/// deleted models (or a deployment, which a deleted model never has).
 #[derive(Default)]
 pub(crate) struct ModelCache {
     map: Mutex<HashMap<String, (ModelRecord, Arc<Loaded>)>>,
@@ -84,6 +87,13 @@ impl ModelCache {
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
             .cloned()
+    }
+
+    fn forget(&self, id: &str) {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
     }
 
     pub(super) fn load(&self, record: &ModelRecord) -> Result<Arc<Loaded>, ApiError> {
@@ -141,6 +151,27 @@ fn summary(record: &ModelRecord, model: &Model, precise: bool) -> Value {
     v
 }
 
+/// The summary of a stored model that does not load: what the record says,
+/// `"unreadable": true`, and null for what only the file could say.
+fn unreadable_summary(record: &ModelRecord, precise: bool) -> Value {
+    let mut v = json!({
+        "id": record.id,
+        "job_id": record.job_id,
+        "parent_id": record.parent_id,
+        "dataset_id": record.dataset_id,
+        "created_at": record.created_at,
+        "algorithm": null,
+        "task": null,
+        "params": null,
+        "privacy": null,
+        "unreadable": true,
+    });
+    if !precise {
+        super::coarsen_time(&mut v["created_at"]);
+    }
+    v
+}
+
 pub(super) async fn visible_model(
     state: &AppState,
     caller: &Caller,
@@ -171,7 +202,15 @@ async fn list(
                 p
             }
         };
-        items.push(summary(r, &state.models.load(r)?.model, p));
+        // One model that cannot be read must not take the list down: it
+        // is listed as unreadable (so its owner can delete it) and logged.
+        items.push(match state.models.load(r) {
+            Ok(loaded) => summary(r, &loaded.model, p),
+            Err(e) => {
+                tracing::error!(model_id = %r.id, dataset_id = %r.dataset_id, error = %e, "a stored model cannot be read; listed as unreadable");
+                unreadable_summary(r, p)
+            }
+        });
     }
     Ok(axum::Json(json!({
         "items": items,
@@ -289,6 +328,9 @@ async fn edit_model(
 ) -> Result<Response, ApiError> {
     caller.require(&[Role::Owner, Role::Analyst], "editing a model")?;
     let (record, loaded) = visible_model(&state, &caller, &id).await?;
+    // Fully validated before anything is stored: the values' range, and the
+    // edited model's every number finite and its file loading again
+    // (`Model::edited`); the store is then one INSERT.
     let edited = loaded.model.edited(&edit).map_err(|e| {
         let field = match &edit {
             ModelEdit::SetValues { .. } if e.to_string().contains("values") => "values",
@@ -307,6 +349,44 @@ async fn edit_model(
         axum::Json(summary(&stored, &loaded.model, precise)),
     )
         .into_response())
+}
+
+/// `DELETE /v1/models/{id}`: the dataset's owner, or an admin (who reads no
+/// dataset, so it deletes by id: an unreadable model is logged with its
+/// id). 404 for a model the caller cannot see (or a deleted one), 403 for
+/// an analyst, 409 while a deployment serves it. The id never comes back:
+/// the row stays as a tombstone (`store::models::delete`).
+async fn delete_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    if caller.role != Role::Admin {
+        let record = models::get_visible(&state.pool, &id, &caller.id)
+            .await?
+            .ok_or(ApiError::NotFound("model"))?;
+        caller.require(&[Role::Owner], "deleting a model")?;
+        let owns = crate::store::datasets::get_visible(&state.pool, &record.dataset_id, &caller.id)
+            .await?
+            .is_some_and(|d| d.owner_id == caller.id);
+        if !owns {
+            return Err(ApiError::Forbidden(
+                "deleting a model is for its dataset's owner".into(),
+            ));
+        }
+    }
+    match models::delete(&state.pool, &id, &caller.id).await? {
+        models::Deleted::Done => {
+            state.models.forget(&id);
+            tracing::info!(model_id = %id, by = %caller.id, "model deleted");
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        models::Deleted::Missing => Err(ApiError::NotFound("model")),
+        models::Deleted::Deployed(names) => Err(ApiError::Conflict(format!(
+            "model {id} is served by deployment {}: move or roll back the deployment first",
+            names.join(", ")
+        ))),
+    }
 }
 
 /// Deployment names: 1 to 100 of `[A-Za-z0-9._-]`.
@@ -454,6 +534,8 @@ async fn put_deployment(
     match deployments::put(&state.pool, &caller.id, plain, &body.model_id).await? {
         Put::Created(d) => Ok((StatusCode::CREATED, axum::Json(deployment_json(&d)?))),
         Put::Updated(d) => Ok((StatusCode::OK, axum::Json(deployment_json(&d)?))),
+        // Deleted between the check above and the move.
+        Put::ModelGone => Err(ApiError::NotFound("model")),
     }
 }
 
@@ -509,6 +591,7 @@ async fn rollback_deployment(
     match deployments::rollback(&state.pool, d.seq, Some(target), &caller.id).await? {
         Rollback::Done(d) => Ok(axum::Json(deployment_json(&d)?)),
         Rollback::UnknownVersion | Rollback::Gone => Err(ApiError::NotFound("deployment version")),
+        Rollback::ModelGone => Err(ApiError::NotFound("model")),
         Rollback::NoPrevious => Err(ApiError::Conflict(
             "there is no previous version to roll back to".into(),
         )),

@@ -98,6 +98,6 @@ pub use reader::{
 };
 pub use schema::{
     Bins, BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelKind, LabelSpec, MAX_BINS,
-    MAX_LITERALS, MAX_PRIVATE_BINS, NumericColumn, NumericEncoding, Schema, Task, UnknownPolicy,
-    base_bins,
+    MAX_LABEL_BOUND, MAX_LITERALS, MAX_PRIVATE_BINS, MIN_LABEL_RANGE, NumericColumn,
+    NumericEncoding, Schema, Task, UnknownPolicy, base_bins, check_label_bounds,
 };

@@ -152,6 +152,59 @@ impl Task {
             Task::Regression { .. } => "regression",
         }
     }
+
+    /// Whether a regression's public bounds keep every derived scale and
+    /// sum finite ([`check_label_bounds`]); a classifier has none. Upload
+    /// checks it, and every learner's plan again before any charge (a
+    /// schema stored before the check existed may not pass it).
+    pub fn check_bounds(&self) -> Result<(), DataError> {
+        match *self {
+            Task::Binary => Ok(()),
+            Task::Regression { min, max } => check_label_bounds(min, max),
+        }
+    }
+}
+
+/// The largest magnitude a regression label's public bound may have.
+///
+/// Every learner and the private evaluation derive scales and sums from the
+/// bounds: the range `max - min`, the midpoint, half and a quarter of the
+/// range (residual scales), the range squared (the squared-error release),
+/// and sums of up to `n` clamped labels. DP-EBM keeps labels in `f32`
+/// (largest 3.4e38). With both bounds within 1e30, the range is at most
+/// 2e30, its square 4e60, and a sum over even 2^64 rows of labels or of
+/// squared ranges at most 7.4e79: all finite in `f64`, the labels finite in
+/// `f32`. Before this rule a label declared on `[-1e308, 1e308]` had an
+/// infinite range, and the models trained on it stored `null` coefficients
+/// (issue 26).
+pub const MAX_LABEL_BOUND: f64 = 1e30;
+
+/// The smallest width `max - min` of a regression label's range: the
+/// learners divide by the range (and DP-EBM by a quarter of it, in `f32`),
+/// so the inverses stay at most 4e30, finite in `f32` too.
+pub const MIN_LABEL_RANGE: f64 = 1e-30;
+
+/// A regression label's public bounds: finite, `min < max`, both within
+/// [`MAX_LABEL_BOUND`] in magnitude and at least [`MIN_LABEL_RANGE`] apart,
+/// so that no scale or sum derived from them overflows. The message names
+/// the rule (the bounds are public: the owner wrote them).
+pub fn check_label_bounds(min: f64, max: f64) -> Result<(), DataError> {
+    if !(min.is_finite() && max.is_finite() && min < max) {
+        return Err(DataError::schema(
+            "label: a numeric label needs public finite bounds min < max",
+        ));
+    }
+    if min.abs() > MAX_LABEL_BOUND || max.abs() > MAX_LABEL_BOUND {
+        return Err(DataError::schema(format!(
+            "label: the bounds min and max must lie within [-{MAX_LABEL_BOUND:e}, {MAX_LABEL_BOUND:e}] (larger bounds overflow the learners' scales and sums)"
+        )));
+    }
+    if max - min < MIN_LABEL_RANGE {
+        return Err(DataError::schema(format!(
+            "label: max - min must be at least {MIN_LABEL_RANGE:e} (a narrower range overflows the learners' inverse scales)"
+        )));
+    }
+    Ok(())
 }
 
 /// One column of the CSV (other than the label), tagged by `"type"`.
@@ -561,7 +614,7 @@ impl Schema {
                 ));
             }
             match (label.min, label.max) {
-                (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() && lo < hi => {}
+                (Some(lo), Some(hi)) => check_label_bounds(lo, hi)?,
                 _ => {
                     return Err(DataError::schema(
                         "label: a numeric label needs public finite bounds min < max",
@@ -1072,9 +1125,34 @@ mod tests {
                 r#"{"column": "y", "positive": "1", "min": 0}"#,
                 "only for a numeric label",
             ),
+            // Issue 26: finite bounds whose range overflows, or too narrow.
+            (
+                r#"{"column": "y", "type": "numeric", "min": -1e308, "max": 1e308}"#,
+                "must lie within [-1e30, 1e30]",
+            ),
+            (
+                r#"{"column": "y", "type": "numeric", "min": 0, "max": 1.1e30}"#,
+                "must lie within",
+            ),
+            (
+                r#"{"column": "y", "type": "numeric", "min": 0, "max": 1e-31}"#,
+                "at least 1e-30",
+            ),
         ] {
             let e = schema(label).unwrap_err().to_string();
             assert!(e.contains(message), "{label}: {e}");
         }
+        // The limits themselves are accepted.
+        schema(r#"{"column": "y", "type": "numeric", "min": -1e30, "max": 1e30}"#).unwrap();
+        schema(r#"{"column": "y", "type": "numeric", "min": 0, "max": 1e-30}"#).unwrap();
+        assert!(
+            Task::Regression {
+                min: -1e308,
+                max: 1e308
+            }
+            .check_bounds()
+            .is_err()
+        );
+        assert!(Task::Binary.check_bounds().is_ok());
     }
 }

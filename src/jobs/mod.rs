@@ -29,13 +29,15 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, error, info, info_span, warn};
 
-use crate::data::{Dataset, Encoder, LocalDp, Schema};
-use crate::learn::binning::BinningSummary;
-use crate::learn::{AlgorithmName, AlgorithmSpec, LearnError, PublicFacts};
-use crate::privacy::budget_units::Requested;
+use crate::data::{Dataset, Encoder, Schema};
+use crate::learn::{LearnError, PublicFacts};
+use crate::privacy::NoiseRng;
 use crate::privacy::filter::{Charge, Loss};
-use crate::privacy::{Budget, NoiseRng};
 use crate::store::{self, StoreError, jobs::ClaimedJob};
+
+/// The stored form of a job's parameters lives with the jobs table
+/// (`store::jobs`), so that the store needs nothing from this module.
+pub use crate::store::jobs::JobParams;
 
 /// How often an idle worker looks for work it was not woken for (jobs
 /// queued by another process on the same file, or after a store error).
@@ -50,55 +52,6 @@ fn heartbeat_interval(lease: Duration) -> Duration {
 /// The lease of a running job when none is configured: a crashed process's
 /// jobs re-run this long after it stopped renewing them.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-
-/// The parameters of a job as stored: the learner with every default filled
-/// in, and the job's budget.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct JobParams {
-    /// The learner and its resolved parameters (`"algorithm"` names it).
-    #[serde(flatten)]
-    pub spec: AlgorithmSpec,
-    /// Total epsilon of the job.
-    pub epsilon: f64,
-    /// Total delta of the job.
-    pub delta: f64,
-    /// Whether the learner's default rule chose the parameters.
-    pub defaults_used: bool,
-    /// The private binning phase, when the dataset's schema asks for
-    /// private bins (shown in the job resource; absent otherwise).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binning: Option<BinningSummary>,
-    /// The dataset's local-DP declaration, when its rows were randomized on
-    /// the client: the job is post-processing, charged 0 (epsilon and
-    /// delta above are 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub local_dp: Option<LocalDp>,
-}
-
-impl JobParams {
-    /// Parse stored parameters. Jobs stored before the learner family have
-    /// no `"algorithm"` field: they are LazyBB jobs.
-    pub fn from_stored(text: &str) -> Result<JobParams, serde_json::Error> {
-        let mut value: serde_json::Value = serde_json::from_str(text)?;
-        if let Some(map) = value.as_object_mut() {
-            map.entry("algorithm")
-                .or_insert_with(|| AlgorithmName::Lazybb.as_str().into());
-        }
-        serde_json::from_value(value)
-    }
-
-    /// The budget the job runs at: the stored epsilon and delta quantised to
-    /// the ledger's units, as at admission, and then the largest doubles not
-    /// above them (`Requested`), so the worker plans exactly the run that
-    /// was charged. On local-DP rows, the local epsilon (which the default
-    /// rule reads; nothing central is spent).
-    pub fn budget(&self) -> Result<Budget, LearnError> {
-        match self.local_dp {
-            Some(local) => Ok(Budget::new(local.epsilon, 0.0)?),
-            None => Ok(Requested::new(self.epsilon, self.delta)?.run),
-        }
-    }
-}
 
 /// The live state of a running job, shared between its worker and the API.
 #[derive(Debug, Default)]
@@ -301,6 +254,20 @@ impl JobQueue {
                 )
                 .await
             }
+            Err(Failure::NotStorable(e)) => {
+                // Nothing was stored. The rows were read, so the charge is
+                // final (SPEC: a charge is final once the job may have read
+                // the rows; docs/privacy.md, "Models that cannot be stored").
+                error!(error = %e, job_id = %job.id, "the trained model was not finite; not stored");
+                store::jobs::finish(
+                    &self.inner.pool,
+                    &job,
+                    "failed",
+                    rounds,
+                    "the trained model had a number that is not finite and was not stored; the charge is kept",
+                )
+                .await
+            }
             Err(Failure::Internal(e)) => {
                 // The cause goes to the log only; the job record gets fixed
                 // text (an error could in principle depend on the data).
@@ -479,6 +446,8 @@ enum Failure {
     Unsaved(String),
     Cancelled,
     DatasetGone,
+    /// The learner's model failed `Model::check_storable`.
+    NotStorable(String),
     Internal(String),
 }
 
@@ -486,6 +455,7 @@ impl From<LearnError> for Failure {
     fn from(e: LearnError) -> Failure {
         match e {
             LearnError::Cancelled => Failure::Cancelled,
+            e @ LearnError::NotFinite(_) => Failure::NotStorable(e.to_string()),
             other => Failure::Internal(other.to_string()),
         }
     }

@@ -30,7 +30,9 @@ use super::params::{
 };
 use super::trained::Model;
 use super::{LazyBbParams, LearnError, PrivacyMode, train};
-use crate::data::{Dataset, Domains, Encoder, LocalDp, Protocol, Task};
+use crate::data::{
+    Dataset, Domains, Encoder, LocalDp, MAX_LABEL_BOUND, MIN_LABEL_RANGE, Protocol, Task,
+};
 use crate::privacy::randomized_response::{Debias, effective_epsilon};
 use crate::privacy::{Budget, Composition, NoiseRng, PrivacyCost, PrivacyError, mechanisms};
 
@@ -313,6 +315,7 @@ impl LearnError {
             ("(validation_share)", "validation_share"),
             ("(delta)", "delta"),
             ("(epsilon)", "epsilon"),
+            ("label: ", "dataset_id"),
         ]
         .into_iter()
         .find(|(tag, _)| message.contains(tag))
@@ -488,6 +491,10 @@ impl AlgorithmSpec {
     /// parameter, a task the learner cannot do, a noise scale that would not
     /// be usable.
     pub fn plan(&self, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+        // The label's public bounds derive every learner's scales: refuse
+        // bounds that overflow them before any charge (a schema stored
+        // before upload checked them may still have them; issue 26).
+        facts.task.check_bounds()?;
         if !self.name().supports(facts.task) {
             return Err(LearnError::InvalidParameter(format!(
                 "algorithm {} cannot do {}; choose a learner that can (see docs/service.md)",
@@ -689,7 +696,15 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
             ));
         }
         (Task::Regression { min, max }, clip) => {
-            Some(clip.unwrap_or_else(|| ebm::default_residual_clip(min, max)))
+            let clip = clip.unwrap_or_else(|| ebm::default_residual_clip(min, max));
+            // Residuals are divided by the clip (in f32) and leaf values
+            // multiplied by it: keep both finite, as for the label's range.
+            if !(MIN_LABEL_RANGE..=MAX_LABEL_BOUND).contains(&clip) {
+                return Err(LearnError::InvalidParameter(format!(
+                    "residual clip (residual_clip) must lie within [{MIN_LABEL_RANGE:e}, {MAX_LABEL_BOUND:e}], got {clip}"
+                )));
+            }
+            Some(clip)
         }
     };
     let plan = params.plan(budget, facts.n_rows, facts.n_features, facts.task)?;
@@ -717,6 +732,7 @@ fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<P
 
 fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
     let plan = spec.check(facts.task)?.plan(budget, facts.n_rows)?;
+    plan.check_scales(facts.task)?;
     Ok(Plan {
         cost: plan.cost(),
         steps: plan.trees(),
@@ -885,12 +901,18 @@ impl Plan {
         rng: &mut NoiseRng,
         on_step: &mut dyn FnMut(u32) -> bool,
     ) -> Result<Model, LearnError> {
-        let Some(phase) = &self.binning else {
-            return self.fit_learner(data, encoder, rng, on_step);
+        let model = match &self.binning {
+            None => self.fit_learner(data, encoder, rng, on_step)?,
+            Some(phase) => {
+                let (encoder, data, columns) = binning::run(phase, data, encoder, rng)?;
+                let mut model = self.fit_learner(&data, &encoder, rng, on_step)?;
+                model.attach_binning(phase.statement(columns, self.cost), self.cost.charge());
+                model
+            }
         };
-        let (encoder, data, columns) = binning::run(phase, data, encoder, rng)?;
-        let mut model = self.fit_learner(&data, &encoder, rng, on_step)?;
-        model.attach_binning(phase.statement(columns, self.cost), self.cost.charge());
+        // The one way out of every learner: a model that could not be
+        // stored and read back is an error, never a stored `null`.
+        model.check_storable()?;
         Ok(model)
     }
 
@@ -1155,6 +1177,57 @@ mod tests {
             resolved(bad, regression).unwrap_err().field(),
             "residual_clip"
         );
+    }
+
+    /// Issue 26: every plan refuses label bounds whose derived scales
+    /// overflow (a schema stored before upload checked them), before any
+    /// charge; DP-EBM a residual clip that overflows its inverse.
+    #[test]
+    fn overflowing_label_bounds_are_refused_by_every_plan() {
+        let budget = Budget::new(1.0, 1e-6).unwrap();
+        let huge = facts(Task::Regression {
+            min: -1e308,
+            max: 1e308,
+        });
+        for spec in [
+            AlgorithmSpec::DpEbm(EbmSpec::default()),
+            AlgorithmSpec::DpLinear(LinearSpec::default()),
+            AlgorithmSpec::Dpboost(DpBoostSpec::default()),
+            AlgorithmSpec::Auto(AutoSpec::default()),
+        ] {
+            let e = spec.plan(budget, huge).unwrap_err();
+            assert!(e.to_string().contains("must lie within"), "{e}");
+            assert_eq!(e.field(), "dataset_id");
+        }
+        let tiny_clip = EbmSpec {
+            residual_clip: Some(1e-300),
+            ..EbmSpec::default()
+        };
+        let regression = facts(Task::Regression { min: 0.0, max: 1.0 });
+        let e = AlgorithmSpec::DpEbm(tiny_clip)
+            .plan(budget, regression)
+            .unwrap_err();
+        assert_eq!(e.field(), "residual_clip", "{e}");
+    }
+
+    /// Issue 26, item 6: DPBoost's plan checks every Laplace scale of the
+    /// run before any charge; `init_share` 1e-15 at epsilon 0.01 used to be
+    /// charged and then fail on an initial-score scale of 1e17.
+    #[test]
+    fn dpboost_plan_refuses_an_unusable_initial_score_scale() {
+        let spec = |init_share| {
+            AlgorithmSpec::Dpboost(DpBoostSpec {
+                init_share: Some(init_share),
+                ..DpBoostSpec::default()
+            })
+        };
+        let budget = Budget::new(0.01, 0.0).unwrap();
+        for task in [Task::Binary, Task::Regression { min: 0.0, max: 1.0 }] {
+            let e = spec(1e-15).plan(budget, facts(task)).unwrap_err();
+            assert!(e.to_string().contains("out of range"), "{e}");
+            assert_eq!(e.field(), "init_share", "{e}");
+            spec(0.05).plan(budget, facts(task)).unwrap();
+        }
     }
 
     #[test]

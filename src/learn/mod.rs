@@ -22,6 +22,7 @@ pub mod binning;
 pub mod dpboost;
 pub mod ebm;
 pub mod family;
+pub mod finite;
 pub mod lazybb;
 pub mod linear;
 pub mod metrics;
@@ -67,6 +68,10 @@ pub enum LearnError {
     /// The model file is malformed or of another version.
     #[error("invalid model file: {0}")]
     ModelFormat(String),
+    /// A trained or edited model with a number that is not finite: it
+    /// could not be stored and read back (`Model::check_storable`).
+    #[error("the model has a non-finite number ({0}); it was not stored")]
+    NotFinite(String),
     /// From the privacy layer.
     #[error(transparent)]
     Privacy(#[from] PrivacyError),

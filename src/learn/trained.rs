@@ -22,6 +22,12 @@ use super::naive_bayes::{self, NaiveBayesFile};
 use crate::data::{Dataset, Encoder, Schema, Task};
 use crate::privacy::{Budget, mechanisms};
 
+use super::finite::first_non_finite;
+
+/// The largest logit a `set_values` edit of a classifier may write
+/// ([`Model::edit_bound`]).
+pub const MAX_EDIT_LOGIT: f64 = 100.0;
+
 /// A trained model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Model {
@@ -490,7 +496,46 @@ impl Model {
     /// statement; the original is unchanged. Errors name what is wrong (an
     /// unknown feature, a wrong number of values, a learner whose models
     /// have no shape functions).
+    ///
+    /// `set_values` takes finite values within [`Model::edit_bound`], and
+    /// the edited model must pass [`Model::check_storable`]: a failed edit
+    /// returns an error and nothing to store.
     pub fn edited(&self, edit: &ModelEdit) -> Result<Model, LearnError> {
+        if let ModelEdit::SetValues { values, .. } = edit {
+            let bound = self.edit_bound();
+            if let Some(v) = values.iter().find(|v| !(v.is_finite() && v.abs() <= bound)) {
+                return Err(LearnError::InvalidParameter(format!(
+                    "values: each value must be a finite number within [-{bound}, {bound}] ({}); got {v}",
+                    match self.task() {
+                        Task::Binary =>
+                            "a logit beyond it gives probability 0 or 1 to within 4e-44",
+                        Task::Regression { .. } =>
+                            "the width of the label's public range, max - min: every prediction is clamped into that range",
+                    }
+                )));
+            }
+        }
+        let edited = self.edited_unchecked(edit)?;
+        edited.check_storable()?;
+        Ok(edited)
+    }
+
+    /// The largest magnitude a `set_values` edit may give a shape value,
+    /// from the model's public facts: for a regressor the width `max - min`
+    /// of the label's public range (every prediction is clamped into it, so
+    /// one value moving predictions by more than the whole range is never
+    /// needed); for a classifier a logit of 100 (probability 0 or 1 to
+    /// within 4e-44). Both keep every sum of values (a prediction, the
+    /// pool-adjacent-violators averages of a later `monotone` edit,
+    /// weighted by counts of at most n) finite (`MAX_LABEL_BOUND`).
+    pub fn edit_bound(&self) -> f64 {
+        match self.task() {
+            Task::Binary => MAX_EDIT_LOGIT,
+            Task::Regression { min, max } => max - min,
+        }
+    }
+
+    fn edited_unchecked(&self, edit: &ModelEdit) -> Result<Model, LearnError> {
         match self {
             Model::Ebm(f) => Ok(Model::Ebm(f.edited(edit)?)),
             Model::Auto(f) => {
@@ -509,6 +554,37 @@ impl Model {
                 )))
             }
         }
+    }
+
+    /// Whether the model can be stored and read back (issue 26): every
+    /// number in it finite (JSON writes a non-finite float as `null`, which
+    /// never loads again, and a non-finite coefficient predicts nothing),
+    /// its task's public bounds within the limits of
+    /// [`Task::check_bounds`], and its file loading again as written. Every
+    /// fit ([`super::Plan::fit`], which `auto` and each of its candidates go
+    /// through) and every edit ([`Model::edited`]) calls it before it
+    /// returns a model for storage; the error names the first bad number's
+    /// place in the model, never a row.
+    pub fn check_storable(&self) -> Result<(), LearnError> {
+        self.task().check_bounds()?;
+        let place = match self {
+            Model::LazyBb(m) => first_non_finite(m),
+            Model::Ebm(f) => first_non_finite(f),
+            Model::Linear(f) => first_non_finite(f),
+            Model::DpBoost(f) => first_non_finite(f),
+            Model::Auto(f) => {
+                f.winner.check_storable()?;
+                first_non_finite(&(&f.task, &f.selection, &f.privacy))
+            }
+            Model::NaiveBayes(f) => first_non_finite(f),
+        };
+        if let Some(place) = place {
+            return Err(LearnError::NotFinite(format!(
+                "{} model, at {place}",
+                self.algorithm()
+            )));
+        }
+        Model::from_json(&self.to_json()).map(|_| ())
     }
 
     /// The inspection (post-processing of the released model: free).
@@ -542,5 +618,98 @@ mod tests {
         assert_eq!(value(7.25), 7.25);
         assert_eq!(value(20.0), 20.0);
         assert_eq!(value(1e300), 20.0);
+    }
+
+    /// A small DP-EBM regressor (a real fit) to check and edit.
+    fn ebm_regressor() -> Model {
+        use crate::data::{LabelMode, read_csv};
+        use crate::learn::AlgorithmSpec;
+        let schema = Schema::from_json(
+            r#"{"label": {"column": "y", "type": "numeric", "min": 0, "max": 10},
+                "columns": [{"name": "x", "type": "numeric", "min": 0, "max": 4, "bins": 4}]}"#,
+        )
+        .unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let mut csv = String::from("x,y\n");
+        for i in 0..200 {
+            csv.push_str(&format!("{},{}\n", i % 4, (i % 4) * 2));
+        }
+        let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
+        let spec: AlgorithmSpec =
+            serde_json::from_value(serde_json::json!({"algorithm": "dp-ebm", "epochs": 2}))
+                .unwrap();
+        let plan = spec
+            .plan(
+                Budget::new(1.0, 1e-6).unwrap(),
+                crate::learn::PublicFacts::new(&encoder, 200),
+            )
+            .unwrap();
+        let mut rng = crate::privacy::NoiseRng::seeded(7);
+        plan.fit(&data, &encoder, &mut rng, &mut |_| true).unwrap()
+    }
+
+    /// Issue 26: a model with a non-finite number is refused by the one
+    /// check every fit and edit goes through, naming where it is; a finite
+    /// one passes.
+    #[test]
+    fn a_model_with_a_non_finite_number_is_not_storable() {
+        let model = ebm_regressor();
+        model.check_storable().unwrap();
+        let Model::Ebm(mut file) = model.clone() else {
+            panic!("a DP-EBM model")
+        };
+        file.model.shapes[0].values[1] = f64::INFINITY;
+        let e = Model::Ebm(file).check_storable().unwrap_err().to_string();
+        assert!(e.contains("model.shapes[0].values[1]"), "{e}");
+        let Model::Ebm(mut file) = model else {
+            panic!("a DP-EBM model")
+        };
+        file.privacy.epsilon = f64::NAN;
+        let e = Model::Ebm(file).check_storable().unwrap_err().to_string();
+        assert!(e.contains("privacy.epsilon"), "{e}");
+    }
+
+    /// Issue 26: `set_values` takes finite values within the label's range
+    /// (a regressor) and an edit that would store a non-finite number is
+    /// refused; the model edited from is unchanged.
+    #[test]
+    fn edits_are_bounded_and_checked() {
+        let model = ebm_regressor();
+        assert_eq!(model.edit_bound(), 10.0);
+        let Model::Ebm(file) = &model else {
+            panic!("a DP-EBM model")
+        };
+        let bins = file.model.shapes[0].values.len();
+        let edit = |values: Vec<f64>| ModelEdit::SetValues {
+            feature: "x".into(),
+            values,
+        };
+        for bad in [1e308, -10.5, f64::NAN] {
+            let e = model
+                .edited(&edit(vec![bad; bins]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("within [-10, 10]"), "{e}");
+        }
+        let ok = model.edited(&edit(vec![-10.0; bins])).unwrap();
+        ok.check_storable().unwrap();
+        // A version holding extreme values (stored before the bound): a
+        // monotone edit would average them into infinities.
+        let Model::Ebm(mut extreme) = model.clone() else {
+            panic!("a DP-EBM model")
+        };
+        let shape = &mut extreme.model.shapes[0];
+        for (i, v) in shape.values.iter_mut().enumerate() {
+            *v = if i % 2 == 0 { 1e308 } else { -1e308 };
+        }
+        for c in shape.counts.iter_mut() {
+            *c = 1e10;
+        }
+        let monotone = ModelEdit::Monotone {
+            feature: "x".into(),
+            increasing: true,
+        };
+        let e = Model::Ebm(extreme).edited(&monotone).unwrap_err();
+        assert!(matches!(e, LearnError::NotFinite(_)), "{e}");
     }
 }

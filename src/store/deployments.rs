@@ -67,6 +67,8 @@ pub(crate) enum Put {
     Created(Deployment),
     /// Moved: a version was appended.
     Updated(Deployment),
+    /// Nothing changed: the model was deleted (`models::delete`).
+    ModelGone,
 }
 
 /// Append version `version` and point the deployment at it, in `tx`.
@@ -121,6 +123,9 @@ pub(crate) async fn put(
         // PostgreSQL: one move of this owner's deployments at a time, so
         // two PUTs of a new name cannot both insert it.
         super::db::lock_key(&mut tx, owner).await?;
+        if !super::models::alive_in(&mut tx, model_id).await? {
+            return Ok(Put::ModelGone);
+        }
         // ...and its row locked against a rollback computing the same
         // next version.
         let current: Option<Deployment> = sqlx::query_as(if pg {
@@ -166,6 +171,8 @@ pub(crate) enum Rollback {
     UnknownVersion,
     /// The deployment vanished (cannot happen today: deployments are never deleted).
     Gone,
+    /// The target version's model was deleted (`models::delete`).
+    ModelGone,
 }
 
 /// Roll `seq` back to version `to` (default: the version before the
@@ -206,6 +213,9 @@ pub(crate) async fn rollback(
         let Some(model) = model else {
             return Ok(Rollback::UnknownVersion);
         };
+        if !super::models::alive_in(&mut tx, &model).await? {
+            return Ok(Rollback::ModelGone);
+        }
         let d = append(&mut tx, seq, current.version + 1, &model, by, Some(target)).await?;
         tx.commit().await?;
         Ok(Rollback::Done(d))
@@ -344,6 +354,9 @@ mod tests {
              INSERT INTO models (id, job_id, dataset_id, model_json, created_at) VALUES ('m', 'job', 'ds', '{}', 't');
              INSERT INTO deployments (seq, name, model_id, created_by, updated_at) VALUES (7, 'prod', 'm', 'key_a', '2026-01-01T00:00:00Z');",
             include_str!("../../migrations/0004_deployment_versions.sql"),
+            // Today's `put` checks the model is not deleted (its column
+            // comes with 0011, independent of 0005 to 0010).
+            include_str!("../../migrations/0011_model_deletion.sql"),
         ] {
             sqlx::raw_sql(sql).execute(&pool).await.unwrap();
         }

@@ -12,8 +12,61 @@ use serde::Serialize;
 use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
 use super::ledger::{self, Amount, BudgetState};
 use super::{Page, StoreError, new_id, now};
-use crate::privacy::budget_units::{DeltaUnits, EpsilonUnits};
+use crate::data::LocalDp;
+use crate::learn::binning::BinningSummary;
+use crate::learn::{AlgorithmName, AlgorithmSpec, LearnError};
+use crate::privacy::Budget;
+use crate::privacy::budget_units::{DeltaUnits, EpsilonUnits, Requested};
 use crate::privacy::filter::Charge;
+
+/// The parameters of a job as stored: the learner with every default filled
+/// in, and the job's budget.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JobParams {
+    /// The learner and its resolved parameters (`"algorithm"` names it).
+    #[serde(flatten)]
+    pub spec: AlgorithmSpec,
+    /// Total epsilon of the job.
+    pub epsilon: f64,
+    /// Total delta of the job.
+    pub delta: f64,
+    /// Whether the learner's default rule chose the parameters.
+    pub defaults_used: bool,
+    /// The private binning phase, when the dataset's schema asks for
+    /// private bins (shown in the job resource; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binning: Option<BinningSummary>,
+    /// The dataset's local-DP declaration, when its rows were randomized on
+    /// the client: the job is post-processing, charged 0 (epsilon and
+    /// delta above are 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_dp: Option<LocalDp>,
+}
+
+impl JobParams {
+    /// Parse stored parameters. Jobs stored before the learner family have
+    /// no `"algorithm"` field: they are LazyBB jobs.
+    pub fn from_stored(text: &str) -> Result<JobParams, serde_json::Error> {
+        let mut value: serde_json::Value = serde_json::from_str(text)?;
+        if let Some(map) = value.as_object_mut() {
+            map.entry("algorithm")
+                .or_insert_with(|| AlgorithmName::Lazybb.as_str().into());
+        }
+        serde_json::from_value(value)
+    }
+
+    /// The budget the job runs at: the stored epsilon and delta quantised to
+    /// the ledger's units, as at admission, and then the largest doubles not
+    /// above them (`Requested`), so the worker plans exactly the run that
+    /// was charged. On local-DP rows, the local epsilon (which the default
+    /// rule reads; nothing central is spent).
+    pub fn budget(&self) -> Result<Budget, LearnError> {
+        match self.local_dp {
+            Some(local) => Ok(Budget::new(local.epsilon, 0.0)?),
+            None => Ok(Requested::new(self.epsilon, self.delta)?.run),
+        }
+    }
+}
 
 /// A job as the API shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -69,11 +122,11 @@ struct JobRow {
 }
 
 /// Stored job parameters as the API shows them: through
-/// [`crate::jobs::JobParams`] when they parse, so that jobs stored before the
+/// [`JobParams`] when they parse, so that jobs stored before the
 /// parameter names were unified (`tau`, `lambda`, `kappa`) show today's names;
 /// otherwise as stored.
 fn stored_params(text: &str) -> Option<serde_json::Value> {
-    crate::jobs::JobParams::from_stored(text)
+    JobParams::from_stored(text)
         .ok()
         .and_then(|p| serde_json::to_value(p).ok())
         .or_else(|| serde_json::from_str(text).ok())
@@ -545,6 +598,7 @@ pub(crate) async fn count_by_state(db: &super::Db) -> Result<Vec<(String, i64)>,
 
 #[cfg(test)]
 mod stored_params_tests {
+    use super::JobParams;
     /// A LazyBB job stored before the names were unified reads with today's
     /// names; the values are unchanged.
     #[test]
@@ -556,9 +610,8 @@ mod stored_params_tests {
         assert_eq!(v["density"], 0.5, "{v}");
         assert_eq!(v["algorithm"], "lazybb", "{v}");
         assert!(v.get("tau").is_none(), "{v}");
-        let p = crate::jobs::JobParams::from_stored(old).unwrap();
-        let again =
-            crate::jobs::JobParams::from_stored(&serde_json::to_string(&p).unwrap()).unwrap();
+        let p = JobParams::from_stored(old).unwrap();
+        let again = JobParams::from_stored(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(p, again);
     }
 }

@@ -375,6 +375,10 @@ pub(crate) enum SetTotal {
     Done(BudgetState),
     /// The new total is below what is already charged.
     BelowCharged(BudgetState),
+    /// A zCDP-filter dataset with a charge in its ledger: the filter's
+    /// parameters come from the total before the first release, so the
+    /// total is fixed from then on (docs/privacy.md, "zCDP filter").
+    FilterFixed,
 }
 
 /// Change a dataset's total (owner only; checked by the caller), recorded as
@@ -389,6 +393,19 @@ pub(crate) async fn set_total(
         let mut tx = pool.begin_with(super::db::begin_write(pg)).await?;
         super::db::lock_dataset(&mut tx, dataset_id).await?;
         let before = budget_on(&mut tx, dataset_id).await?;
+        if before.accounting == Accounting::ZcdpFilter {
+            // Any charge, even one refunded since: the filter's proof fixes
+            // its parameters before the first admission (issue 26, item 4).
+            let charges: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM ledger WHERE dataset_id = $1 AND kind = 'charge'",
+            )
+            .bind(dataset_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            if charges > 0 {
+                return Ok(SetTotal::FilterFixed);
+            }
+        }
         if !before.charged_fits(total) {
             return Ok(SetTotal::BelowCharged(before));
         }

@@ -177,6 +177,22 @@ def test_model_inspection_and_privacy(analyst, mushroom_job):
         analyst.make_monotone(mushroom_job["model_id"], "odor")
 
 
+def test_delete_model(owner, analyst, mushroom):
+    """The dataset's owner deletes a model; an analyst with a grant may not (403); gone is 404."""
+    small = owner.upload_dataset("mushroom-small", mushroom["frame"].head(300), MUSHROOM_SCHEMA, epsilon=1.0)
+    dataset_id = small["dataset"]["id"]
+    owner.grant(dataset_id, analyst.key_id)
+    model_id = owner.train(dataset_id, epsilon=0.5, progress=False, rounds=2)["model_id"]
+    with pytest.raises(Forbidden):
+        analyst.delete_model(model_id)
+    owner.delete_model(model_id)
+    assert model_id not in [m["id"] for m in owner.list_models()]
+    with pytest.raises(NotFound):
+        owner.get_model(model_id)
+    with pytest.raises(NotFound):
+        owner.delete_model(model_id)
+
+
 def test_deploy_and_predict_return_a_dataframe(analyst, mushroom, mushroom_job):
     name = f"mushroom-{uuid.uuid4().hex[:8]}"
     deployment = analyst.deploy(name, mushroom_job["model_id"])

@@ -25,6 +25,16 @@ pub(super) fn text(v: &Value) -> String {
     }
 }
 
+/// A listed model's algorithm, or "unreadable" for a stored model that
+/// does not load (`"unreadable": true` in the API's list; issue 26).
+fn algorithm_text(m: &Value) -> String {
+    if m["unreadable"] == Value::Bool(true) {
+        "unreadable".into()
+    } else {
+        text(&m["algorithm"])
+    }
+}
+
 /// An id shortened for a table cell (`job_fc5a1cbca8…`); the full id is
 /// in the link's title and on the resource's own page.
 fn short(v: &Value) -> String {
@@ -239,7 +249,7 @@ pub(super) fn overview(
                                 tr {
                                     td { (model_link(&m["id"])) }
                                     td { (dataset_link(&m["dataset_id"], &dataset_name(&m["dataset_id"]))) }
-                                    td { (text(&m["algorithm"])) }
+                                    td { (algorithm_text(m)) }
                                     td { (text(&m["task"])) }
                                     td.num { (text(&m["privacy"]["epsilon"])) }
                                     td { (text(&m["created_at"])) }
@@ -398,7 +408,7 @@ pub(super) fn dataset(
                 h2 { "Models of this dataset" }
                 @if models.is_empty() { p.empty { "None." } }
                 @else {
-                    ul { @for m in models { li { (model_link(&m["id"])) " " (text(&m["algorithm"])) ", ε " (text(&m["privacy"]["epsilon"])) } } }
+                    ul { @for m in models { li { (model_link(&m["id"])) " " (algorithm_text(m)) ", ε " (text(&m["privacy"]["epsilon"])) } } }
                 }
             }
         },

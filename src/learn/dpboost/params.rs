@@ -339,6 +339,54 @@ impl DpBoostPlan {
     }
 }
 
+impl DpBoostPlan {
+    /// Every Laplace scale the fit of a `task` model will draw with (the
+    /// initial score's, each tree position's leaves or the Newton sums, the
+    /// split selection's), checked before any charge as LazyBB's plan checks
+    /// its own (issue 26, item 6): before, `init_share` 1e-15 at epsilon
+    /// 0.01 was charged and then failed on an initial-score scale of 1e17.
+    /// The scales are those of `fit::initial_score` and `tree::grow`.
+    pub fn check_scales(&self, task: Task) -> Result<(), LearnError> {
+        let unit = f64::from(1u32 << GRAD_BITS);
+        let mut scales: Vec<(&str, f64)> = Vec::new();
+        if self.epsilon_init > 0.0 {
+            scales.push((
+                "the initial score's (init_share)",
+                match task {
+                    Task::Binary => 1.0 / self.epsilon_init,
+                    Task::Regression { .. } => 2.0 * unit / self.epsilon_init,
+                },
+            ));
+        }
+        match self.params.leaves {
+            LeafRelease::ClippedMean => {
+                for position in 0..self.params.trees_per_ensemble {
+                    scales.push(("a tree's leaves'", self.leaf_noise(position).1));
+                }
+            }
+            LeafRelease::Newton => {
+                let (g, h) = self.newton_noise();
+                scales.push(("the leaves' gradient sums'", g));
+                scales.push(("the leaves' hessian sums'", h));
+            }
+        }
+        for (what, scale) in scales {
+            if !super::tree::laplace_scale_usable(scale) {
+                return Err(LearnError::InvalidParameter(format!(
+                    "DPBoost (epsilon): {what} Laplace scale {scale:e} is out of range; raise epsilon or the share it comes from"
+                )));
+            }
+        }
+        if !(self.split_scale.is_finite() && self.split_scale > 0.0) {
+            return Err(LearnError::InvalidParameter(format!(
+                "DPBoost (epsilon): the split selection's scale {:e} is not usable",
+                self.split_scale
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Newton leaves: a row's hessian on the 2^-20 grid is at most this (1: the
 /// square loss's; the log-loss's |g|(1 - |g|) is at most 1/4, so the bound
 /// is loose for a classifier, which costs little: the hessian sums are

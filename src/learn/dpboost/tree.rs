@@ -118,12 +118,20 @@ pub fn gain(sum_left: i64, n_left: usize, sum_right: i64, n_right: usize) -> f64
 /// scale is rounded up to a multiple of 2^-20, so the guarantee holds).
 pub fn laplace_units(rng: &mut NoiseRng, scale: f64) -> Result<i128, LearnError> {
     let num = (scale * f64::from(1u32 << 20)).ceil();
-    if !(num.is_finite() && num >= 1.0 && num < 2f64.powi(63)) {
+    if !laplace_scale_usable(scale) {
         return Err(LearnError::InvalidParameter(format!(
             "DPBoost (epsilon): Laplace scale {scale:e} is out of range"
         )));
     }
     Ok(exact::discrete_laplace(rng, num as u128, 1 << 20)?)
+}
+
+/// Whether [`laplace_units`] can draw with `scale` (its numerator on the
+/// 2^-20 grid at least 1 and below 2^63): the plan checks every scale of
+/// the run with it before any charge (`DpBoostPlan::check_scales`).
+pub fn laplace_scale_usable(scale: f64) -> bool {
+    let num = (scale * f64::from(1u32 << 20)).ceil();
+    num.is_finite() && num >= 1.0 && num < 2f64.powi(63)
 }
 
 /// The public candidates with every row's base code per feature.

@@ -522,6 +522,14 @@ class Client:
         """A model with its privacy statement, inspection and model file (``model``)."""
         return self._json("GET", "/v1/models/{id}", {"id": model_id})
 
+    def delete_model(self, model_id: str) -> None:
+        """Delete a model (its dataset's owner, or an admin); its id answers 404 from then on.
+
+        Refused (409) while a deployment serves it. A model listed with ``"unreadable": True``
+        (stored before the server checked models) can only be deleted.
+        """
+        self._request("DELETE", "/v1/models/{id}", {"id": model_id})
+
     def inspect(self, model_id: str) -> dict:
         """The model's inspection: vote table (LazyBB) or shape functions (DP-EBM), features used."""
         return self.get_model(model_id)["inspection"]
