@@ -89,8 +89,9 @@ def public_facts(schema: dict, n_rows: int) -> dict:
     for col in schema["columns"]:
         if col["type"] in kinds:
             kinds[col["type"]] += 1
-    top = max(kinds.values())
-    majority = [k for k in ("numeric", "categorical", "boolean") if kinds[k] == top][0]
+    # As privboost's `ColumnKinds` counts them (booleans with the categorical
+    # columns; ties to numeric), so that auto's prior reads the same key.
+    majority = "numeric" if kinds["numeric"] >= kinds["categorical"] + kinds["boolean"] else "categorical"
     facts = {"task": task_of(schema), "n": n_rows, "n_numeric": kinds["numeric"],
              "n_categorical": kinds["categorical"], "n_boolean": kinds["boolean"],
              "n_features": sum(kinds.values()), "majority_kind": majority}

@@ -38,11 +38,13 @@ def n_eps_bucket(n: int, eps: float) -> str:
 
 
 def rule_keys(facts: dict, eps: float, delta: float) -> list:
-    """Keys from finest to coarsest; the rule uses the finest key some training set shares."""
+    """Keys from finest to coarsest; the rule uses the finest key some training set shares. n is
+    the rows a learner trains on (a training fold's, `n_train`, in the suite), as `auto` sees it."""
     pure = "pure" if delta == 0 else "approx"
+    n = facts.get("n_train", facts["n"])
     return [
-        (facts["task"], facts["majority_kind"], n_eps_bucket(facts["n"], eps), pure),
-        (facts["task"], n_eps_bucket(facts["n"], eps), pure),
+        (facts["task"], facts["majority_kind"], n_eps_bucket(n, eps), pure),
+        (facts["task"], n_eps_bucket(n, eps), pure),
         (facts["task"], pure),
         (pure,),
     ]
@@ -147,7 +149,9 @@ def rows_of(doc: dict, value: dict) -> list:
                 scores = {l: value[(s["name"], l, eps, delta)] for l in CANDIDATES
                           if (s["name"], l, eps, delta) in value}
                 if scores:
-                    rows.append({"set": s["name"], "facts": s["facts"], "epsilon": eps,
+                    k = doc["protocol"].get("folds", 5)
+                    facts = {**s["facts"], "n_train": s["facts"]["n"] * (k - 1) // k}
+                    rows.append({"set": s["name"], "facts": facts, "epsilon": eps,
                                  "delta": delta, "scores": scores,
                                  "auto": value.get((s["name"], "auto", eps, delta))})
     return rows
@@ -289,16 +293,48 @@ def self_test() -> int:
     return 0
 
 
+def prior_entries(model: dict) -> list:
+    """The fitted rule as `auto`'s prior (src/learn/auto/prior.json): one entry per key, its
+    learners best first (mean rank, ties by name, as `apply_rule` breaks them)."""
+    out = []
+    for key in sorted(model, key=lambda k: (len(k), [str(x) for x in k])):
+        *rest, pure = key
+        task = rest[0] if rest else None
+        kind = rest[1] if len(rest) == 3 else None
+        bucket = rest[-1] if len(rest) >= 2 else None
+        mr = model[key]
+        out.append({"task": task, "kind": kind, "bucket": bucket, "pure": pure == "pure",
+                    "ranking": sorted(mr, key=lambda l: (mr[l], l)),
+                    "mean_rank": {l: round(mr[l], 3) for l in sorted(mr)}})
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", nargs="?", help="scripts/suite.py's JSON output")
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--emit-prior", metavar="FILE",
+                    help="also write the rule fitted on every set as auto's prior (JSON)")
     args = ap.parse_args(argv)
     if args.self_test:
         return self_test()
     if not args.json:
         ap.error("give the suite's JSON file")
     doc, value, ppr = load(args.json)
+    if args.emit_prior:
+        rows = rows_of(doc, value)
+        prior = {
+            "about": "auto's public prior: scripts/suite_lodo.py's rule fitted on every set of the "
+                     "benchmark suite (docs/accuracy.md, \"auto\"); generated, do not edit",
+            "command": "python3 scripts/suite_lodo.py SUITE.json --emit-prior src/learn/auto/prior.json",
+            "suite_commit": (doc.get("git") or {}).get("commit"),
+            "sets": sorted({r["set"] for r in rows}),
+            "buckets": ["<1e3", "<1e4", "<1e5", ">=1e5"],
+            "entries": prior_entries(fit_rule(rows)),
+        }
+        with open(args.emit_prior, "w") as f:
+            json.dump(prior, f, indent=1)
+            f.write("\n")
     return report(doc, value, ppr)
 
 

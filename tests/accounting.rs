@@ -193,22 +193,37 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
     let (_, owner) = s.key("owner", "o").await;
     let job = |dataset: &str| json!({"dataset_id": dataset, "algorithm": "auto", "epsilon": 0.5, "delta": 1e-7});
 
-    // Mixed kinds (one numeric, one categorical column): several candidates.
-    let mixed = expect_status(
-        upload(&s, &owner, Some("zcdp-filter")).await,
+    // 200 rows at epsilon 100: 200 x 100 / 2 = 10,000, so selection pays
+    // and two candidates share the budget.
+    let large = expect_status(
+        s.upload_form(
+            &owner,
+            "small",
+            "1000",
+            SMALL_SCHEMA,
+            small_csv(200).into_bytes(),
+            &[("delta", "1e-6"), ("accounting", "zcdp-filter")],
+        )
+        .await,
         StatusCode::CREATED,
     )
     .await;
-    let mixed = mixed["dataset"]["id"].as_str().unwrap().to_owned();
+    let large = large["dataset"]["id"].as_str().unwrap().to_owned();
     let refused = expect_status(
-        s.post(&owner, "/v1/jobs", &job(&mixed)).await,
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": large, "algorithm": "auto", "epsilon": 100.0, "delta": 1e-7}),
+        )
+        .await,
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
     assert_eq!(refused["errors"][0]["field"], "delta", "{refused}");
 
     // Four numeric columns, 200 rows: n x epsilon is far below what
-    // selection needs, so auto runs the numeric favourite, DP-EBM (delta > 0).
+    // selection needs, so auto runs the prior's first learner for (binary,
+    // numeric, n x epsilon < 1e3, delta > 0), DP-EBM.
     let schema = r#"{
       "label": {"column": "y", "positive": "1", "negative": "0"},
       "columns": [

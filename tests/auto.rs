@@ -54,8 +54,10 @@ async fn auto_job_end_to_end() {
     let (_, owner) = s.key("owner", "alice").await;
     let dataset = s.upload_mushroom(&owner, 4.0).await;
     // At epsilon 1 selection would not pay on 8,124 rows (8,124 x 1 / 2 <
-    // 10,000): the column kinds' favourite (LazyBB: categorical columns
-    // only) alone, on every row, with the whole budget.
+    // 10,000): the public prior's first learner for (binary, categorical,
+    // n x epsilon in [1e3, 1e4), pure), dp-linear on today's prior
+    // (src/learn/auto/prior.json), alone, on every row, with the whole
+    // budget.
     let small = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "auto"});
     let estimate = expect_status(
         s.post(&owner, "/v1/jobs/estimate", &small).await,
@@ -64,7 +66,7 @@ async fn auto_job_end_to_end() {
     .await;
     let candidates = estimate["noise"]["candidates"].as_array().unwrap();
     assert_eq!(candidates.len(), 1, "{estimate}");
-    assert_eq!(candidates[0]["label"], "lazybb");
+    assert_eq!(candidates[0]["label"], "dp-linear");
     assert_eq!(candidates[0]["epsilon"], 1.0);
     assert_eq!(estimate["noise"]["n_validation"], 0, "{estimate}");
     assert_eq!(estimate["noise"]["n_train"], 8124, "{estimate}");
@@ -80,7 +82,8 @@ async fn auto_job_end_to_end() {
     assert_eq!(estimate["charge"]["epsilon"], 3.0, "{estimate}");
     let candidates = estimate["noise"]["candidates"].as_array().unwrap();
     assert_eq!(candidates.len(), 2, "{estimate}");
-    assert_eq!(candidates[0]["label"], "dp-linear");
+    // The prior's two best for (binary, categorical, [1e4, 1e5), pure).
+    assert_eq!(candidates[0]["label"], "dp-ebm");
     assert_eq!(candidates[1]["label"], "lazybb");
     assert_eq!(candidates[0]["epsilon"], 1.5);
     // 8,124 rows: about 1,000 held out (share 1000 / 8124), the rest train.

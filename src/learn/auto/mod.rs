@@ -15,6 +15,7 @@
 //! `docs/privacy.md`, "Private selection (auto)".
 
 pub mod file;
+pub mod prior;
 pub mod run;
 #[cfg(test)]
 mod tests;
@@ -22,7 +23,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 use super::LearnError;
-use super::family::{AlgorithmSpec, ColumnKinds, LazyBbSpec, Plan, PublicFacts};
+use super::family::{AlgorithmSpec, LazyBbSpec, Plan, PublicFacts};
 use super::linear::LinearSpec;
 use crate::data::Task;
 use crate::privacy::{Budget, PrivacyCost, selection};
@@ -58,78 +59,51 @@ pub fn default_validation_share(n: usize) -> f64 {
 pub const SELECTION_PAYS: f64 = 10_000.0;
 
 /// **The candidate rule** (the one place it is written; `docs/accuracy.md`
-/// "auto" documents it and the measurements behind it): learners x
-/// settings as a function of public facts only (the task, `n`, the
-/// schema's column kinds, epsilon and whether delta > 0).
+/// "auto" documents it and the measurements behind it), a function of
+/// public facts only: the task, `n`, the schema's column kinds, epsilon and
+/// whether delta > 0.
 ///
-/// The applicable list:
-/// - binary classification: dp-linear and LazyBB + DP-1R at their default
-///   rules; with delta > 0 also DP-EBM at its defaults;
-/// - regression: dp-linear at its defaults; with delta > 0 also DP-EBM.
+/// The learners come in the order of the public prior ([`prior`]: mean
+/// rank on the cells of the benchmark suite that share the job's finest
+/// key of public facts; issue 25). The best one the task allows runs alone
+/// with the whole budget and every row, unless the budget is large for the
+/// data: when each of the two best would still get a share of `n *
+/// epsilon` of at least [`SELECTION_PAYS`], both run at half the budget on
+/// the training part and the better validation score is kept (private
+/// selection, `privacy::selection`).
 ///
-/// Every candidate costs its share of epsilon, so on binary classification
-/// the rule keeps only the one learner the schema's column kinds favour
-/// when the budget is small for the data (each candidate's share of
-/// `n * epsilon` below [`SELECTION_PAYS`]):
-/// - mostly (at least three quarters of the feature columns) categorical
-///   or boolean: LazyBB (a vote of one-literal rules; Mushroom at epsilon
-///   0.5 and 1 beats dp-linear by 1.7 to 2.7 points, DP-EBM by 3 to 5);
-/// - mostly numeric: dp-linear, or DP-EBM when the job has a delta (breast
-///   cancer at epsilon 0.5 to 5: DP-EBM 7 to 10 points above dp-linear,
-///   dp-linear 5 to 15 above LazyBB; a binary Elevators task, 16 of 18
-///   columns numeric: dp-linear 3.5 points above LazyBB at epsilon 1);
-/// - neither: the whole list, chosen privately (Adult, 6 numeric and 8
-///   categorical: dp-linear and LazyBB each win at some epsilon).
-///
-/// Regression always takes the whole list (DP-EBM's regression falls
-/// apart at epsilon 0.1 on Abalone, so no kind-based favourite).
-///
-/// Not on the list: DPBoost (at its defaults it predicts the majority class
-/// on Adult and barely beats the mean on Abalone, docs/accuracy.md; a
-/// candidate that never wins still costs its share of epsilon), LazyBB on
-/// regression (it cannot do it), DP-EBM when delta = 0 (it has a pure-DP
-/// variant since issue 25, but the rule has not been refitted to list it
-/// at delta = 0 yet).
+/// Every learner is a candidate (DP-EBM has a pure-DP variant since issue
+/// 25; LazyBB only for binary classification, as it cannot do regression).
 /// The list never exceeds [`selection::MAX_CANDIDATES`].
 pub fn candidates(facts: &PublicFacts, budget: Budget) -> Vec<(&'static str, AlgorithmSpec)> {
     let task = facts.task;
-    let mut list: Vec<(&'static str, AlgorithmSpec)> =
-        vec![("dp-linear", AlgorithmSpec::DpLinear(LinearSpec::default()))];
-    if task == Task::Binary {
-        list.push(("lazybb", AlgorithmSpec::Lazybb(LazyBbSpec::default())));
-    }
-    if budget.delta() > 0.0 {
-        list.push((
+    let mut list: Vec<(&'static str, AlgorithmSpec)> = prior::ranking(facts, budget)
+        .iter()
+        .filter_map(|label| spec_of(label))
+        .filter(|(_, spec)| spec.name().supports(task))
+        .collect();
+    let share = facts.n_rows as f64 * budget.epsilon() / 2.0;
+    let keep = if share >= SELECTION_PAYS { 2 } else { 1 };
+    list.truncate(keep.min(selection::MAX_CANDIDATES));
+    list
+}
+
+/// A learner of the prior at its defaults (`None` for a name the prior may
+/// list that `auto` does not run).
+fn spec_of(label: &str) -> Option<(&'static str, AlgorithmSpec)> {
+    Some(match label {
+        "dp-linear" => ("dp-linear", AlgorithmSpec::DpLinear(LinearSpec::default())),
+        "lazybb" => ("lazybb", AlgorithmSpec::Lazybb(LazyBbSpec::default())),
+        "dp-ebm" => (
             "dp-ebm",
             AlgorithmSpec::DpEbm(super::ebm::EbmSpec::default()),
-        ));
-    }
-    list.retain(|(_, spec)| spec.name().supports(task));
-    if task != Task::Binary || list.len() < 2 {
-        return list;
-    }
-    let share = facts.n_rows as f64 * budget.epsilon() / list.len() as f64;
-    if share >= SELECTION_PAYS {
-        return list;
-    }
-    let ColumnKinds {
-        numeric,
-        categorical,
-    } = facts.kinds;
-    let total = numeric + categorical;
-    // "Mostly" is at least three quarters of the feature columns.
-    let mostly = |k: usize| total > 0 && 4 * k >= 3 * total;
-    let favourite = if mostly(categorical) {
-        "lazybb"
-    } else if mostly(numeric) && budget.delta() > 0.0 {
-        "dp-ebm"
-    } else if mostly(numeric) {
-        "dp-linear"
-    } else {
-        return list;
-    };
-    list.retain(|(label, _)| *label == favourite);
-    list
+        ),
+        "dpboost" => (
+            "dpboost",
+            AlgorithmSpec::Dpboost(super::dpboost::DpBoostSpec::default()),
+        ),
+        _ => return None,
+    })
 }
 
 /// One candidate of a plan: its label, its share of the budget and its own

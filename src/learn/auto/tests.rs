@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::file::Score;
-use super::{AutoSpec, candidates, default_validation_share};
+use super::{AutoSpec, candidates, default_validation_share, prior};
 use crate::data::Task;
 use crate::data::shipped::load_one as shipped;
 use crate::learn::family::{AlgorithmName, AlgorithmSpec, ColumnKinds, PublicFacts};
@@ -59,118 +59,131 @@ fn shaped(n_rows: usize, task: Task, numeric: usize, categorical: usize) -> Publ
     }
 }
 
-/// On binary classification a small budget for the data keeps only the
-/// learner the column kinds favour; a large one, or mixed kinds, keeps the
-/// whole list. The boundary is each candidate's share of `n * epsilon` at
-/// `SELECTION_PAYS` (10,000): Mushroom's folds (6,499 rows) at epsilon 1
-/// and 3 are below it, at 3.1 above; breast cancer's (455) always below.
+/// The prior's lookup: the finest key the table has, coarser keys when it
+/// lacks one; purity, task, kind and the `n * epsilon` bucket all count.
 #[test]
-fn column_kinds_pick_the_favourite_when_selection_does_not_pay() {
-    let mushroom = shaped(6499, Task::Binary, 0, 22);
-    assert_eq!(labels_for(&mushroom, budget(1.0, 0.0)), ["lazybb"]);
-    assert_eq!(labels_for(&mushroom, budget(1.0, 1e-6)), ["lazybb"]);
-    assert_eq!(labels_for(&mushroom, budget(3.0, 0.0)), ["lazybb"]);
+fn the_prior_takes_the_finest_key_and_falls_back() {
+    let entry =
+        |task: Option<&str>, kind: Option<&str>, bucket: Option<&str>, pure, first: &str| {
+            prior::Entry {
+                task: task.map(str::to_owned),
+                kind: kind.map(str::to_owned),
+                bucket: bucket.map(str::to_owned),
+                pure,
+                ranking: vec![first.to_owned()],
+            }
+        };
+    let table = vec![
+        entry(None, None, None, true, "coarsest"),
+        entry(Some("binary"), None, None, true, "task"),
+        entry(Some("binary"), None, Some("<1e4"), true, "bucket"),
+        entry(
+            Some("binary"),
+            Some("categorical"),
+            Some("<1e4"),
+            true,
+            "finest",
+        ),
+        entry(Some("binary"), None, None, false, "approx"),
+    ];
+    let first = |f: &PublicFacts, b: Budget| prior::ranking_in(&table, f, b)[0].clone();
+    // 6,499 x 1 is in [1e3, 1e4).
+    let categorical = shaped(6499, Task::Binary, 0, 22);
+    let numeric = shaped(6499, Task::Binary, 22, 0);
+    assert_eq!(first(&categorical, budget(1.0, 0.0)), "finest");
+    assert_eq!(first(&numeric, budget(1.0, 0.0)), "bucket");
     assert_eq!(
-        labels_for(&mushroom, budget(3.1, 0.0)),
-        ["dp-linear", "lazybb"]
+        first(&numeric, budget(0.1, 0.0)),
+        "task",
+        "649.9 is below 1e3"
     );
-    // Exactly at the boundary (20,000 / 2 = 10,000): selection pays.
-    let boundary = shaped(20_000, Task::Binary, 0, 22);
+    assert_eq!(first(&numeric, budget(1.0, 1e-6)), "approx");
     assert_eq!(
-        labels_for(&boundary, budget(1.0, 0.0)),
-        ["dp-linear", "lazybb"]
+        first(&shaped(6499, REGRESSION, 1, 0), budget(1.0, 0.0)),
+        "coarsest"
     );
+    assert!(prior::ranking_in(&table, &numeric, budget(1.0, 1e-6)).len() == 1);
+    assert!(prior::ranking_in(&table[..1], &numeric, budget(1.0, 1e-6)).is_empty());
+    // Kinds: at least half numeric is numeric; booleans count as categorical.
     assert_eq!(
-        labels_for(&boundary, budget(1.0f64.next_down(), 0.0)),
-        ["lazybb"]
-    );
-    let breast = shaped(455, Task::Binary, 30, 0);
-    assert_eq!(labels_for(&breast, budget(1.0, 0.0)), ["dp-linear"]);
-    assert_eq!(labels_for(&breast, budget(5.0, 0.0)), ["dp-linear"]);
-    assert_eq!(labels_for(&breast, budget(1.0, 1e-6)), ["dp-ebm"]);
-    // Mixed kinds (Adult's shape at Mushroom's size): the whole list.
-    let mixed = shaped(6499, Task::Binary, 6, 8);
-    assert_eq!(
-        labels_for(&mixed, budget(1.0, 0.0)),
-        ["dp-linear", "lazybb"]
-    );
-    // "Mostly" is three quarters: 3 of 4 is, 2 of 3 is not.
-    assert_eq!(
-        labels_for(&shaped(6499, Task::Binary, 3, 1), budget(1.0, 0.0)),
-        ["dp-linear"]
+        prior::majority_kind(shaped(1, Task::Binary, 2, 2).kinds),
+        "numeric"
     );
     assert_eq!(
-        labels_for(&shaped(6499, Task::Binary, 1, 3), budget(1.0, 0.0)),
-        ["lazybb"]
+        prior::majority_kind(shaped(1, Task::Binary, 2, 3).kinds),
+        "categorical"
     );
-    assert_eq!(
-        labels_for(&shaped(6499, Task::Binary, 2, 1), budget(1.0, 0.0)),
-        ["dp-linear", "lazybb"]
-    );
-    assert_eq!(
-        labels_for(&shaped(6499, Task::Binary, 1, 2), budget(1.0, 0.0)),
-        ["dp-linear", "lazybb"]
-    );
-    // Regression: no favourite, whatever the kinds.
-    let numeric_regression = shaped(455, REGRESSION, 30, 0);
-    assert_eq!(
-        labels_for(&numeric_regression, budget(1.0, 1e-6)),
-        ["dp-linear", "dp-ebm"]
-    );
-    // A favourite takes the whole budget and every row: nothing to score.
-    let plan = AlgorithmSpec::Auto(AutoSpec::default())
-        .plan(budget(1.0, 1e-6), breast)
-        .unwrap();
-    // DP-EBM alone is charged as DP-EBM: its rho, proved to (1, 1e-6), so
-    // that a zCDP-filter dataset can compose it.
-    let PrivacyCost::Zcdp {
-        rho,
-        epsilon,
-        delta,
-    } = plan.cost
-    else {
-        panic!(
-            "DP-EBM alone should cost its zCDP description, got {:?}",
-            plan.cost
-        );
-    };
-    assert!(
-        epsilon <= 1.0 && delta == 1e-6 && rho > 0.0,
-        "{:?}",
-        plan.cost
-    );
-    let noise = plan.noise();
-    assert_eq!(noise["candidates"][0]["noise"]["rho"], rho);
-    assert_eq!(noise["n_validation"], 0);
-    assert_eq!(noise["n_train"], 455);
-    assert_eq!(noise["candidates"][0]["label"], "dp-ebm");
-    assert_eq!(noise["candidates"][0]["epsilon"], 1.0);
-    assert_eq!(noise["candidates"][0]["delta"], 1e-6);
-    let plan = AlgorithmSpec::Auto(AutoSpec::default())
-        .plan(budget(1.0, 1e-6), mushroom)
-        .unwrap();
-    // LazyBB alone is pure: the job's delta is not charged.
-    assert_eq!(plan.cost, PrivacyCost::Pure { epsilon: 1.0 });
+    assert_eq!(prior::bucket(999, 1.0), "<1e3");
+    assert_eq!(prior::bucket(1000, 1.0), "<1e4");
+    assert_eq!(prior::bucket(20_000, 5.0), ">=1e5");
 }
 
-/// The list is a pure function of the public facts: the same facts give the
-/// same list (and plan), and it changes exactly as the documented rule
-/// says with the task and delta.
+/// The shipped prior (generated by `scripts/suite_lodo.py --emit-prior`)
+/// parses, answers every task at either purity through its coarse keys,
+/// and names only learners `auto` runs, each at most once.
+#[test]
+fn the_shipped_prior_covers_every_job() {
+    assert!(!prior::entries().is_empty());
+    for task in [Task::Binary, REGRESSION] {
+        for delta in [0.0, 1e-6] {
+            for (n, eps) in [
+                (10, 0.01),
+                (500, 1.0),
+                (5_000, 1.0),
+                (50_000, 1.0),
+                (1_000_000, 10.0),
+            ] {
+                for (num, cat) in [(5, 0), (0, 5), (3, 3)] {
+                    let f = shaped(n, task, num, cat);
+                    let list = labels_for(&f, budget(eps, delta));
+                    assert!(!list.is_empty(), "{task:?} {n} {eps} {delta}");
+                    assert!(list.iter().all(|l| *l != "lazybb" || task == Task::Binary));
+                }
+            }
+        }
+    }
+    for e in prior::entries() {
+        let mut seen = e.ranking.clone();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), e.ranking.len(), "{e:?}");
+        for l in &e.ranking {
+            assert!(
+                ["dp-linear", "lazybb", "dp-ebm", "dpboost"].contains(&l.as_str()),
+                "{l}"
+            );
+        }
+    }
+}
+
+/// The list is the prior's order, cut to one learner unless each of the
+/// two best would get a share of `n * epsilon` of at least
+/// `SELECTION_PAYS` (10,000); a pure function of the public facts.
 #[test]
 fn candidate_rule() {
-    assert_eq!(
-        labels(Task::Binary, budget(1.0, 0.0)),
-        ["dp-linear", "lazybb"]
-    );
-    assert_eq!(
-        labels(Task::Binary, budget(1.0, 1e-6)),
-        ["dp-linear", "lazybb", "dp-ebm"]
-    );
-    assert_eq!(labels(REGRESSION, budget(1.0, 0.0)), ["dp-linear"]);
-    assert_eq!(
-        labels(REGRESSION, budget(0.3, 1e-6)),
-        ["dp-linear", "dp-ebm"]
-    );
+    let prior_first = |f: &PublicFacts, b: Budget| -> Vec<String> {
+        prior::ranking(f, b)
+            .iter()
+            .filter(|l| *l != "lazybb" || f.task == Task::Binary)
+            .take(2)
+            .cloned()
+            .collect()
+    };
+    for task in [Task::Binary, REGRESSION] {
+        for delta in [0.0, 1e-6] {
+            // 20,000 x 1 / 2 = 10,000: selection pays, exactly at the boundary.
+            let at = shaped(20_000, task, 6, 8);
+            assert_eq!(
+                labels_for(&at, budget(1.0, delta)),
+                prior_first(&at, budget(1.0, delta))
+            );
+            assert_eq!(labels_for(&at, budget(1.0, delta)).len(), 2);
+            let below = budget(1.0f64.next_down(), delta);
+            assert_eq!(labels_for(&at, below), prior_first(&at, below)[..1]);
+        }
+    }
+    // Regression never lists LazyBB.
+    assert!(!labels(REGRESSION, budget(5.0, 0.0)).contains(&"lazybb"));
     let spec = AlgorithmSpec::Auto(AutoSpec::default());
     let a = spec
         .plan(budget(1.0, 0.0), facts(32_561, Task::Binary))
@@ -214,12 +227,17 @@ fn charge_is_the_theorem_total() {
             delta: 1e-6
         }
     );
+    // Adult's shape at 0.9 with a delta: DP-EBM and dp-linear (the prior's
+    // two best there); DP-EBM takes the whole delta, dp-linear none.
     let noise = approx.noise();
-    assert_eq!(noise["candidates"][2]["label"], "dp-ebm");
-    assert_eq!(noise["candidates"][2]["delta"], 1e-6);
-    assert_eq!(noise["candidates"][0]["delta"], 0.0);
+    let cands = noise["candidates"].as_array().unwrap();
+    let labels: Vec<&str> = cands.iter().map(|c| c["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["dp-ebm", "dp-linear"]);
+    assert_eq!(cands[0]["delta"], 1e-6);
+    assert_eq!(cands[1]["delta"], 0.0);
 
-    // One candidate (pure regression): it takes every row and the budget.
+    // One candidate (3,341 x 1 / 2 is below 10,000): it takes every row
+    // and the budget.
     let single = spec
         .plan(budget(1.0, 0.0), facts(3341, REGRESSION))
         .unwrap();
@@ -252,8 +270,9 @@ fn partition_sizes_follow_the_public_rule() {
     let spec = AlgorithmSpec::Auto(AutoSpec {
         validation_share: Some(0.3),
     });
+    // 1,000 x 20 / 2 = 10,000: two candidates, so a validation part.
     let noise = spec
-        .plan(budget(1.0, 1e-6), facts(1000, REGRESSION))
+        .plan(budget(20.0, 1e-6), facts(1000, REGRESSION))
         .unwrap()
         .noise();
     assert_eq!(noise["n_validation"], 300);
@@ -384,10 +403,10 @@ fn mushroom_end_to_end() {
     assert!(accuracy > 0.90, "{accuracy}");
 }
 
-/// Mushroom at epsilon 1: selection would not pay, so the column kinds'
-/// favourite (LazyBB; categorical columns only) runs alone on every row
-/// with the whole budget, no score is released, and it predicts well
-/// (LazyBB's measured mean there is 0.968 +- 0.011; margin 4 sigma).
+/// Mushroom at epsilon 1: selection would not pay, so the prior's first
+/// learner for its key (binary, categorical, 6,499 x 1 in [1e3, 1e4), pure)
+/// runs alone on every row with the whole budget, no score is released,
+/// and it predicts well (above 0.92; the majority class is 0.52).
 #[test]
 fn mushroom_at_epsilon_1_runs_the_favourite_alone() {
     let (encoder, all) = shipped("mushroom", "mushroom.csv");
@@ -405,7 +424,11 @@ fn mushroom_at_epsilon_1_runs_the_favourite_alone() {
     };
     let s = &file.selection;
     assert_eq!(s.candidates.len(), 1);
-    assert_eq!(s.candidates[0].label, "lazybb");
+    let facts = PublicFacts::new(&encoder, train.n_rows());
+    assert_eq!(
+        s.candidates[0].label,
+        prior::ranking(&facts, budget(1.0, 0.0))[0]
+    );
     assert_eq!((s.n_train, s.n_validation), (train.n_rows(), 0));
     assert_eq!(s.score, None);
     assert_eq!(model.privacy_json()["winner"]["epsilon"], 1.0);
@@ -421,8 +444,9 @@ fn mushroom_at_epsilon_1_runs_the_favourite_alone() {
     assert!(accuracy > 0.92, "{accuracy}");
 }
 
-/// Abalone with delta > 0: two candidates, a clipped-MSE score, RMSE on
-/// held-out rows below the mean predictor's 3.22 with a margin.
+/// Abalone with delta > 0 and a budget large enough for selection (3,341 x
+/// 8 / 2 >= 10,000): two candidates, a clipped-MSE score, RMSE on held-out
+/// rows below the mean predictor's 3.22 with a margin.
 #[test]
 fn abalone_end_to_end() {
     let (encoder, all) = shipped("abalone", "abalone.csv");
@@ -431,7 +455,7 @@ fn abalone_end_to_end() {
     let (train, test) = (all.subset(&train_rows), all.subset(&test_rows));
     let plan = AlgorithmSpec::Auto(AutoSpec::default())
         .plan(
-            budget(2.0, 1e-6),
+            budget(8.0, 1e-6),
             PublicFacts::new(&encoder, train.n_rows()),
         )
         .unwrap();

@@ -1,0 +1,120 @@
+//! `auto`'s public prior: which learner to run for a dataset, from public
+//! facts only, fitted on the public benchmark suite (`../shared/data/suite`,
+//! `scripts/suite.py`) and read from `prior.json` beside this file, which
+//! `scripts/suite_lodo.py --emit-prior` writes (docs/accuracy.md, "auto").
+//!
+//! The rule: every cell of the suite (a set, an epsilon, pure or
+//! approximate DP) ranks the learners by their measured accuracy (RMSE for
+//! regression); a key of public facts collects the mean rank of each
+//! learner over the cells that share it. A job's keys, finest first, are
+//! (task, majority column kind, `n * epsilon` bucket, pure?), (task,
+//! bucket, pure?), (task, pure?) and (pure?); the finest key the suite saw
+//! gives the learners' order. It reads no row, so it costs nothing.
+//!
+//! The rule's quality is reported leave-one-dataset-out (each set scored by
+//! the rule fitted on the others), never on the sets it was fitted on.
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::data::Task;
+use crate::learn::family::{ColumnKinds, PublicFacts};
+use crate::privacy::Budget;
+
+/// The generated prior (see the module docs).
+const PRIOR_JSON: &str = include_str!("prior.json");
+
+/// One key of the prior and its learners, best first.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Entry {
+    /// `binary` or `regression`; `None` at the coarsest level.
+    pub task: Option<String>,
+    /// `numeric` or `categorical` (the majority of the feature columns).
+    pub kind: Option<String>,
+    /// The `n * epsilon` bucket ([`bucket`]).
+    pub bucket: Option<String>,
+    /// Pure DP (delta = 0) or not.
+    pub pure: bool,
+    /// Learners, best mean rank first.
+    pub ranking: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PriorFile {
+    entries: Vec<Entry>,
+}
+
+/// The prior's entries. Invariant: `prior.json` is generated and checked by
+/// the tests (it parses, every task and purity has a coarse entry).
+pub fn entries() -> &'static [Entry] {
+    static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
+    ENTRIES.get_or_init(|| {
+        serde_json::from_str::<PriorFile>(PRIOR_JSON)
+            .expect("src/learn/auto/prior.json parses (tested)")
+            .entries
+    })
+}
+
+/// `n * epsilon` on a log10 scale: the signal-to-noise of a count query on
+/// `n` rows at `epsilon`, the quantity the learners' accuracy follows.
+pub fn bucket(n_rows: usize, epsilon: f64) -> &'static str {
+    let v = n_rows as f64 * epsilon;
+    if v < 1e3 {
+        "<1e3"
+    } else if v < 1e4 {
+        "<1e4"
+    } else if v < 1e5 {
+        "<1e5"
+    } else {
+        ">=1e5"
+    }
+}
+
+/// The majority kind of the feature columns: `numeric` when at least half
+/// are numeric, else `categorical` (booleans count as categorical).
+pub fn majority_kind(kinds: ColumnKinds) -> &'static str {
+    if kinds.numeric >= kinds.categorical {
+        "numeric"
+    } else {
+        "categorical"
+    }
+}
+
+fn task_name(task: Task) -> &'static str {
+    match task {
+        Task::Binary => "binary",
+        Task::Regression { .. } => "regression",
+    }
+}
+
+/// The learners in the order the finest matching key of `entries` gives
+/// (empty if none matches).
+pub fn ranking_in<'a>(entries: &'a [Entry], facts: &PublicFacts, budget: Budget) -> &'a [String] {
+    let task = task_name(facts.task);
+    let kind = majority_kind(facts.kinds);
+    let bucket = bucket(facts.n_rows, budget.epsilon());
+    let pure = budget.delta() == 0.0;
+    let levels: [(Option<&str>, Option<&str>, Option<&str>); 4] = [
+        (Some(task), Some(kind), Some(bucket)),
+        (Some(task), None, Some(bucket)),
+        (Some(task), None, None),
+        (None, None, None),
+    ];
+    for (t, k, b) in levels {
+        if let Some(e) = entries.iter().find(|e| {
+            e.pure == pure
+                && e.task.as_deref() == t
+                && e.kind.as_deref() == k
+                && e.bucket.as_deref() == b
+        }) {
+            return &e.ranking;
+        }
+    }
+    &[]
+}
+
+/// The shipped prior's order for a job.
+pub fn ranking(facts: &PublicFacts, budget: Budget) -> &'static [String] {
+    ranking_in(entries(), facts, budget)
+}
