@@ -83,7 +83,7 @@ pub struct BenchArgs {
     /// Epsilon for `--algorithm` and for every learner of `--scale`.
     #[arg(long, default_value_t = 1.0)]
     epsilon: f64,
-    /// Delta for `--algorithm` and `--scale` (DP-EBM needs delta > 0).
+    /// Delta for `--algorithm` and `--scale` (0: pure DP; DP-EBM runs either way).
     #[arg(long, default_value_t = 1e-6)]
     delta: f64,
     /// Instead of Adult, generate a synthetic table of this many rows (e.g.
