@@ -207,6 +207,12 @@ def eps_text(e: float) -> str:
 
 
 def self_test() -> int:
+    # recorded commands name no absolute path of this machine
+    root = os.path.abspath(ROOT)
+    parent = os.path.dirname(root)
+    assert shown(f"{root}/target/release/privboost --schema {root}/../shared/s.json") == \
+        "target/release/privboost --schema ../shared/s.json"
+    assert shown(f"{parent}/venv/bin/python x") == "../venv/bin/python x"
     # folds: deterministic, a partition, stratified (each class split within one row per fold)
     keys = ["a"] * 53 + ["b"] * 17 + ["c"] * 4
     random.Random(3).shuffle(keys)
@@ -261,6 +267,13 @@ def self_test() -> int:
 # ------------------------------------------------------------------------------------------------
 # data sets and folds
 # ------------------------------------------------------------------------------------------------
+
+def shown(text: str) -> str:
+    """A command as the outputs record it: this machine's paths made relative to the repository
+    (`target/...`, `../shared/...`, `../other`), so no absolute path of the machine is written."""
+    root = os.path.abspath(ROOT)
+    return text.replace(root + os.sep, "").replace(os.path.dirname(root) + os.sep, "../")
+
 
 def sha256_file(path: str) -> str:
     h = hashlib.sha256()
@@ -448,7 +461,7 @@ def run_privboost(task: dict, args, cache: Cache, progress: Progress, commands: 
     except subprocess.TimeoutExpired:
         code, stderr = -1, f"timed out after {args.timeout} s"
     wall = time.perf_counter() - t0
-    commands.append(" ".join(shlex.quote(c) for c in cmd))
+    commands.append(shown(" ".join(shlex.quote(c) for c in cmd)))
     if code != 0:
         lines = [line for line in stderr.strip().splitlines() if line.strip()]
         reason = lines[-1].strip() if lines else f"exit {code}"
@@ -499,8 +512,8 @@ def run_peers(task: dict, args, cache: Cache, progress: Progress, commands: list
                                   OPENBLAS_NUM_THREADS=str(args.threads),
                                   MKL_NUM_THREADS=str(args.threads)))
     wall = time.perf_counter() - t0
-    commands.append(" ".join(shlex.quote(c) for c in cmd) + " < job.json  # " + json.dumps(
-        {k: v for k, v in job.items() if k != "runs"}))
+    commands.append(shown(" ".join(shlex.quote(c) for c in cmd) + " < job.json  # " + json.dumps(
+        {k: v for k, v in job.items() if k != "runs"})))
     got: dict = {}
     for line in run.stdout.splitlines():
         r = json.loads(line)
@@ -813,7 +826,7 @@ def main(argv=None) -> int:
     elapsed = time.time() - t_start
     doc = {
         "created": dt.datetime.now().isoformat(timespec="seconds"),
-        "command": " ".join(shlex.quote(a) for a in ["scripts/suite.py"] + (argv or sys.argv[1:])),
+        "command": shown(" ".join(shlex.quote(a) for a in ["scripts/suite.py"] + (argv or sys.argv[1:]))),
         "elapsed_seconds": elapsed,
         "git": started["git"],
         "machine": {**started["machine"], "loadavg_end": os.getloadavg()},

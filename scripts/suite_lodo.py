@@ -8,7 +8,7 @@ learner. The candidate rule family is the Python code in RULE below: a key of pu
 to coarser keys when no training set shares it). For every set S of the suite the rule is fitted on
 every other set and scored on S: the printed table holds only those held-out scores.
 
-    python3 scripts/suite_lodo.py /work/suite-results/suite.json
+    python3 scripts/suite_lodo.py suite.json
     python3 scripts/suite_lodo.py --self-test
 
 Standard library only.
