@@ -37,6 +37,7 @@ pub mod grid;
 pub mod laplace;
 pub mod mechanisms;
 pub mod metrics;
+pub mod noise;
 pub mod randomized_response;
 pub mod rng;
 pub mod selection;
@@ -46,6 +47,7 @@ pub mod zcdp;
 
 pub use calibration::{Budget, Composition, RoundBudget};
 pub use cost::PrivacyCost;
+pub use noise::Noise;
 pub use rng::NoiseRng;
 
 /// Errors from the privacy layer.

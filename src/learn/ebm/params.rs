@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Task;
 use crate::learn::LearnError;
-use crate::privacy::{Budget, NoiseRng, PrivacyCost, exact, metrics, zcdp};
+use crate::privacy::{Budget, PrivacyCost, metrics, zcdp};
 
 /// Largest number of epochs accepted (the paper uses 300).
 pub const MAX_EPOCHS: u32 = 10_000;
@@ -240,53 +240,9 @@ const MAX_GAUSSIAN_GRID: f64 = (1u32 << 20) as f64;
 /// noise than any leaf sum.
 pub const INTERCEPT_SHARE: f64 = 0.05;
 
-/// The noise of one kind of release, as the exact sampler takes it (count
-/// units for the binning, grid units for the intercept and the leaf sums).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Noise {
-    /// Discrete Laplace with scale `num / den` (pure DP, `delta = 0`).
-    Laplace {
-        /// Scale numerator.
-        num: u128,
-        /// Scale denominator.
-        den: u128,
-    },
-    /// Discrete Gaussian with variance `num / den` (zCDP, `delta > 0`).
-    Gaussian {
-        /// Variance numerator.
-        num: u128,
-        /// Variance denominator.
-        den: u128,
-    },
-}
-
-impl Noise {
-    /// One draw from the exact sampler.
-    pub fn draw(&self, rng: &mut NoiseRng) -> Result<i128, LearnError> {
-        Ok(match *self {
-            Noise::Laplace { num, den } => exact::additive_discrete_laplace(rng, num, den)?,
-            Noise::Gaussian { num, den } => exact::discrete_gaussian(rng, num, den)?,
-        })
-    }
-
-    /// The variance (Laplace: the discrete one's, `2 t / (1 - t)^2` with
-    /// `t = e^(-1/b)`, CKS20 §2; Gaussian: the parameter, an upper bound).
-    pub fn variance(&self) -> f64 {
-        match *self {
-            Noise::Laplace { num, den } => {
-                let t = (-(den as f64) / num as f64).exp();
-                2.0 * t / (1.0 - t).powi(2)
-            }
-            Noise::Gaussian { num, den } => num as f64 / den as f64,
-        }
-    }
-
-    /// The standard deviation.
-    pub fn std(&self) -> f64 {
-        self.variance().sqrt()
-    }
-}
+/// The noise of one kind of release (count units for the binning, grid
+/// units for the intercept and the leaf sums): the shared exact-noise type.
+pub use crate::privacy::Noise;
 
 /// How a run's budget is split and accounted (public, from the plan).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

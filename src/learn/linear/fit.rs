@@ -48,19 +48,11 @@
 
 use super::features::{self, Block, BlockRows};
 use super::model::LinearModel;
-use super::params::{LinearPlan, Noise};
+use super::params::LinearPlan;
 use crate::data::{Dataset, Encoder, Task};
 use crate::learn::LearnError;
 use crate::learn::ebm::sigmoid;
-use crate::privacy::{NoiseRng, exact};
-
-/// One draw of `noise` (grid units).
-fn draw(rng: &mut NoiseRng, noise: Noise) -> Result<i128, LearnError> {
-    Ok(match noise {
-        Noise::Laplace { num, den } => exact::additive_discrete_laplace(rng, num, den)?,
-        Noise::Gaussian { num, den } => exact::discrete_gaussian(rng, num, den)?,
-    })
-}
+use crate::privacy::NoiseRng;
 
 /// Round to the grid, half away from zero; `x` must lie in `[-S, S]`
 /// (callers clamp), and NaN becomes 0 (`as` saturates and maps NaN to 0), so
@@ -81,7 +73,7 @@ pub(super) fn noisy_curvatures(
     let s = f64::from(plan.scale);
     curvature_sums(rows, n_features, plan.scale)
         .into_iter()
-        .map(|c| Ok((i128::from(c) + draw(rng, plan.curvature_noise)?) as f64 / s))
+        .map(|c| Ok((i128::from(c) + plan.curvature_noise.draw(rng)?) as f64 / s))
         .collect()
 }
 
@@ -144,7 +136,7 @@ pub(super) fn noisy_cross(
         ));
     }
     sums.into_iter()
-        .map(|c| Ok((i128::from(c) + draw(rng, noise)?) as f64 / s))
+        .map(|c| Ok((i128::from(c) + noise.draw(rng)?) as f64 / s))
         .collect()
 }
 
@@ -256,7 +248,7 @@ pub(super) fn noisy_gradient(
     let s = f64::from(plan.scale);
     gradient_sums(rows, n_features, residual, plan.scale)
         .into_iter()
-        .map(|g| Ok((i128::from(g) + draw(rng, plan.gradient_noise)?) as f64 / s))
+        .map(|g| Ok((i128::from(g) + plan.gradient_noise.draw(rng)?) as f64 / s))
         .collect()
 }
 

@@ -294,35 +294,18 @@ impl LinearSpec {
     }
 }
 
-/// The noise of one kind of release, as the sampler takes it (grid units).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Noise {
-    /// Discrete Laplace with scale `num / den` (pure DP).
-    Laplace {
-        /// Scale numerator.
-        num: u128,
-        /// Scale denominator.
-        den: u128,
-    },
-    /// Discrete Gaussian with variance `num / den` (zCDP).
-    Gaussian {
-        /// Variance numerator.
-        num: u128,
-        /// Variance denominator.
-        den: u128,
-    },
-}
+/// The noise of one kind of release (grid units): the shared exact-noise
+/// type.
+pub use crate::privacy::Noise;
 
-impl Noise {
-    /// The standard deviation in grid units.
-    pub fn std(&self) -> f64 {
-        match *self {
-            // Var of the (continuous) Laplace 2 b^2; the discrete one's is
-            // slightly below, this is a description only.
-            Noise::Laplace { num, den } => 2f64.sqrt() * num as f64 / den as f64,
-            Noise::Gaussian { num, den } => (num as f64 / den as f64).sqrt(),
-        }
+/// The standard deviation dp-linear *describes* a release with (grid
+/// units), which also sets the ridge: for Laplace the continuous one's,
+/// `sqrt(2) b` (the discrete one's is slightly below); a description only,
+/// the noise drawn is the exact one.
+fn described_std(noise: &Noise) -> f64 {
+    match *noise {
+        Noise::Laplace { num, den } => 2f64.sqrt() * num as f64 / den as f64,
+        Noise::Gaussian { num, den } => (num as f64 / den as f64).sqrt(),
     }
 }
 
@@ -477,7 +460,7 @@ impl LinearParams {
                 Noise::Gaussian { num: gn, den: gd },
             )
         };
-        let lambda = self.ridge * gradient_noise.std() / f64::from(scale);
+        let lambda = self.ridge * described_std(&gradient_noise) / f64::from(scale);
         Ok(LinearPlan {
             params: *self,
             n_rows,
@@ -520,18 +503,18 @@ impl LinearPlan {
     /// Standard deviation of the noise on one gradient sum, in residual
     /// units.
     pub fn gradient_std(&self) -> f64 {
-        self.gradient_noise.std() / f64::from(self.scale)
+        described_std(&self.gradient_noise) / f64::from(self.scale)
     }
 
     /// Standard deviation of the noise on one cross sum, in rows (0 without
     /// lines).
     pub fn cross_std(&self) -> f64 {
         self.cross_noise
-            .map_or(0.0, |n| n.std() / f64::from(self.scale))
+            .map_or(0.0, |n| described_std(&n) / f64::from(self.scale))
     }
 
     /// Standard deviation of the noise on one curvature, in rows.
     pub fn curvature_std(&self) -> f64 {
-        self.curvature_noise.std() / f64::from(self.scale)
+        described_std(&self.curvature_noise) / f64::from(self.scale)
     }
 }
