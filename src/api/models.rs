@@ -132,40 +132,24 @@ impl ModelCache {
 }
 
 /// A model's summary; unless `precise` (the dataset's owner or an admin),
-/// its time is whole seconds (docs/privacy.md, "Timing").
-fn summary(record: &ModelRecord, model: &Model, precise: bool) -> Value {
+/// its time is whole seconds (docs/privacy.md, "Timing"). A stored model
+/// that does not load (`None`) shows what the record says, `"unreadable":
+/// true`, and null for what only the file could say.
+fn summary(record: &ModelRecord, model: Option<&Model>, precise: bool) -> Value {
     let mut v = json!({
         "id": record.id,
         "job_id": record.job_id,
         "parent_id": record.parent_id,
         "dataset_id": record.dataset_id,
         "created_at": record.created_at,
-        "algorithm": model.algorithm(),
-        "task": model.task(),
-        "params": model.params_json(),
-        "privacy": model.privacy_json(),
+        "algorithm": model.map(Model::algorithm),
+        "task": model.map(Model::task),
+        "params": model.map(Model::params_json),
+        "privacy": model.map(Model::privacy_json),
     });
-    if !precise {
-        super::coarsen_time(&mut v["created_at"]);
+    if model.is_none() {
+        v["unreadable"] = json!(true);
     }
-    v
-}
-
-/// The summary of a stored model that does not load: what the record says,
-/// `"unreadable": true`, and null for what only the file could say.
-fn unreadable_summary(record: &ModelRecord, precise: bool) -> Value {
-    let mut v = json!({
-        "id": record.id,
-        "job_id": record.job_id,
-        "parent_id": record.parent_id,
-        "dataset_id": record.dataset_id,
-        "created_at": record.created_at,
-        "algorithm": null,
-        "task": null,
-        "params": null,
-        "privacy": null,
-        "unreadable": true,
-    });
     if !precise {
         super::coarsen_time(&mut v["created_at"]);
     }
@@ -205,10 +189,10 @@ async fn list(
         // One model that cannot be read must not take the list down: it
         // is listed as unreadable (so its owner can delete it) and logged.
         items.push(match state.models.load(r) {
-            Ok(loaded) => summary(r, &loaded.model, p),
+            Ok(loaded) => summary(r, Some(&loaded.model), p),
             Err(e) => {
                 tracing::error!(model_id = %r.id, dataset_id = %r.dataset_id, error = %e, "a stored model cannot be read; listed as unreadable");
-                unreadable_summary(r, p)
+                summary(r, None, p)
             }
         });
     }
@@ -225,7 +209,7 @@ async fn get(
 ) -> Result<impl IntoResponse, ApiError> {
     let (record, loaded) = visible_model(&state, &caller, &id).await?;
     let precise = super::sees_precise_times(&state, &caller, &record.dataset_id).await?;
-    let mut body = summary(&record, &loaded.model, precise);
+    let mut body = summary(&record, Some(&loaded.model), precise);
     body["inspection"] = serde_json::to_value(loaded.model.inspect(&loaded.encoder))
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     body["model"] =
@@ -346,7 +330,7 @@ async fn edit_model(
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/v1/models/{}", stored.id))],
-        axum::Json(summary(&stored, &loaded.model, precise)),
+        axum::Json(summary(&stored, Some(&loaded.model), precise)),
     )
         .into_response())
 }
