@@ -119,6 +119,11 @@ def main():
 
 def run(w):
     a = w.args
+    print("-- the server's root sends a browser to the log-in page")
+    w.d.get(w.url("/"))
+    w.wait.until(EC.url_contains("/dashboard/login"))
+    assert w.d.find_elements(By.ID, "key"), "no log-in form at " + w.d.current_url
+
     print("-- log-in: a wrong key gets a message")
     w.log_in("pb_not_a_key")
     msg = w.wait.until(EC.visibility_of_element_located((By.ID, "login-error"))).text
@@ -145,6 +150,16 @@ def run(w):
     assert float(w.text("#spent")) == 2.0, w.text("#spent")
     assert float(w.text("#remaining")) == 2.0, w.text("#remaining")
     assert w.d.find_elements(By.CSS_SELECTOR, "#budget svg path"), "no burn-down"
+    # The last charge is drawn as a visible step, not a zero-width one at
+    # the right edge: its horizontal run in screen pixels.
+    charged = w.d.find_element(By.CSS_SELECTOR, "#budget svg path.charged")
+    runs = [float(t[1:]) for t in charged.get_attribute("d").split() if t.startswith("H")]
+    svg = w.d.find_element(By.CSS_SELECTOR, "#budget svg")
+    scale = svg.rect["width"] / float(svg.get_attribute("viewBox").split()[2])
+    last_width = (runs[-1] - runs[-2]) * scale
+    assert last_width >= 20, f"the last charge is drawn {last_width:.1f} px wide"
+    print(f"   the last charge's step is {last_width:.0f} px wide")
+    assert float(w.text("#spent-delta")) >= 0, w.text("#spent-delta")
     kinds = [r.find_elements(By.TAG_NAME, "td")[1].text
              for r in w.d.find_elements(By.CSS_SELECTOR, "#ledger tbody tr")]
     assert kinds == ["total", "charge", "charge"], kinds

@@ -167,6 +167,12 @@ pub(super) fn router(state: AppState) -> Router<AppState> {
         .route("/dashboard/experiments", get(experiments))
         .route("/dashboard/static/style.css", get(style))
         .route("/dashboard/static/live.js", get(live_js))
+        .route("/dashboard/static/favicon.svg", get(favicon))
+        .route("/favicon.ico", get(favicon))
+        // A browser pointed at the server lands on the dashboard (which
+        // sends it on to the log-in page without a session), not on a 404
+        // problem document (issue 29).
+        .route("/", get(|| async { Redirect::to("/dashboard") }))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
@@ -499,6 +505,18 @@ async fn style() -> impl IntoResponse {
             (header::CACHE_CONTROL, "max-age=300"),
         ],
         pages::STYLE,
+    )
+}
+
+/// The tab icon: a small SVG (browsers that ask for `/favicon.ico` take an
+/// SVG served with its own content type).
+async fn favicon() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "max-age=86400"),
+        ],
+        include_str!("favicon.svg"),
     )
 }
 

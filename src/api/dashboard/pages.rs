@@ -64,6 +64,7 @@ pub(super) fn layout(title: &str, who: Option<&Session>, refresh: bool, body: Ma
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · privboost" }
+                link rel="icon" type="image/svg+xml" href="/dashboard/static/favicon.svg";
                 link rel="stylesheet" href="/dashboard/static/style.css";
                 script src="/dashboard/static/live.js" defer {}
                 @if refresh {
@@ -344,6 +345,8 @@ pub(super) fn dataset(
                     dt { "Reserved ε" } dd { (text(&budget["reserved"]["epsilon"])) }
                     dt { "Remaining ε" } dd #remaining { (text(&budget["remaining"]["epsilon"])) }
                     dt { "Total δ" } dd { (text(&budget["total"]["delta"])) }
+                    dt { "Spent δ" } dd #spent-delta { (text(&budget["spent"]["delta"])) }
+                    dt { "Remaining δ" } dd #remaining-delta { (text(&budget["remaining"]["delta"])) }
                 }
                 h3 { "Burn-down" }
                 p.note { "Epsilon charged (net of refunds) after each ledger entry, against the total then in force." }
@@ -482,6 +485,59 @@ pub(super) fn kv(v: &Value) -> Markup {
     }
 }
 
+/// The keys of a privacy statement shown first, in this order (what was
+/// spent, for whom, then how); the rest follow alphabetically.
+const STATEMENT_LEAD: [&str; 7] = [
+    "epsilon",
+    "delta",
+    "rho",
+    "neighbouring",
+    "n_rows",
+    "accounting",
+    "mechanism",
+];
+
+/// A model's privacy statement: one sentence with what was spent and the
+/// guarantee in words, then every field, the spent ones first (issue 29:
+/// it was an alphabetical dump with epsilon between `composition` and
+/// `eta`).
+pub(super) fn privacy_statement(p: &Value) -> Markup {
+    let Some(map) = p.as_object() else {
+        return kv(p);
+    };
+    let delta = p["delta"].as_f64().unwrap_or(0.0);
+    let guarantee = if delta > 0.0 {
+        format!(
+            "(ε, δ)-differentially private with ε = {}, δ = {}",
+            text(&p["epsilon"]),
+            text(&p["delta"])
+        )
+    } else {
+        format!(
+            "ε-differentially private (pure DP) with ε = {}",
+            text(&p["epsilon"])
+        )
+    };
+    let unit = p["neighbouring"]
+        .as_str()
+        .unwrap_or("substitution of one row");
+    let lead = STATEMENT_LEAD.iter().filter_map(|k| map.get_key_value(*k));
+    let rest = map
+        .iter()
+        .filter(|(k, _)| !STATEMENT_LEAD.contains(&k.as_str()));
+    html! {
+        p.lead #guarantee { "Training this model spent ε = " strong { (text(&p["epsilon"])) } ", δ = " strong { (text(&p["delta"])) }
+            ". The model is " (guarantee) "; neighbouring datasets: " (unit) "." }
+        table.kv {
+            tbody {
+                @for (k, v) in lead.chain(rest) {
+                    tr { th { (k) } td { (kv(v)) } }
+                }
+            }
+        }
+    }
+}
+
 /// A model: its privacy statement, parameters and inspection.
 pub(super) fn model(who: &Session, m: &Value, deployments: &[Value]) -> Markup {
     layout(
@@ -505,7 +561,7 @@ pub(super) fn model(who: &Session, m: &Value, deployments: &[Value]) -> Markup {
             }
             section #privacy {
                 h2 { "Privacy statement" }
-                (kv(&m["privacy"]))
+                (privacy_statement(&m["privacy"]))
             }
             section {
                 h2 { "Parameters" }
@@ -566,7 +622,7 @@ pub(super) fn deployment(who: &Session, d: &Value, versions: &[Value]) -> Markup
             }
             section {
                 h2 { "Privacy statement" }
-                (kv(&m["privacy"]))
+                (privacy_statement(&m["privacy"]))
             }
         },
     )

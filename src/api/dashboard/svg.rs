@@ -142,13 +142,15 @@ pub(super) fn burn_down(points: &[BurnPoint]) -> Markup {
         y: (0.0, ymax),
         log_x: false,
     };
+    // Entry i holds its value over [i - 1, i]: every entry, the last one
+    // included, is drawn one unit wide (drawing the value from x = i on
+    // left the last charge a zero-width step at the right edge, issue 29).
     let steps = |value: &dyn Fn(&BurnPoint) -> f64| -> String {
         let mut d = format!("M{} {}", f(frame.px(0.0)), f(frame.py(0.0)));
         for p in points {
             let x = frame.px(p.entry as f64);
-            d.push_str(&format!(" H{} V{}", f(x), f(frame.py(value(p)))));
+            d.push_str(&format!(" V{} H{}", f(frame.py(value(p))), f(x)));
         }
-        d.push_str(&format!(" H{}", f(frame.px(n))));
         d
     };
     let xt: Vec<f64> = ticks(0.0, n, 8.min(points.len().max(1)))
@@ -160,7 +162,7 @@ pub(super) fn burn_down(points: &[BurnPoint]) -> Markup {
             title { "Epsilon charged over the ledger's entries, against the total" }
             (frame.axes(&xt, &ticks(0.0, ymax, 5), "ledger entry", "epsilon"))
             path d=(steps(&|p| p.total)) fill="none" stroke="#b03a48" stroke-width="2" stroke-dasharray="6 4" {}
-            path d=(steps(&|p| p.charged)) fill="none" stroke="#1f6fb4" stroke-width="2.5" {}
+            path.charged d=(steps(&|p| p.charged)) fill="none" stroke="#1f6fb4" stroke-width="2.5" {}
             g font-size="12" {
                 line x1="80" x2="104" y1="26" y2="26" stroke="#1f6fb4" stroke-width="2.5" {}
                 text x="110" y="30" fill="#222" { "charged" }
@@ -197,7 +199,10 @@ pub(super) fn bars(title: &str, items: &[(String, f64)], unit: &str, w: f64) -> 
     } else {
         (label_w + 8.0, span + pad - 8.0)
     };
-    let label_chars = (label_w / 6.2) as usize;
+    // Cut labels to what fits left of the bars at a safe per-character
+    // width (6.2 px let wide labels of merged bins run off the left edge,
+    // issue 29); the whole label is the text's tooltip.
+    let label_chars = ((label_w - 10.0) / CHAR_W) as usize;
     html! {
         svg.chart role="img" viewBox=(format!("0 0 {w} {}", f(h))) width=(w) height=(f(h)) xmlns="http://www.w3.org/2000/svg" {
             title { (title) }
@@ -206,7 +211,7 @@ pub(super) fn bars(title: &str, items: &[(String, f64)], unit: &str, w: f64) -> 
                 @let y = 6.0 + row * i as f64;
                 @let len = v.abs() / lim * half;
                 @let x = if *v >= 0.0 { x0 } else { x0 - len };
-                text x=(f(label_w - 6.0)) y=(f(y + 12.0)) text-anchor="end" font-size="11" fill="#222" { (truncate(label, label_chars)) }
+                text x=(f(label_w - 6.0)) y=(f(y + 12.0)) text-anchor="end" font-size="11" fill="#222" { title { (label) } (truncate(label, label_chars)) }
                 rect x=(f(x)) y=(f(y + 2.0)) width=(f(len.max(0.5))) height=(f(row - 5.0))
                     fill=(if *v >= 0.0 { "#1f6fb4" } else { "#d9722b" }) {}
                 text x=(f(if *v >= 0.0 { x0 + len + 4.0 } else { x0 - len - 4.0 })) y=(f(y + 12.0))
@@ -216,6 +221,9 @@ pub(super) fn bars(title: &str, items: &[(String, f64)], unit: &str, w: f64) -> 
         }
     }
 }
+
+/// An upper bound on the width of one character of the 11 px labels.
+const CHAR_W: f64 = 6.6;
 
 /// A label cut to `max` characters (the full text stays in tables).
 fn truncate(s: &str, max: usize) -> String {
@@ -252,11 +260,21 @@ pub(super) fn curves(title: &str, curves: &[Curve], baselines: &[(String, f64)])
         .chain(baselines.iter().map(|b| b.1));
     let (ylo, yhi) = ys.fold((1.0f64, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
     let (ylo, yhi) = ((ylo - 0.02).max(0.0), (yhi + 0.02).min(1.0));
+    // The legend sits right of the plot and is as wide as its longest name
+    // (names were cut at 40 characters before, issue 29): 6.6 px per
+    // character of the 11 px font is a safe upper bound for its widths.
+    let longest = curves
+        .iter()
+        .map(|c| c.name.chars().count())
+        .chain(baselines.iter().map(|b| b.0.chars().count()))
+        .max()
+        .unwrap_or(0);
+    let legend_w = (60.0 + CHAR_W * longest as f64).max(300.0).ceil();
     let frame = Frame {
-        w: 900.0,
+        w: 600.0 + legend_w,
         h: 340.0,
         left: 64.0,
-        right: 300.0,
+        right: legend_w,
         top: 16.0,
         bottom: 40.0,
         x: (xmin, xmax),
@@ -269,8 +287,9 @@ pub(super) fn curves(title: &str, curves: &[Curve], baselines: &[(String, f64)])
         .collect();
     // The legend, right of the plot.
     let legend_y = |i: usize| 30.0 + 18.0 * i as f64;
+    let lx = frame.w - frame.right + 16.0;
     html! {
-        svg.chart role="img" viewBox="0 0 900 340" width="900" height="340" xmlns="http://www.w3.org/2000/svg" {
+        svg.chart role="img" viewBox=(format!("0 0 {} 340", f(frame.w))) width=(f(frame.w)) height="340" xmlns="http://www.w3.org/2000/svg" {
             title { (title) }
             (frame.axes(&xt, &ticks(ylo, yhi, 6), "epsilon (log scale)", "test accuracy"))
             @for (i, (name, acc)) in baselines.iter().enumerate() {
@@ -278,8 +297,8 @@ pub(super) fn curves(title: &str, curves: &[Curve], baselines: &[(String, f64)])
                 line x1=(f(frame.left)) x2=(f(frame.w - frame.right)) y1=(f(y)) y2=(f(y))
                     stroke="#999" stroke-dasharray=(if i % 2 == 0 { "2 3" } else { "8 3" }) {}
                 @let ly = legend_y(curves.len() + i);
-                line x1="616" x2="640" y1=(f(ly)) y2=(f(ly)) stroke="#999" stroke-dasharray=(if i % 2 == 0 { "2 3" } else { "8 3" }) {}
-                text x="646" y=(f(ly + 4.0)) font-size="11" fill="#222" { (truncate(name, 40)) }
+                line x1=(f(lx)) x2=(f(lx + 24.0)) y1=(f(ly)) y2=(f(ly)) stroke="#999" stroke-dasharray=(if i % 2 == 0 { "2 3" } else { "8 3" }) {}
+                text x=(f(lx + 30.0)) y=(f(ly + 4.0)) font-size="11" fill="#222" { (name) }
             }
             @for (i, c) in curves.iter().enumerate() {
                 @let colour = PALETTE[i % PALETTE.len()];
@@ -293,8 +312,8 @@ pub(super) fn curves(title: &str, curves: &[Curve], baselines: &[(String, f64)])
                 }
                 path d=(d) fill="none" stroke=(colour) stroke-width="2" {}
                 @let ly = legend_y(i);
-                line x1="616" x2="640" y1=(f(ly)) y2=(f(ly)) stroke=(colour) stroke-width="2" {}
-                text x="646" y=(f(ly + 4.0)) font-size="11" fill="#222" { (truncate(&c.name, 40)) }
+                line x1=(f(lx)) x2=(f(lx + 24.0)) y1=(f(ly)) y2=(f(ly)) stroke=(colour) stroke-width="2" {}
+                text x=(f(lx + 30.0)) y=(f(ly + 4.0)) font-size="11" fill="#222" { (c.name) }
             }
         }
     }
@@ -345,5 +364,34 @@ mod tests {
         let svg = burn_down(&pts).into_string();
         assert_eq!(svg.matches("<path").count(), 2);
         assert!(svg.contains("charged") && svg.contains("total"));
+    }
+
+    #[test]
+    fn the_last_charge_is_drawn_one_entry_wide() {
+        // One of 8 epsilon charged by the last of two entries: the plot is
+        // x in [0, 2] over pixels 64..744, so entry 2 holds [404, 744].
+        let pts = [
+            BurnPoint {
+                entry: 1,
+                charged: 0.0,
+                total: 8.0,
+            },
+            BurnPoint {
+                entry: 2,
+                charged: 1.0,
+                total: 8.0,
+            },
+        ];
+        let svg = burn_down(&pts).into_string();
+        let d = svg
+            .split("<path class=\"charged\" d=\"")
+            .nth(1)
+            .and_then(|p| p.split('"').next())
+            .expect("the charged line");
+        let tail: Vec<&str> = d.split(' ').rev().take(3).collect();
+        // ... H404 V<y of 1.0> H744: the charge's step starts at 404.
+        assert_eq!(tail[0], "H744.00", "{d}");
+        assert!(tail[1].starts_with('V') && tail[1] != "V220.00", "{d}");
+        assert_eq!(tail[2], "H404.00", "{d}");
     }
 }
