@@ -342,3 +342,51 @@ async fn top_down_trees_train_and_predict_like_the_cli() {
     assert_eq!(p["errors"][0]["field"], "internal_nodes");
     s.stop().await;
 }
+
+/// A job whose parameters the default rule chose says so, and so does its
+/// model: the worker re-plans the stored (resolved) parameters, which once
+/// made every model say `defaults_used: false` (issue 29). One learner
+/// whose model carries the flag at top level and LazyBB, whose carries it
+/// in its parameters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_says_defaults_were_used_when_its_job_does() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "alice").await;
+    let dataset = s.upload_mushroom(&owner, 4.0).await;
+    for (algorithm, given) in [
+        ("lazybb", json!({})),
+        ("dp-linear", json!({})),
+        // Every LazyBB parameter given: no default was used.
+        ("lazybb", json!({"tau": 5, "lambda": 0.25, "kappa": 0.25})),
+    ] {
+        let mut request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": algorithm});
+        for (k, v) in given.as_object().unwrap() {
+            request[k] = v.clone();
+        }
+        let job = expect_status(
+            s.post(&owner, "/v1/jobs", &request).await,
+            StatusCode::ACCEPTED,
+        )
+        .await;
+        let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        let expected = given.as_object().unwrap().is_empty();
+        assert_eq!(
+            job["params"]["defaults_used"], expected,
+            "{algorithm}: {job}"
+        );
+        let model = expect_status(
+            s.get(
+                &owner,
+                &format!("/v1/models/{}", job["model_id"].as_str().unwrap()),
+            )
+            .await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(
+            model["params"]["defaults_used"], expected,
+            "{algorithm} {given}: the model disagrees with its job: {model}"
+        );
+    }
+}

@@ -319,10 +319,16 @@ impl JobQueue {
             };
             // The same plan the admission charged: parameters and n are
             // unchanged since, so it cannot fail here except on corruption.
-            let plan = params.spec.plan(
+            let mut plan = params.spec.plan(
                 params.budget()?,
                 PublicFacts::new(&encoder, data.n_rows()).with_local_dp(params.local_dp),
             )?;
+            // The stored spec is the resolved one (every default filled in),
+            // so re-planning it always says "given": whether the default
+            // rule chose the parameters was decided at admission and is
+            // stored with the job (the model said `false` where the job said
+            // `true`, issue 29).
+            plan.defaults_used = params.defaults_used;
             // Never run with more than was charged: the plan's own charge
             // (its cost rounded up to units) must be covered by the one in
             // the ledger. It is the same plan unless the code that plans it
