@@ -221,6 +221,9 @@ async fn open_inference_protocol_and_invocations() {
         json!({"dataframe_records": rows}).to_string(),
         json!({"instances": rows}).to_string(),
         json!({"inputs": {"x": xs, "c": cs}}).to_string(),
+        // MLflow's `dump_input_data` writes `params` beside the data.
+        json!({"dataframe_records": rows, "params": {}}).to_string(),
+        json!({"instances": rows, "params": null}).to_string(),
     ];
     for b in bodies {
         let r = s
@@ -235,6 +238,20 @@ async fn open_inference_protocol_and_invocations() {
         let out = expect_status(r, StatusCode::OK).await;
         assert_eq!(out["predictions"], expected, "{b}");
     }
+    // A non-empty `params` is refused by its name, not as a wrong body shape.
+    let r = s
+        .client
+        .post(s.at("/v1/deployments/m/invocations"))
+        .bearer_auth(&analyst)
+        .json(&json!({"dataframe_records": rows, "params": {"threshold": 0.3}}))
+        .send()
+        .await
+        .unwrap();
+    let problem = expect_status(r, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        problem.to_string().contains("params") && problem.to_string().contains("threshold"),
+        "{problem}"
+    );
     // NaN and null map to missing where the column declares it: the same as "?".
     let r = s
         .post(

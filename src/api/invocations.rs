@@ -76,14 +76,39 @@ fn records(v: &Value, field: &str) -> Result<Vec<Map<String, Value>>, ApiError> 
 }
 
 /// The rows of an MLflow scoring body.
+///
+/// MLflow's `params` (inference parameters, which its `dump_input_data`
+/// writes beside the data) is accepted when null or empty: privboost's
+/// models take none, so a non-empty one is refused by name rather than
+/// silently ignored.
 fn rows_of(body: &Map<String, Value>) -> Result<Vec<Map<String, Value>>, ApiError> {
-    if body.len() != 1 {
+    match body.get("params") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(p)) if p.is_empty() => {}
+        Some(Value::Object(p)) => {
+            let names: Vec<&str> = p.keys().map(String::as_str).collect();
+            return Err(invalid(
+                "params",
+                &format!(
+                    "privboost models take no inference parameters; remove {}",
+                    names.join(", ")
+                ),
+            ));
+        }
+        Some(_) => {
+            return Err(invalid(
+                "params",
+                "expected an object of inference parameters (privboost models take none)",
+            ));
+        }
+    }
+    let data: Vec<(&String, &Value)> = body.iter().filter(|(k, _)| *k != "params").collect();
+    let [(key, value)] = data[..] else {
         return Err(invalid(
             "body",
-            "exactly one of dataframe_split, dataframe_records, instances, inputs",
+            "exactly one of dataframe_split, dataframe_records, instances, inputs (besides an optional empty params)",
         ));
-    }
-    let (key, value) = body.iter().next().expect("one entry");
+    };
     match key.as_str() {
         "dataframe_split" => {
             let columns: Vec<String> = value["columns"]
