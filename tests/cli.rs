@@ -1682,3 +1682,30 @@ fn private_bins_train_predict_and_eval() {
         "{line}"
     );
 }
+
+/// `eval` with LazyBB (its default algorithm) on a regression schema gives
+/// the reason `train` gives, not "the training data has no labels" (issue 29).
+#[test]
+fn eval_lazybb_on_regression_names_the_reason() {
+    for algorithm in [Some("lazybb"), None] {
+        let mut args = vec![
+            "eval",
+            "--data",
+            "data/abalone/abalone.csv",
+            "--schema",
+            "data/abalone/schema.json",
+            "--epsilon",
+            "1",
+            "--folds",
+            "2",
+        ];
+        if let Some(a) = algorithm {
+            args.extend(["--algorithm", a]);
+        }
+        let line = privboost(args).error(&[]);
+        assert!(
+            line.contains("cannot do regression"),
+            "{algorithm:?}: {line}"
+        );
+    }
+}

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use privboost::data::{Dataset, Encoder, LabelMode};
+use privboost::data::{Dataset, Encoder, LabelMode, Task};
 use privboost::eval::{self, Method, MethodResult, Protocol, paper_grid};
 use privboost::learn::params;
 use privboost::privacy::{Budget, NoiseRng};
@@ -298,8 +298,11 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         return run_learner(&args, algorithm);
     }
     // LazyBB's grid path trains on the schema's literals directly; private
-    // bins need the family's plan, which runs the binning phase first.
-    if files::load_schema(&args.schema)?.has_private_bins() {
+    // bins need the family's plan, which runs the binning phase first, and
+    // a regression label gets the plan's refusal with its reason (LazyBB
+    // cannot do regression) instead of the grid's "no labels".
+    let schema = files::load_schema(&args.schema)?;
+    if schema.has_private_bins() || !matches!(schema.task(), Task::Binary) {
         return run_learner(&args, AlgorithmArg::Lazybb);
     }
     let methods = methods(&args)?;
