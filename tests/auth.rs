@@ -291,6 +291,21 @@ async fn foreign_resources_are_404_on_every_route() {
         let foreign = expect_status(s.get(&b, path).await, StatusCode::NOT_FOUND).await;
         assert_eq!(foreign["type"], "/problems/not-found");
     }
+    // Training on a dataset without a grant: the 404's detail names the
+    // missing grant as a possible cause, in the same words as for a dataset
+    // that does not exist (no existence leak).
+    let mut details = Vec::new();
+    for id in [dataset.as_str(), "ds_00000000000000000000000000000000"] {
+        let body = json!({"dataset_id": id, "epsilon": 0.5});
+        let p = expect_status(
+            s.post(&stranger, "/v1/jobs", &body).await,
+            StatusCode::NOT_FOUND,
+        )
+        .await;
+        details.push(p["detail"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(details[0], details[1]);
+    assert!(details[0].contains("grant"), "{}", details[0]);
     // Admin: an unknown key id is 404 too.
     expect_status(
         s.client

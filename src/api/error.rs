@@ -52,7 +52,7 @@ pub enum ApiError {
     #[error("{0}")]
     Forbidden(String),
     /// Not found, or not visible to this key (404; never says which).
-    #[error("{0} not found")]
+    #[error("{}", not_found_detail(.0))]
     NotFound(&'static str),
     /// Malformed request (400).
     #[error("{0}")]
@@ -101,6 +101,16 @@ pub enum ApiError {
     /// Anything else (500); the cause is logged, never returned.
     #[error("internal error")]
     Internal(String),
+}
+
+/// The detail of a 404. For a dataset it names the other possible cause,
+/// a missing grant, and how to get one: the same words whether the dataset
+/// exists or not, so nothing about its existence leaks (issue 29).
+fn not_found_detail(what: &str) -> String {
+    match what {
+        "dataset" => "dataset not found: no such dataset, or this key has no grant on it (its owner grants one with PUT /v1/datasets/{id}/grants/{key_id})".to_owned(),
+        other => format!("{other} not found"),
+    }
 }
 
 impl ApiError {
