@@ -186,3 +186,49 @@ def test_server_classifier_uploads_x_y_with_a_dataset_spec(owner):
     assert budget.loc["total", "epsilon"] == 5.0 and budget.loc["spent", "epsilon"] == 4.0
     assert (clf.predict(X) == y).mean() > 0.8  # 0.99-1.0 over 20 local fits
     assert clf.predict_proba(X).shape == (3000, 2)
+
+
+def test_upload_mode_reuses_identical_rows_and_refuses_overlapping_ones(owner):
+    """cross_val_score in upload mode once made one dataset per fold, each with a fresh budget, so the
+    rows the folds share were spent several times (issue 29): now identical rows reuse their dataset and
+    overlapping ones are refused with the way out."""
+    from sklearn.model_selection import cross_val_score
+
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame(rng.uniform(0, 10, size=(600, 2)), columns=["a", "b"])
+    y = np.where(X["a"] > 5, "yes", "no")
+    spec = {"name": "cv-shared", "epsilon": 10.0}
+    clf = PrivboostClassifier(epsilon=2.0, feature_bounds=(0, 10), client=owner, dataset=spec)
+    clf.fit(X, y)
+    first = clf.dataset_id_
+    clf.fit(X, y)
+    assert clf.dataset_id_ == first, "the same rows went up as a second dataset"
+    assert owner.budget(first).loc["spent", "epsilon"] == 4.0, "both fits are charged to the one budget"
+    with pytest.raises(ValueError, match="already uploaded by this process as dataset"):
+        cross_val_score(PrivboostClassifier(epsilon=2.0, feature_bounds=(0, 10), client=owner, dataset=spec),
+                        X, y, cv=3, error_score="raise")
+    # The caller who accepts the composition says so.
+    ok = PrivboostClassifier(epsilon=2.0, feature_bounds=(0, 10), client=owner,
+                             dataset={**spec, "allow_overlap": True})
+    ok.fit(X.iloc[:400], y[:400])
+    assert ok.dataset_id_ != first
+
+
+def test_server_dataset_model_checks_the_columns_like_sklearn(analyst, adult_on_server):
+    clf = PrivboostClassifier(epsilon=0.5, client=analyst, dataset=adult_on_server).fit()
+    X_test, _, _ = load("adult", "adult-test.csv", dtype=str, keep_default_na=False)
+    with pytest.raises(ValueError, match="Feature names missing"):
+        clf.predict(X_test.drop(columns=[X_test.columns[0]]))
+    with pytest.raises(ValueError, match=f"X has 3 features, but PrivboostClassifier is expecting "
+                                         f"{clf.n_features_in_} features as input"):
+        clf.predict(np.zeros((2, 3)))
+
+
+def test_a_fit_in_server_mode_leaves_the_client_parameter_unchanged(owner):
+    """sklearn's check_estimators_overwrite_params in server mode: the client's HTTP session changes
+    with every request, so the `client` parameter must hash by its configuration only."""
+    from sklearn.utils.estimator_checks import check_estimators_overwrite_params
+
+    clf = PrivboostClassifier(epsilon=50.0, feature_bounds=(-10.0, 10.0), client=owner,
+                              dataset={"epsilon": 50.0})
+    check_estimators_overwrite_params("PrivboostClassifier", clf)

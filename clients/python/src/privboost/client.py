@@ -152,6 +152,19 @@ class Client:
     def __repr__(self) -> str:
         return f"Client({self.base_url!r}, api_key='{self.api_key[:6]}...')"
 
+    def __reduce__(self):
+        # A copy (scikit-learn's clone deep-copies parameters) or a pickle
+        # holds the configuration only, not the HTTP session, whose
+        # connection pool and cookies change with every request: otherwise
+        # an estimator's `client` parameter looked changed by `fit`
+        # (check_estimators_overwrite_params, issue 29). A copy opens its own
+        # session; a custom `session=` is not carried over.
+        return (Client, (self.base_url, self.api_key), {"timeout": self.timeout, "max_retries": self.max_retries})
+
+    def __setstate__(self, state: dict) -> None:
+        self.timeout = state["timeout"]
+        self.max_retries = state["max_retries"]
+
     def with_key(self, api_key: str) -> Client:
         """A client for the same server with another key."""
         return Client(self.base_url, api_key, timeout=self.timeout, max_retries=self.max_retries)

@@ -29,6 +29,7 @@ Privacy caveats (read before calling ``fit`` in a loop):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -102,6 +103,66 @@ def _class_text(value: Any) -> str:
     if not text or text != text.strip():
         raise ValueError(f"class label {value!r} is empty or has surrounding whitespace; privboost cannot name it")
     return text
+
+
+class _Uploads:
+    """The datasets this process uploaded from estimators, per server and key.
+
+    Every upload gets its own, fresh budget. ``cross_val_score(cv=3)`` on an
+    estimator with ``dataset={"name": ..., "epsilon": 10}`` used to upload
+    three overlapping training sets with 10 each, so the rows they share were
+    spent up to three times with nothing to say so (issue 29). A fit in
+    upload mode now
+    - reuses the dataset when the same rows and schema were uploaded before
+      (its one budget then bounds every fit), and
+    - refuses rows that overlap an earlier upload's, telling how to proceed,
+      unless ``dataset={"allow_overlap": True}`` says the caller accepts
+      that the guarantees of the two datasets compose.
+    Rows are compared by a 64-bit hash of their cells (pandas'
+    ``hash_pandas_object``), kept in this process only.
+    """
+
+    def __init__(self) -> None:
+        # (base_url, api_key) -> list of (content digest, dataset id, name, epsilon, row hashes)
+        self._by_key: dict[tuple[str, str], list[tuple[str, str, str, float, set[int]]]] = {}
+
+    @staticmethod
+    def _key(client: Any) -> tuple[str, str]:
+        return (getattr(client, "base_url", ""), getattr(client, "api_key", ""))
+
+    @staticmethod
+    def _digest(train: pd.DataFrame, schema: dict) -> tuple[str, set[int]]:
+        rows = pd.util.hash_pandas_object(train, index=False)
+        content = hashlib.sha256(json.dumps(schema, sort_keys=True).encode())
+        content.update(rows.to_numpy().tobytes())
+        return content.hexdigest(), set(int(h) for h in rows.to_numpy())
+
+    def check(self, client: Any, train: pd.DataFrame, schema: dict, *,
+              allow_overlap: bool) -> tuple[str | None, tuple[str, set[int]]]:
+        """The id of an earlier upload of the same content (or None), and the content's fingerprint
+        for :meth:`record`; raises if the rows overlap an earlier upload's."""
+        digest, rows = self._digest(train, schema)
+        for known, dataset_id, name, epsilon, seen in self._by_key.get(self._key(client), []):
+            if known == digest:
+                return dataset_id, (digest, rows)
+            shared = len(rows & seen)
+            if shared and not allow_overlap:
+                raise ValueError(
+                    f"{shared} of these {len(rows)} rows were already uploaded by this process as dataset "
+                    f"{dataset_id} ({name!r}, total epsilon {epsilon}); every upload gets a fresh budget, so "
+                    "those rows would be spent again under a second one (cross-validation and grid searches "
+                    "in upload mode do this). Upload the whole table once and fit with dataset=<its id>, or "
+                    "pass dataset={..., 'allow_overlap': True} if you accept that the two datasets' "
+                    "guarantees add up for the shared rows.")
+        return None, (digest, rows)
+
+    def record(self, client: Any, fingerprint: tuple[str, set[int]], dataset_id: str, name: str,
+               epsilon: float) -> None:
+        digest, rows = fingerprint
+        self._by_key.setdefault(self._key(client), []).append((digest, dataset_id, name, float(epsilon), rows))
+
+
+_UPLOADS = _Uploads()
 
 
 class _PrivboostBase(BaseEstimator):
@@ -309,11 +370,22 @@ class _PrivboostBase(BaseEstimator):
 
     def _fit_server_upload(self, train: pd.DataFrame, schema: dict) -> None:
         spec = dict(self.dataset or {})
+        unknown = set(spec) - {"name", "epsilon", "delta", "allow_overlap"}
+        if unknown:
+            raise ValueError(f"dataset= takes name, epsilon, delta and allow_overlap; unknown {sorted(unknown)}")
         name = spec.get("name") or f"sklearn-{uuid.uuid4().hex[:12]}"
         total_epsilon = spec.get("epsilon", self.epsilon)
         total_delta = spec.get("delta", self.delta)
-        created = self.client.upload_dataset(name, train, schema, total_epsilon, total_delta)
-        self.dataset_id_ = created["dataset"]["id"]
+        known, fingerprint = _UPLOADS.check(self.client, train, schema,
+                                            allow_overlap=bool(spec.get("allow_overlap")))
+        if known is not None:
+            # The same rows and schema were uploaded by this process with
+            # this key: train on that dataset, under its one budget.
+            self.dataset_id_ = known
+        else:
+            created = self.client.upload_dataset(name, train, schema, total_epsilon, total_delta)
+            self.dataset_id_ = created["dataset"]["id"]
+            _UPLOADS.record(self.client, fingerprint, self.dataset_id_, name, total_epsilon)
         self._train_on_server(self.dataset_id_)
 
     def _fit_server_dataset(self) -> _PrivboostBase:
@@ -347,9 +419,7 @@ class _PrivboostBase(BaseEstimator):
     def _raw_predict(self, X: Any) -> pd.DataFrame:
         check_is_fitted(self, "model_")
         if getattr(self, "dataset_id_", None) is not None and isinstance(self.dataset, str) and X is not None:
-            if not isinstance(X, pd.DataFrame):
-                X = pd.DataFrame(np.asarray(X, dtype=object), columns=list(self.feature_names_in_))
-            frame = X[list(self.feature_names_in_)]
+            frame = self._server_frame(X)
         else:
             frame, _ = self._feature_frame(X, reset=False)
         if self.client is not None:
@@ -362,6 +432,26 @@ class _PrivboostBase(BaseEstimator):
             Path(model_path).write_text(json.dumps(self.model_), encoding="utf-8")
             self._run([binary, "predict", "--model", model_path, "--data", data_path, "--out", out_path])
             return pd.read_csv(out_path, dtype={"class": str}, keep_default_na=False)
+
+    def _server_frame(self, X: Any) -> pd.DataFrame:
+        """X for a model trained on a server dataset, checked against its columns with scikit-learn's
+        messages (a wrong column set raised raw pandas errors before, issue 29)."""
+        names = list(self.feature_names_in_)
+        cls = type(self).__name__
+        if isinstance(X, pd.DataFrame):
+            missing = [n for n in names if n not in X.columns]
+            if missing:
+                raise ValueError(
+                    "The feature names should match those that were passed during fit.\n"
+                    "Feature names missing:\n" + "\n".join(f"- {n}" for n in missing))
+            return X[names]
+        arr = np.asarray(X, dtype=object)
+        if arr.ndim != 2:
+            raise ValueError(f"Expected 2D array, got {arr.ndim}D array instead")
+        if arr.shape[1] != len(names):
+            raise ValueError(
+                f"X has {arr.shape[1]} features, but {cls} is expecting {len(names)} features as input.")
+        return pd.DataFrame(arr, columns=names)
 
     @property
     def privacy_(self) -> dict:
