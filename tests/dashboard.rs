@@ -349,3 +349,27 @@ async fn a_live_job_page_follows_the_job_with_or_without_javascript() {
     assert!(!html.contains("data-events") && !html.contains("<noscript>"));
     s.stop().await;
 }
+
+/// A browser pointed at the server's root lands on the log-in page (via
+/// the dashboard), and the tab icon is served (issue 29).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_root_sends_a_browser_to_the_dashboard_log_in() {
+    let s = TestServer::start().await;
+    let c = browser();
+    let r = c.get(s.at("/")).send().await.unwrap();
+    assert!(r.status().is_redirection(), "{}", r.status());
+    assert_eq!(r.headers()["location"], "/dashboard");
+    let r = c.get(s.at("/dashboard")).send().await.unwrap();
+    assert_eq!(r.headers()["location"], "/dashboard/login");
+    let followed = Client::new().get(s.at("/")).send().await.unwrap();
+    assert_eq!(followed.status(), StatusCode::OK);
+    assert!(followed.url().path().ends_with("/dashboard/login"));
+    let login = followed.text().await.unwrap();
+    assert!(login.contains("favicon.svg"), "{login}");
+    for path in ["/dashboard/static/favicon.svg", "/favicon.ico"] {
+        let r = c.get(s.at(path)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        assert_eq!(r.headers()["content-type"], "image/svg+xml", "{path}");
+        assert!(r.text().await.unwrap().starts_with("<svg"), "{path}");
+    }
+}
