@@ -155,7 +155,7 @@ def run(w):
     charged = w.d.find_element(By.CSS_SELECTOR, "#budget svg path.charged")
     runs = [float(t[1:]) for t in charged.get_attribute("d").split() if t.startswith("H")]
     svg = w.d.find_element(By.CSS_SELECTOR, "#budget svg")
-    scale = svg.rect["width"] / float(svg.get_attribute("viewBox").split()[2])
+    scale = svg.rect["width"] / float(svg.get_dom_attribute("viewBox").split()[2])
     last_width = (runs[-1] - runs[-2]) * scale
     assert last_width >= 20, f"the last charge is drawn {last_width:.1f} px wide"
     print(f"   the last charge's step is {last_width:.0f} px wide")

@@ -136,7 +136,9 @@ pub(super) fn burn_down(points: &[BurnPoint]) -> Markup {
         h: 260.0,
         left: 64.0,
         right: 16.0,
-        top: 16.0,
+        // Room above the plot for the legend (a total near the top of the
+        // scale ran under it).
+        top: 34.0,
         bottom: 40.0,
         x: (0.0, n),
         y: (0.0, ymax),
@@ -164,10 +166,10 @@ pub(super) fn burn_down(points: &[BurnPoint]) -> Markup {
             path d=(steps(&|p| p.total)) fill="none" stroke="#b03a48" stroke-width="2" stroke-dasharray="6 4" {}
             path.charged d=(steps(&|p| p.charged)) fill="none" stroke="#1f6fb4" stroke-width="2.5" {}
             g font-size="12" {
-                line x1="80" x2="104" y1="26" y2="26" stroke="#1f6fb4" stroke-width="2.5" {}
-                text x="110" y="30" fill="#222" { "charged" }
-                line x1="180" x2="204" y1="26" y2="26" stroke="#b03a48" stroke-width="2" stroke-dasharray="6 4" {}
-                text x="210" y="30" fill="#222" { "total" }
+                line x1="80" x2="104" y1="14" y2="14" stroke="#1f6fb4" stroke-width="2.5" {}
+                text x="110" y="18" fill="#222" { "charged" }
+                line x1="180" x2="204" y1="14" y2="14" stroke="#b03a48" stroke-width="2" stroke-dasharray="6 4" {}
+                text x="210" y="18" fill="#222" { "total" }
             }
         }
     }
