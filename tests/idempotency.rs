@@ -118,3 +118,78 @@ async fn retried_upload_stores_one_dataset() {
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
     s.stop().await;
 }
+
+/// The same owner uploading the same schema and data again is told so (409,
+/// naming the first dataset) instead of getting a second, fresh budget for
+/// the same rows; `allow_duplicate=true` stores it; another owner, other
+/// rows or another schema are not duplicates; an idempotent retry still
+/// replays (issue 29).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_upload_of_the_same_content_is_refused_unless_allowed() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let (_, other_owner) = s.key("owner", "p").await;
+    let first = s.upload_small(&owner, 1.0, 200).await;
+    let csv = || common::small_csv(200).into_bytes();
+    // Another name and budget, the same schema and rows: refused.
+    let r = s
+        .upload(&owner, "again", 5.0, common::SMALL_SCHEMA, csv())
+        .await;
+    let problem = expect_status(r, StatusCode::CONFLICT).await;
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&first) && detail.contains("allow_duplicate"),
+        "{detail}"
+    );
+    let datasets = expect_status(s.get(&owner, "/v1/datasets").await, StatusCode::OK).await;
+    assert_eq!(
+        datasets["items"].as_array().unwrap().len(),
+        1,
+        "nothing stored"
+    );
+    // The owner who means it.
+    let r = s
+        .upload_form(
+            &owner,
+            "again",
+            "5",
+            common::SMALL_SCHEMA,
+            csv(),
+            &[("allow_duplicate", "true")],
+        )
+        .await;
+    let copy = expect_status(r, StatusCode::CREATED).await;
+    assert_ne!(copy["dataset"]["id"], first.as_str());
+    // Not duplicates: other rows, another owner.
+    expect_status(
+        s.upload(
+            &owner,
+            "more",
+            1.0,
+            common::SMALL_SCHEMA,
+            common::small_csv(201).into_bytes(),
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    expect_status(
+        s.upload(&other_owner, "small", 1.0, common::SMALL_SCHEMA, csv())
+            .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    // A bad value of the field is a 422 naming it.
+    let r = s
+        .upload_form(
+            &owner,
+            "x",
+            "1",
+            common::SMALL_SCHEMA,
+            csv(),
+            &[("allow_duplicate", "yes")],
+        )
+        .await;
+    let problem = expect_status(r, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(problem.to_string().contains("allow_duplicate"), "{problem}");
+}

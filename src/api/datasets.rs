@@ -90,6 +90,7 @@ struct UploadMeta {
     local_dp_epsilon: Option<String>,
     local_dp_label_epsilon: Option<String>,
     local_dp_protocol: Option<String>,
+    allow_duplicate: Option<String>,
     schema: Option<String>,
 }
 
@@ -100,6 +101,7 @@ struct CheckedMeta {
     accounting: Accounting,
     local_dp: Option<LocalDp>,
     skip: bool,
+    allow_duplicate: bool,
     schema: Schema,
     schema_json: String,
 }
@@ -165,6 +167,14 @@ impl UploadMeta {
             Some("true") => true,
             Some(_) => {
                 errors.push(FieldError::new("skip_bad_rows", "must be true or false"));
+                false
+            }
+        };
+        let allow_duplicate = match self.allow_duplicate.as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                errors.push(FieldError::new("allow_duplicate", "must be true or false"));
                 false
             }
         };
@@ -243,6 +253,7 @@ impl UploadMeta {
                     accounting,
                     local_dp,
                     skip,
+                    allow_duplicate,
                     schema,
                     schema_json,
                 })
@@ -327,6 +338,9 @@ async fn upload(
     })?;
     let mut meta = UploadMeta::default();
     let mut hasher = Sha256::new();
+    // The content digest: schema and data only (not the name or the budget),
+    // to recognise the same table sent again by the same owner.
+    let mut content = Sha256::new();
     let mut parsed: Option<(CheckedMeta, Parsed)> = None;
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
         let field_name = field.name().unwrap_or_default().to_owned();
@@ -340,6 +354,8 @@ async fn upload(
                 )]));
             }
             let checked = meta.check()?;
+            content.update(checked.schema_json.as_bytes());
+            content.update([0]);
             let encoder = Encoder::new(&checked.schema).map_err(|e| {
                 ApiError::Validation(vec![FieldError::new("schema", e.to_string())])
             })?;
@@ -379,6 +395,7 @@ async fn upload(
                 match field.chunk().await {
                     Ok(Some(chunk)) => {
                         hasher.update(&chunk);
+                        content.update(&chunk);
                         // A closed channel means the reader stopped early
                         // (a refused row): stop sending, the result says why.
                         if tx.send(chunk).await.is_err() {
@@ -432,10 +449,11 @@ async fn upload(
             "local_dp_label_epsilon" => &mut meta.local_dp_label_epsilon,
             "local_dp_protocol" => &mut meta.local_dp_protocol,
             "schema" => &mut meta.schema,
+            "allow_duplicate" => &mut meta.allow_duplicate,
             other => {
                 return Err(ApiError::Validation(vec![FieldError::new(
                     other,
-                    "unknown field (expected name, epsilon, delta, skip_bad_rows, accounting, local_dp_epsilon, local_dp_label_epsilon, local_dp_protocol, schema, data)",
+                    "unknown field (expected name, epsilon, delta, skip_bad_rows, accounting, local_dp_epsilon, local_dp_label_epsilon, local_dp_protocol, allow_duplicate, schema, data)",
                 )]));
             }
         };
@@ -490,6 +508,8 @@ async fn upload(
             total: checked.total,
             accounting: checked.accounting,
             local_dp: checked.local_dp,
+            content_digest: &hex(&content.finalize()),
+            allow_duplicate: checked.allow_duplicate,
         },
         idem.as_ref(),
         |info| StoredResponse {
@@ -508,7 +528,15 @@ async fn upload(
             .into_response()),
         Created::Replay(r) => Ok(replay(r)),
         Created::Mismatch => Err(ApiError::IdempotencyMismatch),
+        Created::Duplicate { id, name } => Err(ApiError::Conflict(format!(
+            "this key already uploaded the same schema and data as dataset {id} ({name:?}); a second copy would give the same rows a second, fresh budget. Train on {id}, or send the field allow_duplicate=true if you mean to store it again"
+        ))),
     }
+}
+
+/// Lowercase hex of a digest.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The dataset if visible to the caller, else 404.

@@ -578,6 +578,8 @@ mod tests {
             total: budget_units::total(10.0, 0.0).unwrap(),
             accounting: Accounting::Basic,
             local_dp: None,
+            content_digest: "",
+            allow_duplicate: true,
         };
         let Created::New(d) = datasets::create(&db, new, None, respond).await.unwrap() else {
             panic!("created")

@@ -126,6 +126,12 @@ pub(crate) struct NewDataset<'a> {
     pub total: Amount,
     pub accounting: Accounting,
     pub local_dp: Option<LocalDp>,
+    /// SHA-256 of the upload's schema and data, hex: a dataset of the same
+    /// owner with the same digest makes [`create`] answer
+    /// [`Created::Duplicate`] unless `allow_duplicate`.
+    pub content_digest: &'a str,
+    /// The owner means to store the same content again.
+    pub allow_duplicate: bool,
 }
 
 /// What [`create`] did.
@@ -136,6 +142,9 @@ pub(crate) enum Created {
     Replay(StoredResponse),
     /// The idempotency key was used for another request.
     Mismatch,
+    /// Nothing stored: the owner already has a dataset (not deleted) with
+    /// the same content, this one (id, name).
+    Duplicate { id: String, name: String },
 }
 
 /// Store a dataset, its rows and its initial total in one transaction.
@@ -156,9 +165,23 @@ pub(crate) async fn create(
                 Lookup::Mismatch => return Ok(Created::Mismatch),
             }
         }
+        // Checked inside the write transaction (SQLite's is exclusive), after
+        // the idempotency lookup so that a retry still gets its replay.
+        if !new.allow_duplicate {
+            let first: Option<(String, String)> = sqlx::query_as(
+                "SELECT id, name FROM datasets WHERE owner_id = $1 AND content_digest = $2 AND deleted_at IS NULL ORDER BY created_at LIMIT 1",
+            )
+            .bind(new.owner_id)
+            .bind(new.content_digest)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some((id, name)) = first {
+                return Ok(Created::Duplicate { id, name });
+            }
+        }
         let id = new_id("ds");
         sqlx::query(
-        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting, local_dp_json) VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8, $9, $10)",
+        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting, local_dp_json, content_digest) VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8, $9, $10, $11)",
     )
     .bind(&id)
     .bind(new.owner_id)
@@ -175,6 +198,7 @@ pub(crate) async fn create(
             .transpose()
             .map_err(|e| StoreError::Corrupt(format!("local_dp: {e}")))?,
     )
+    .bind(new.content_digest)
     .execute(&mut *tx)
     .await?;
         // A header row, then the bytes one chunk at a time, each made from

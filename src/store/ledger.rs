@@ -599,6 +599,8 @@ mod tests {
             total: total(epsilon, delta),
             accounting,
             local_dp: None,
+            content_digest: "",
+            allow_duplicate: true,
         };
         let Created::New(d) = datasets::create(&pool, new, None, respond).await.unwrap() else {
             panic!("created")

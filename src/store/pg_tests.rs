@@ -54,6 +54,8 @@ async fn dataset(db: &Db, n: usize, cols: usize, epsilon: f64) -> (KeyInfo, data
         },
         accounting: Accounting::Basic,
         local_dp: None,
+        content_digest: "",
+        allow_duplicate: true,
     };
     let Created::New(d) = datasets::create(db, new, None, respond).await.unwrap() else {
         panic!("created")

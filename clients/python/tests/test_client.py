@@ -67,7 +67,8 @@ def test_job_succeeds_with_a_model(mushroom_job):
 
 
 def test_evaluate_spends_the_evaluation_datasets_budget(owner, mushroom, mushroom_job):
-    held_out = owner.upload_dataset("mushroom-held-out", mushroom["frame"], MUSHROOM_SCHEMA, epsilon=0.5)
+    held_out = owner.upload_dataset("mushroom-held-out", mushroom["frame"], MUSHROOM_SCHEMA, epsilon=0.5,
+                                    allow_duplicate=True)
     dataset_id = held_out["dataset"]["id"]
     evaluation = owner.evaluate(mushroom_job["model_id"], dataset_id, epsilon=0.3)
     assert evaluation["state"] == "done"
@@ -82,7 +83,8 @@ def test_evaluate_spends_the_evaluation_datasets_budget(owner, mushroom, mushroo
 
 
 def test_public_test_data_is_evaluated_exactly_without_a_charge(owner, analyst, mushroom, mushroom_job):
-    public = owner.upload_dataset("mushroom-public", mushroom["frame"], MUSHROOM_SCHEMA, epsilon=0.5)
+    public = owner.upload_dataset("mushroom-public", mushroom["frame"], MUSHROOM_SCHEMA, epsilon=0.5,
+                                 allow_duplicate=True)
     dataset_id = public["dataset"]["id"]
     assert public["dataset"]["public_test_data"] is False
     owner.grant(dataset_id, analyst.key_id)
@@ -371,7 +373,8 @@ def test_a_zcdp_filter_dataset_fits_more_small_jobs(owner, mushroom):
     terms and counts how many more small jobs fit (349 of epsilon 0.01 under
     (1, 1e-6), against 100 by basic composition)."""
     created = owner.upload_dataset(
-        "mushroom-filter", mushroom["frame"], MUSHROOM_SCHEMA, epsilon=1.0, delta=1e-6, accounting="zcdp-filter"
+        "mushroom-filter", mushroom["frame"], MUSHROOM_SCHEMA, epsilon=1.0, delta=1e-6, accounting="zcdp-filter",
+        allow_duplicate=True,
     )
     dataset = created["dataset"]
     assert dataset["accounting"] == "zcdp-filter"

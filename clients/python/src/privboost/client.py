@@ -289,6 +289,7 @@ class Client:
         accounting: str | None = None,
         local_dp: Mapping[str, Any] | float | None = None,
         idempotency_key: str | None = None,
+        allow_duplicate: bool = False,
     ) -> dict:
         """Upload rows with their schema and a total (epsilon, delta) budget (owner).
 
@@ -312,7 +313,11 @@ class Client:
         ``data`` is a DataFrame (written as CSV, without its index; NaN as an
         empty cell, so declare ``"missing": [""]`` for such columns), a path
         to a CSV file, CSV bytes or a binary file object. ``schema`` is the
-        schema dict or a path to its JSON file. Returns ``{"dataset": ...,
+        schema dict or a path to its JSON file. The server refuses (409,
+        :class:`Conflict` naming the first dataset) a second upload of the
+        same schema and data by the same key, which would give the same rows a
+        second, fresh budget; ``allow_duplicate=True`` stores it anyway.
+        Returns ``{"dataset": ...,
         "accepted_rows", "rejected_rows", "rejected"}``.
         """
         if isinstance(schema, (str, os.PathLike)):
@@ -336,6 +341,7 @@ class Client:
             ("skip_bad_rows", (None, "true" if skip_bad_rows else "false")),
             *([("accounting", (None, accounting))] if accounting is not None else []),
             *_local_dp_fields(local_dp),
+            *([("allow_duplicate", (None, "true"))] if allow_duplicate else []),
             ("schema", (None, schema_text, "application/json")),
             ("data", ("data.csv", stream, "text/csv")),
         ]
