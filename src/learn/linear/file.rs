@@ -97,6 +97,7 @@ impl LinearStatement {
                 "dp-linear ({} regression on the schema's literals, numeric columns as {}): noisy curvature of every feature once, then cyclic block Newton steps, each block's gradient sums released with {}",
                 match task {
                     Task::Binary => "logistic",
+                    Task::Multiclass { .. } => "multinomial logistic",
                     Task::Regression { .. } => "linear",
                 },
                 p.numeric_features.as_str(),

@@ -288,6 +288,9 @@ fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
                 .map(|v| (v.clamp(min, max) - mid) / half)
                 .collect())
         }
+        Task::Multiclass { .. } => Err(LearnError::InvalidParameter(
+            "dp-linear cannot do multiclass classification yet".into(),
+        )),
     }
 }
 
@@ -350,7 +353,7 @@ pub fn fit(
     let values: Vec<&[f64]> = group.iter().map(|&b| rows[b].value.as_slice()).collect();
     let cross = noisy_cross(&values, plan, rng)?;
     let h = match task {
-        Task::Binary => 0.25,
+        Task::Binary | Task::Multiclass { .. } => 0.25,
         Task::Regression { .. } => 1.0,
     };
     let p = plan.params;
@@ -373,7 +376,7 @@ pub fn fit(
     let mut score = vec![0.0f64; n];
     let mut residual = vec![0.0f64; n];
     let update_residual = |residual: &mut [f64], score: &[f64]| match task {
-        Task::Binary => {
+        Task::Binary | Task::Multiclass { .. } => {
             for ((r, &f), &t) in residual.iter_mut().zip(score).zip(&y) {
                 *r = t - sigmoid(f);
             }

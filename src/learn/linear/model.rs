@@ -212,7 +212,7 @@ impl LinearPredictor {
     /// the way an unclamped DP regression does on Abalone.
     fn clamped(&self, raw: f64) -> f64 {
         match self.task {
-            Task::Binary => raw,
+            Task::Binary | Task::Multiclass { .. } => raw,
             Task::Regression { min, max } => raw.clamp(min, max),
         }
     }

@@ -163,14 +163,14 @@ impl LinearSpec {
             // second pass over nearly collinear numeric columns added noise
             // (docs/accuracy.md, dp-linear grid); on Adult it helped.
             epochs: self.epochs.unwrap_or(match task {
-                Task::Binary => 2,
+                Task::Binary | Task::Multiclass { .. } => 2,
                 Task::Regression { .. } => 1,
             }),
             learning_rate: self.learning_rate.unwrap_or(1.0),
             ridge: self.ridge.unwrap_or(4.0),
             curvature_share: self.curvature_share.unwrap_or(0.2),
             numeric_features: self.numeric_features.unwrap_or(match task {
-                Task::Binary => NumericFeatures::Intervals,
+                Task::Binary | Task::Multiclass { .. } => NumericFeatures::Intervals,
                 Task::Regression { .. } => NumericFeatures::Linear,
             }),
         };
@@ -259,7 +259,7 @@ pub fn default_epochs(
     curvature_share: f64,
 ) -> Result<u32, LearnError> {
     let t = match task {
-        Task::Binary => EPOCH_NOISE_RATIO,
+        Task::Binary | Task::Multiclass { .. } => EPOCH_NOISE_RATIO,
         Task::Regression { .. } => REGRESSION_EPOCH_NOISE_RATIO,
     };
     let (n, k) = (n_rows as f64, blocks.max(1) as f64);
