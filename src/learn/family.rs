@@ -139,10 +139,10 @@ impl AlgorithmName {
     pub fn supports(&self, task: Task) -> bool {
         match self {
             AlgorithmName::Lazybb | AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
-            AlgorithmName::DpEbm
-            | AlgorithmName::DpLinear
-            | AlgorithmName::Dpboost
-            | AlgorithmName::Auto => !matches!(task, Task::Multiclass { .. }),
+            AlgorithmName::DpLinear => true,
+            AlgorithmName::DpEbm | AlgorithmName::Dpboost | AlgorithmName::Auto => {
+                !matches!(task, Task::Multiclass { .. })
+            }
         }
     }
 }

@@ -133,6 +133,9 @@ pub enum ModelPredictor {
     Ebm(EbmPredictor),
     /// dp-linear's folded coefficients.
     Linear(LinearPredictor),
+    /// A multiclass dp-linear model's folded coefficients, one table per
+    /// class, with the schema's class names.
+    LinearClasses(LinearPredictor, Vec<String>),
     /// DPBoost's trees.
     DpBoost(Box<DpBoostFile>),
 }
@@ -179,6 +182,9 @@ impl ModelPredictor {
             ModelPredictor::LazyBb(p) => Output::Class(p.prediction(p.vote_sum(active))),
             ModelPredictor::Ebm(p) => ebm_output(p, p.raw(active)),
             ModelPredictor::Linear(p) => output_of(p.task(), p.raw(active)),
+            ModelPredictor::LinearClasses(p, names) => Output::Classes(
+                ClassesPrediction::from_scores(&p.raw_classes(active), names),
+            ),
             ModelPredictor::DpBoost(f) => dpboost_output(f, active),
         }
     }
@@ -200,6 +206,11 @@ impl ModelPredictor {
                 .raw_all(data)
                 .into_iter()
                 .map(|raw| output_of(p.task(), raw))
+                .collect(),
+            ModelPredictor::LinearClasses(p, names) => p
+                .raw_classes_all(data)
+                .iter()
+                .map(|scores| Output::Classes(ClassesPrediction::from_scores(scores, names)))
                 .collect(),
             ModelPredictor::DpBoost(f) => f
                 .raw_all(data)
@@ -529,7 +540,15 @@ impl Model {
         match self {
             Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
             Model::Ebm(f) => ModelPredictor::Ebm(f.model.predictor(f.task, f.literals.len())),
-            Model::Linear(f) => ModelPredictor::Linear(f.model.predictor(f.task, f.literals.len())),
+            Model::Linear(f) => {
+                let p = f.model.predictor(f.task, f.literals.len());
+                match f.task {
+                    Task::Multiclass { .. } => {
+                        ModelPredictor::LinearClasses(p, f.schema.class_names().to_vec())
+                    }
+                    _ => ModelPredictor::Linear(p),
+                }
+            }
             Model::DpBoost(f) => ModelPredictor::DpBoost(f.clone()),
             Model::Auto(f) => f.winner.predictor(),
             Model::NaiveBayes(f) => {
