@@ -157,6 +157,9 @@ fn main() {
                                     0.0,
                                 ]
                             }
+                            Task::Multiclass { .. } => {
+                                panic!("this tuner is for binary and regression sets")
+                            }
                         }
                     })
                     .collect();

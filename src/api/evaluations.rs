@@ -23,7 +23,7 @@ use super::error::{ApiError, AppJson, FieldError};
 use super::models::visible_model;
 use super::{AppState, Routes};
 use crate::data::Schema;
-use crate::learn::{exact_metrics, private_metrics};
+use crate::learn::{check_private_metrics, exact_metrics, private_metrics};
 use crate::privacy::budget_units::EpsilonUnits;
 use crate::privacy::{NoiseRng, metrics};
 use crate::store::evaluations::{self, Admission, EvaluationRecord};
@@ -141,6 +141,10 @@ async fn evaluate(
                 "required: the epsilon to spend from the dataset's budget (only public test data is evaluated without it)",
             )]));
         };
+        // A model whose quality cannot be released privately yet
+        // (multiclass) is refused here, before the charge.
+        check_private_metrics(&loaded.model)
+            .map_err(|e| ApiError::Validation(vec![FieldError::new("model_id", e.to_string())]))?;
         evaluations::admit(&state.pool, &record.id, &dataset.id, &caller.id, epsilon).await?
     };
     let admitted = match admission {

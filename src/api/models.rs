@@ -241,6 +241,12 @@ pub(super) enum PredictionOut<'a> {
     Value {
         value: f64,
     },
+    /// Multiclass: the predicted class and one probability per class, in
+    /// the schema's class order.
+    Classes {
+        class: String,
+        probabilities: Vec<f64>,
+    },
 }
 
 /// Predict rows with a loaded model. Errors name the row and the column.
@@ -282,6 +288,10 @@ pub(super) fn predict_rows<'a>(
                 probability: p.probability,
             },
             Output::Value(value) => PredictionOut::Value { value },
+            Output::Classes(p) => PredictionOut::Classes {
+                class: p.class,
+                probabilities: p.probabilities,
+            },
         });
     }
     Ok(out)

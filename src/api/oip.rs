@@ -136,6 +136,9 @@ fn task_outputs(task: Task) -> &'static [(&'static str, &'static str)] {
             ("probability", "FP64"),
         ],
         Task::Regression { .. } => &[("value", "FP64")],
+        // The class only, so far: the [n, k] probabilities tensor with the
+        // class names in the metadata is still to come (issue 27, stage D).
+        Task::Multiclass { .. } => &[("class", "BYTES")],
     }
 }
 
@@ -433,23 +436,24 @@ fn output_tensor(name: &str, predictions: &[PredictionOut<'_>]) -> Option<Tensor
             .iter()
             .map(|p| match p {
                 PredictionOut::Class { class, .. } => Some((*class).to_owned()),
+                PredictionOut::Classes { class, .. } => Some(class.clone()),
                 PredictionOut::Value { .. } => None,
             })
             .collect::<Option<Vec<_>>>()
             .map(Tensor::Bytes),
         "score" => fp(|p| match p {
             PredictionOut::Class { score, .. } => Some(*score),
-            PredictionOut::Value { .. } => None,
+            PredictionOut::Value { .. } | PredictionOut::Classes { .. } => None,
         })
         .map(Tensor::Fp64),
         "probability" => fp(|p| match p {
             PredictionOut::Class { probability, .. } => Some(*probability),
-            PredictionOut::Value { .. } => None,
+            PredictionOut::Value { .. } | PredictionOut::Classes { .. } => None,
         })
         .map(Tensor::Fp64),
         "value" => fp(|p| match p {
             PredictionOut::Value { value } => Some(*value),
-            PredictionOut::Class { .. } => None,
+            PredictionOut::Class { .. } | PredictionOut::Classes { .. } => None,
         })
         .map(Tensor::Fp64),
         _ => None,

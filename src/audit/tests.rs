@@ -34,6 +34,7 @@ fn dataset(d: usize, rows: &[(Vec<u32>, bool)]) -> Dataset {
         features: builder.finish(),
         labels: Some(BitVec::from_bools(&labels)),
         targets: None,
+        classes: None,
         one_hot_groups: vec![],
     }
 }

@@ -259,6 +259,10 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
                 "RMSE {:.4} ± {:.4}, MAE {:.4} ± {:.4}",
                 rmse.mean, rmse.std, mae.mean, mae.std
             ),
+            eval::learners::Scores::Multiclass { accuracy, macro_f1 } => format!(
+                "accuracy {:.4} ± {:.4}, macro-F1 {:.4} ± {:.4}",
+                accuracy.mean, accuracy.std, macro_f1.mean, macro_f1.std
+            ),
         };
         println!(
             "{} epsilon {} delta {}: {metrics} over {} runs; parameters {}",

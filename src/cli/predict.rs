@@ -38,6 +38,18 @@ pub fn run(args: PredictArgs) -> anyhow::Result<()> {
     match model.task() {
         Task::Binary => out.write_record(["class", "score", "probability"])?,
         Task::Regression { .. } => out.write_record(["value"])?,
+        Task::Multiclass { .. } => {
+            // `class`, then one probability column per class in schema order.
+            let mut header = vec!["class".to_owned()];
+            header.extend(
+                model
+                    .schema()
+                    .class_names()
+                    .iter()
+                    .map(|c| format!("probability_{c}")),
+            );
+            out.write_record(&header)?
+        }
     }
     for output in predictor.predict_all(&rows) {
         match output {
@@ -50,6 +62,11 @@ pub fn run(args: PredictArgs) -> anyhow::Result<()> {
                 ])?;
             }
             Output::Value(v) => out.write_record([v.to_string()])?,
+            Output::Classes(p) => {
+                let mut record = vec![p.class];
+                record.extend(p.probabilities.iter().map(f64::to_string));
+                out.write_record(&record)?
+            }
         }
     }
     let bytes = out.into_inner().context("writing predictions")?;

@@ -17,6 +17,9 @@ pub struct Dataset {
     /// Some(values) where a regression label column was present, each clamped
     /// to the schema's public bounds.
     pub targets: Option<Vec<f64>>,
+    /// Some(class indices) where a multiclass label column was present: each
+    /// row's class as its index in the schema's public class list.
+    pub classes: Option<Vec<u16>>,
     /// Literal index ranges that set exactly one literal per row, from the
     /// public schema ([`super::Encoder::one_hot_groups`]); empty when
     /// unknown (hand-built matrices). The learners sum such a range in work
@@ -48,6 +51,10 @@ impl Dataset {
                 .targets
                 .as_ref()
                 .map(|t| rows.iter().map(|&i| t[i]).collect()),
+            classes: self
+                .classes
+                .as_ref()
+                .map(|c| rows.iter().map(|&i| c[i]).collect()),
             one_hot_groups: self.one_hot_groups.clone(),
         }
     }
@@ -73,6 +80,7 @@ mod tests {
                 features: b.finish(),
                 labels: Some(rows.iter().map(|(_, y)| *y).collect()),
                 targets: None,
+                classes: Some(rows.iter().map(|(r, _)| r.len() as u16).collect()),
                 one_hot_groups: vec![],
             };
             let idx: Vec<usize> = picks.iter().map(|p| p.index(rows.len())).collect();
@@ -84,6 +92,7 @@ mod tests {
                 let want: Vec<u32> = rows[i].0.iter().copied().collect();
                 prop_assert_eq!(s.features.row_active(k), want);
                 prop_assert_eq!(labels.get(k), rows[i].1);
+                prop_assert_eq!(s.classes.as_ref().unwrap()[k], rows[i].0.len() as u16);
             }
         }
     }

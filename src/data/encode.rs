@@ -43,6 +43,9 @@ pub struct Encoder {
     by_name: HashMap<String, Option<usize>>,
     /// See [`Encoder::one_hot_groups`].
     one_hot_groups: Vec<Range<usize>>,
+    /// A multiclass label's class name -> index in the schema's list
+    /// (empty for binary and regression labels).
+    class_index: HashMap<String, u16>,
 }
 
 /// How one feature column's values become literals.
@@ -166,6 +169,13 @@ impl Encoder {
             feature_names.push(name.to_owned());
             by_name.insert(name.to_owned(), Some(f));
         }
+        // Validation capped the list at MAX_CLASSES (< 2^16), so each index fits.
+        let class_index = schema
+            .class_names()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.clone(), i as u16))
+            .collect();
         Ok(Encoder {
             schema: schema.clone(),
             literals,
@@ -173,6 +183,7 @@ impl Encoder {
             codecs,
             by_name,
             one_hot_groups,
+            class_index,
         })
     }
 
@@ -399,6 +410,21 @@ impl Encoder {
             return Err(err("label is not a finite number"));
         }
         Ok(x.clamp(min, max))
+    }
+
+    /// A multiclass label's class index in the schema's list. A value
+    /// outside the list is a row error that does not echo the value (like
+    /// an unknown category).
+    pub(crate) fn encode_class(&self, value: &str, row: usize) -> Result<u16, DataError> {
+        let label = &self.schema.label;
+        let err = |message: &str| DataError::cell(row, &label.column, message);
+        if value.is_empty() {
+            return Err(err("empty label"));
+        }
+        self.class_index
+            .get(value)
+            .copied()
+            .ok_or_else(|| err("label is not one of the schema's classes"))
     }
 
     pub(crate) fn encode_label(&self, value: &str, row: usize) -> Result<bool, DataError> {

@@ -206,6 +206,7 @@ pub fn propose_schema<R: Read>(
             max: None,
             positive: positive.to_owned(),
             negative,
+            classes: None,
         },
         columns,
     };

@@ -452,6 +452,7 @@ enum Labels {
     None,
     Binary(Vec<bool>),
     Numeric(Vec<f64>),
+    Class(Vec<u16>),
 }
 
 impl Assembly {
@@ -535,6 +536,7 @@ impl Assembly {
                 }
             }
             (Some(LabelColumn::Numeric(values)), Labels::Numeric(ys)) => values.extend(ys),
+            (Some(LabelColumn::Class(values)), Labels::Class(ys)) => values.extend(ys),
             _ => {}
         }
         self.rows += r.records;
@@ -559,16 +561,18 @@ impl Assembly {
         if self.bits.n_rows() == 0 {
             return Err(DataError::NoRows.into());
         }
-        let (labels, targets) = match self.labels {
-            None => (None, None),
-            Some(LabelColumn::Binary(bits)) => (Some(bits), None),
-            Some(LabelColumn::Numeric(values)) => (None, Some(values)),
+        let (labels, targets, classes) = match self.labels {
+            None => (None, None, None),
+            Some(LabelColumn::Binary(bits)) => (Some(bits), None, None),
+            Some(LabelColumn::Numeric(values)) => (None, Some(values), None),
+            Some(LabelColumn::Class(values)) => (None, None, Some(values)),
         };
         Ok(ReadReport {
             dataset: Dataset {
                 features: self.bits.finish(),
                 labels,
                 targets,
+                classes,
                 one_hot_groups: encoder.one_hot_groups().to_vec(),
             },
             skipped: self.skipped,
@@ -605,6 +609,7 @@ fn encode_chunk(chunk: &Chunk, context: &Context<'_>) -> ChunkResult {
         (None, _) => Labels::None,
         (Some(_), Task::Binary) => Labels::Binary(Vec::new()),
         (Some(_), Task::Regression { .. }) => Labels::Numeric(Vec::new()),
+        (Some(_), Task::Multiclass { .. }) => Labels::Class(Vec::new()),
     };
     let mut errors = Vec::new();
     let (mut records, mut bad) = (0, 0);
@@ -626,6 +631,7 @@ fn encode_chunk(chunk: &Chunk, context: &Context<'_>) -> ChunkResult {
                 match (&mut labels, label) {
                     (Labels::Binary(ys), Some(Label::Binary(y))) => ys.push(y),
                     (Labels::Numeric(ys), Some(Label::Numeric(y))) => ys.push(y),
+                    (Labels::Class(ys), Some(Label::Class(y))) => ys.push(y),
                     _ => {}
                 }
             }
@@ -737,10 +743,12 @@ fn layout(
     })
 }
 
-/// The label column as it is read: class bits, or regression values.
+/// The label column as it is read: class bits, regression values, or
+/// multiclass class indices.
 enum LabelColumn {
     Binary(BitVec),
     Numeric(Vec<f64>),
+    Class(Vec<u16>),
 }
 
 impl LabelColumn {
@@ -748,6 +756,7 @@ impl LabelColumn {
         match task {
             Task::Binary => LabelColumn::Binary(BitVec::new()),
             Task::Regression { .. } => LabelColumn::Numeric(Vec::new()),
+            Task::Multiclass { .. } => LabelColumn::Class(Vec::new()),
         }
     }
 }
@@ -756,6 +765,7 @@ impl LabelColumn {
 enum Label {
     Binary(bool),
     Numeric(f64),
+    Class(u16),
 }
 
 /// Encode one record, appending its literals to `active`; returns its label
@@ -786,6 +796,7 @@ fn encode_record(
     Ok(Some(match encoder.schema().task() {
         Task::Binary => Label::Binary(encoder.encode_label(value, 0)?),
         Task::Regression { .. } => Label::Numeric(encoder.encode_target(value, 0)?),
+        Task::Multiclass { .. } => Label::Class(encoder.encode_class(value, 0)?),
     }))
 }
 
@@ -882,6 +893,46 @@ mod tests {
                 assert!(!e.contains(bad), "the error shows the value: {e}");
             }
         }
+    }
+
+    #[test]
+    fn multiclass_labels_are_class_indices_and_errors_hide_the_value() {
+        let schema = Schema::from_json(
+            r#"{"label": {"column": "y", "classes": ["low", "mid", "high"]},
+                "columns": [{"name": "a", "type": "boolean"}]}"#,
+        )
+        .unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let d = read_csv(
+            "a,y\n1,high\n0, low \n1,mid\n0,high\n".as_bytes(),
+            &encoder,
+            LabelMode::Required,
+        )
+        .unwrap();
+        assert_eq!(d.labels, None);
+        assert_eq!(d.targets, None);
+        assert_eq!(d.classes, Some(vec![2, 0, 1, 2]));
+        for (bad, message) in [
+            ("medium", "label is not one of the schema's classes"),
+            ("HIGH", "label is not one of the schema's classes"),
+            ("", "empty label"),
+        ] {
+            let e = read_csv(
+                format!("a,y\n1,low\n1,{bad}\n").as_bytes(),
+                &encoder,
+                LabelMode::Required,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(message), "{bad}: {e}");
+            assert!(e.contains("row 2"), "{bad}: {e}");
+            if !bad.is_empty() {
+                assert!(!e.contains(bad), "the error shows the value: {e}");
+            }
+        }
+        // Prediction rows may leave the label out.
+        let d = read_csv("a\n1\n".as_bytes(), &encoder, LabelMode::Optional).unwrap();
+        assert_eq!(d.classes, None);
     }
 
     #[test]

@@ -439,6 +439,7 @@ pub fn read_reports<R: Read>(
             features: bits.finish(),
             labels: Some(labels),
             targets: None,
+            classes: None,
             one_hot_groups: encoder.one_hot_groups().to_vec(),
         },
         skipped,
@@ -693,6 +694,7 @@ mod tests {
                 features: b.finish(),
                 labels: Some(BitVec::from_bools(&[true])),
                 targets: None,
+                classes: None,
                 one_hot_groups: vec![],
             };
             assert!(

@@ -116,6 +116,12 @@ pub struct LabelSpec {
     /// becomes an error instead of a negative example.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub negative: Option<String>,
+    /// Multiclass: the public, ordered class list (at least 2, no
+    /// duplicates); a value outside it is an upload error. Absent (and not
+    /// written) for binary and regression labels, so their schemas
+    /// serialise exactly as before multiclass existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<String>>,
 }
 
 /// The kind of a label column.
@@ -142,6 +148,12 @@ pub enum Task {
         /// Public upper bound.
         max: f64,
     },
+    /// Classification into `k >= 2` classes, the schema's public ordered
+    /// class list (a label is its class's index in that list).
+    Multiclass {
+        /// Number of classes (public: the schema lists them).
+        k: usize,
+    },
 }
 
 impl Task {
@@ -150,6 +162,15 @@ impl Task {
         match self {
             Task::Binary => "binary classification",
             Task::Regression { .. } => "regression",
+            Task::Multiclass { .. } => "multiclass classification",
+        }
+    }
+
+    /// The number of classes of a multiclass task (`None` otherwise).
+    pub fn n_classes(&self) -> Option<usize> {
+        match *self {
+            Task::Multiclass { k } => Some(k),
+            _ => None,
         }
     }
 
@@ -159,10 +180,52 @@ impl Task {
     /// schema stored before the check existed may not pass it).
     pub fn check_bounds(&self) -> Result<(), DataError> {
         match *self {
-            Task::Binary => Ok(()),
+            Task::Binary | Task::Multiclass { .. } => Ok(()),
             Task::Regression { min, max } => check_label_bounds(min, max),
         }
     }
+}
+
+/// The most classes a multiclass label may list: a class index is stored in
+/// a `u16`, and every learner's work and model grow linearly in k.
+pub const MAX_CLASSES: usize = 1024;
+
+/// A multiclass label's checks: no binary or regression fields beside the
+/// class list, at least 2 and at most [`MAX_CLASSES`] classes, each non-empty,
+/// trimmed and listed once.
+fn check_classes(label: &LabelSpec, classes: &[String]) -> Result<(), DataError> {
+    if label.kind == Some(LabelKind::Numeric)
+        || label.min.is_some()
+        || label.max.is_some()
+        || !label.positive.is_empty()
+        || label.negative.is_some()
+    {
+        return Err(DataError::schema(
+            "label: a multiclass label takes only column and classes (not type numeric, min, max, positive or negative)",
+        ));
+    }
+    if classes.len() < 2 {
+        return Err(DataError::schema(
+            "label: classes must list at least 2 classes",
+        ));
+    }
+    if classes.len() > MAX_CLASSES {
+        return Err(DataError::schema(format!(
+            "label: classes may list at most {MAX_CLASSES} classes"
+        )));
+    }
+    for c in classes {
+        if c.is_empty() {
+            return Err(DataError::schema("label: a class must not be empty"));
+        }
+        check_trimmed("label", "class", c)?;
+    }
+    if let Some(d) = first_duplicate(classes) {
+        return Err(DataError::schema(format!(
+            "label: class {d:?} is listed twice"
+        )));
+    }
+    Ok(())
 }
 
 /// The largest magnitude a regression label's public bound may have.
@@ -607,7 +670,9 @@ impl Schema {
             return Err(DataError::schema("label: column must not be empty"));
         }
         check_trimmed("label", "column", &label.column)?;
-        if label.kind == Some(LabelKind::Numeric) {
+        if let Some(classes) = &label.classes {
+            check_classes(label, classes)?;
+        } else if label.kind == Some(LabelKind::Numeric) {
             if !label.positive.is_empty() || label.negative.is_some() {
                 return Err(DataError::schema(
                     "label: a numeric label takes min and max, not positive/negative",
@@ -724,6 +789,9 @@ impl Schema {
 
     /// The learning task the label asks for.
     pub fn task(&self) -> Task {
+        if let Some(classes) = &self.label.classes {
+            return Task::Multiclass { k: classes.len() };
+        }
         match (self.label.kind, self.label.min, self.label.max) {
             (Some(LabelKind::Numeric), Some(min), Some(max)) => Task::Regression { min, max },
             _ => Task::Binary,
@@ -738,6 +806,11 @@ impl Schema {
     /// The only accepted negative label value, if declared.
     pub fn negative_label(&self) -> Option<&str> {
         self.label.negative.as_deref()
+    }
+
+    /// A multiclass label's public ordered class names (empty otherwise).
+    pub fn class_names(&self) -> &[String] {
+        self.label.classes.as_deref().unwrap_or(&[])
     }
 
     /// The schema as pretty JSON (what `from_json` accepts).
@@ -1084,6 +1157,67 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("negative equals positive"), "{e}");
+    }
+
+    #[test]
+    fn classes_declare_a_multiclass_label() {
+        let schema = |label: &str| {
+            Schema::from_json(&format!(
+                r#"{{"label": {label}, "columns": [{{"name": "a", "type": "boolean"}}]}}"#
+            ))
+        };
+        let s = schema(r#"{"column": "y", "classes": ["b", "a", "c"]}"#).unwrap();
+        assert_eq!(s.task(), Task::Multiclass { k: 3 });
+        assert_eq!(s.task().n_classes(), Some(3));
+        assert_eq!(s.task().name(), "multiclass classification");
+        assert_eq!(s.class_names(), ["b", "a", "c"]);
+        assert!(s.task().check_bounds().is_ok());
+        // The class list round-trips in its order; nothing else is written.
+        assert_eq!(
+            serde_json::to_value(&s.label).unwrap(),
+            serde_json::json!({"column": "y", "classes": ["b", "a", "c"]})
+        );
+        // Binary and regression schemas have no class names and write no
+        // classes field (byte-for-byte as before).
+        let b = schema(r#"{"column": "y", "positive": "1", "negative": "0"}"#).unwrap();
+        assert!(b.class_names().is_empty());
+        assert_eq!(b.task().n_classes(), None);
+        assert!(!b.to_json_pretty().contains("classes"));
+        for (label, message) in [
+            (r#"{"column": "y", "classes": ["a"]}"#, "at least 2"),
+            (r#"{"column": "y", "classes": []}"#, "at least 2"),
+            (
+                r#"{"column": "y", "classes": ["a", "b", "a"]}"#,
+                "\"a\" is listed twice",
+            ),
+            (
+                r#"{"column": "y", "classes": ["a", ""]}"#,
+                "must not be empty",
+            ),
+            (
+                r#"{"column": "y", "classes": ["a", " b"]}"#,
+                "surrounding whitespace",
+            ),
+            (
+                r#"{"column": "y", "classes": ["a", "b"], "positive": "a"}"#,
+                "takes only column and classes",
+            ),
+            (
+                r#"{"column": "y", "classes": ["a", "b"], "type": "numeric", "min": 0, "max": 1}"#,
+                "takes only column and classes",
+            ),
+        ] {
+            let e = schema(label).unwrap_err().to_string();
+            assert!(e.contains(message), "{label}: {e}");
+        }
+        let many: Vec<String> = (0..=MAX_CLASSES).map(|i| format!("\"c{i}\"")).collect();
+        let e = schema(&format!(
+            r#"{{"column": "y", "classes": [{}]}}"#,
+            many.join(",")
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("at most 1024"), "{e}");
     }
 
     #[test]

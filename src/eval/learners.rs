@@ -1,7 +1,8 @@
 //! Evaluation of any learner of the family through its public boundary
 //! (`AlgorithmSpec -> Plan -> Model`): the same code path as `train` and the
 //! service, scored on held-out rows with the task's metrics (accuracy and
-//! ROC AUC for classification; RMSE and MAE for regression), mean ± sample
+//! ROC AUC for classification; accuracy and macro-averaged F1 for
+//! multiclass; RMSE and MAE for regression), mean ± sample
 //! standard deviation over repeats x folds.
 //!
 //! Owner-side, like the rest of [`crate::eval`]: the figures are computed
@@ -53,6 +54,14 @@ pub enum Scores {
         rmse: Stat,
         /// Mean absolute error.
         mae: Stat,
+    },
+    /// Multiclass classification.
+    Multiclass {
+        /// Test accuracy (the most probable class).
+        accuracy: Stat,
+        /// Macro-averaged F1 (`metrics::macro_f1`: the unweighted mean of
+        /// each class's F1 over the classes among the labels or predictions).
+        macro_f1: Stat,
     },
 }
 
@@ -135,6 +144,10 @@ pub fn evaluate_spec(
                 true_positive_rate: pick(|s| s.rates.map_or(f64::NAN, |r| r.1)),
             },
             Task::Regression { .. } => Scores::Regression { rmse: a, mae: b },
+            Task::Multiclass { .. } => Scores::Multiclass {
+                accuracy: a,
+                macro_f1: b,
+            },
         },
         fit_seconds: pick(|s| s.fit_seconds),
     })
@@ -184,13 +197,31 @@ fn run_once(
                 fit_seconds,
             })
         }
+        Task::Multiclass { k } => {
+            let actual = test.classes.as_ref().ok_or(LearnError::NoLabels)?;
+            let predicted: Vec<usize> = outputs
+                .iter()
+                .map(|o| match o {
+                    Output::Classes(p) => Ok(p.index),
+                    _ => Err(EvalError::Invalid(
+                        "a multiclass model returned another kind of output".into(),
+                    )),
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(RunScore {
+                primary: metrics::multiclass_accuracy(&predicted, actual),
+                secondary: metrics::macro_f1(&predicted, actual, k),
+                rates: None,
+                fit_seconds,
+            })
+        }
         Task::Regression { .. } => {
             let actual = test.targets.as_ref().ok_or(LearnError::NoLabels)?;
             let predicted: Vec<f64> = outputs
                 .iter()
                 .map(|o| match o {
                     Output::Value(v) => Ok(*v),
-                    Output::Class(_) => {
+                    Output::Class(_) | Output::Classes(_) => {
                         Err(EvalError::Invalid("a regressor returned a class".into()))
                     }
                 })

@@ -57,6 +57,7 @@ pub fn schema() -> Schema {
             max: None,
             positive: "1".to_string(),
             negative: Some("0".to_string()),
+            classes: None,
         },
         columns: (0..COLUMNS)
             .map(|j| {

@@ -139,10 +139,10 @@ impl AlgorithmName {
     pub fn supports(&self, task: Task) -> bool {
         match self {
             AlgorithmName::Lazybb | AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
-            AlgorithmName::DpEbm
-            | AlgorithmName::DpLinear
-            | AlgorithmName::Dpboost
-            | AlgorithmName::Auto => true,
+            AlgorithmName::DpLinear => true,
+            AlgorithmName::DpEbm | AlgorithmName::Dpboost | AlgorithmName::Auto => {
+                !matches!(task, Task::Multiclass { .. })
+            }
         }
     }
 }
@@ -689,8 +689,8 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
         ebm::params::Schedule::default_for(facts.task, facts.n_rows, budget, facts.n_features);
     let mut params = spec.check(schedule)?;
     params.residual_clip = match (facts.task, params.residual_clip) {
-        (Task::Binary, None) => None,
-        (Task::Binary, Some(_)) => {
+        (Task::Binary | Task::Multiclass { .. }, None) => None,
+        (Task::Binary | Task::Multiclass { .. }, Some(_)) => {
             return Err(LearnError::InvalidParameter(
                 "residual clip (residual_clip) is for regression; a classifier's residuals are in (-1, 1)".into(),
             ));

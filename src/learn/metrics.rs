@@ -1,4 +1,5 @@
-//! Accuracy, ROC AUC, RMSE and MAE for evaluation (on test data the owner holds).
+//! Accuracy, ROC AUC, macro-F1, RMSE and MAE for evaluation (on test data
+//! the owner holds).
 
 /// Fraction of rows whose predicted class matches the label.
 pub fn accuracy_of(predicted: &[bool], labels: &[bool]) -> f64 {
@@ -78,6 +79,52 @@ pub fn roc_auc<T: PartialOrd + Copy>(scores: &[T], labels: &[bool]) -> f64 {
     (rank_sum - positives * (positives + 1.0) / 2.0) / (positives * negatives)
 }
 
+/// Fraction of rows whose predicted class index matches the label's.
+pub fn multiclass_accuracy(predicted: &[usize], actual: &[u16]) -> f64 {
+    assert_eq!(predicted.len(), actual.len());
+    if actual.is_empty() {
+        return f64::NAN;
+    }
+    let correct = predicted
+        .iter()
+        .zip(actual)
+        .filter(|&(&p, &a)| p == usize::from(a))
+        .count();
+    correct as f64 / actual.len() as f64
+}
+
+/// Macro-averaged F1 over `k` classes: the unweighted mean, over the classes
+/// that occur among the labels or the predictions, of each class's
+/// `F1 = 2 TP / (2 TP + FP + FN)` (scikit-learn's `f1_score(average="macro")`,
+/// so figures compare with the peers'). NaN when there are no rows.
+pub fn macro_f1(predicted: &[usize], actual: &[u16], k: usize) -> f64 {
+    assert_eq!(predicted.len(), actual.len());
+    // Per class: true positives, predicted count, actual count.
+    let mut tp = vec![0usize; k];
+    let mut pred = vec![0usize; k];
+    let mut act = vec![0usize; k];
+    for (&p, &a) in predicted.iter().zip(actual) {
+        let a = usize::from(a);
+        if p < k {
+            pred[p] += 1;
+        }
+        if a < k {
+            act[a] += 1;
+        }
+        if p == a && a < k {
+            tp[a] += 1;
+        }
+    }
+    let scores: Vec<f64> = (0..k)
+        .filter(|&c| pred[c] + act[c] > 0)
+        .map(|c| 2.0 * tp[c] as f64 / (pred[c] + act[c]) as f64)
+        .collect();
+    if scores.is_empty() {
+        return f64::NAN;
+    }
+    scores.iter().sum::<f64>() / scores.len() as f64
+}
+
 /// Root mean squared error of `predicted` against `actual`.
 pub fn rmse(predicted: &[f64], actual: &[f64]) -> f64 {
     assert_eq!(predicted.len(), actual.len());
@@ -119,6 +166,22 @@ pub fn mean_std(values: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multiclass_accuracy_and_macro_f1_by_hand() {
+        // Labels 0 0 1 2 2 2, predictions 0 1 1 2 2 0 (class 3 never occurs).
+        let actual = [0u16, 0, 1, 2, 2, 2];
+        let predicted = [0usize, 1, 1, 2, 2, 0];
+        assert!((multiclass_accuracy(&predicted, &actual) - 4.0 / 6.0).abs() < 1e-15);
+        // Class 0: TP 1, predicted 2, actual 2: F1 2/4 = 1/2.
+        // Class 1: TP 1, predicted 2, actual 1: F1 2/3.
+        // Class 2: TP 2, predicted 2, actual 3: F1 4/5.
+        // Class 3 occurs nowhere and is left out (scikit-learn's macro).
+        let want = (0.5 + 2.0 / 3.0 + 0.8) / 3.0;
+        assert!((macro_f1(&predicted, &actual, 4) - want).abs() < 1e-15);
+        assert!(macro_f1(&[], &[], 3).is_nan());
+        assert!(multiclass_accuracy(&[], &[]).is_nan());
+    }
 
     #[test]
     fn rmse_and_mae_by_hand() {

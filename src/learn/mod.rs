@@ -41,8 +41,10 @@ pub use params::{
     LazyBbParams, PrivacyMode, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
     WeakLearnerName,
 };
-pub use private_eval::{ExactMetrics, PrivateMetrics, exact_metrics, private_metrics};
-pub use trained::{Model, ModelEdit, ModelInspection, ModelPredictor, Output};
+pub use private_eval::{
+    ExactMetrics, PrivateMetrics, check_private_metrics, exact_metrics, private_metrics,
+};
+pub use trained::{ClassesPrediction, Model, ModelEdit, ModelInspection, ModelPredictor, Output};
 
 use crate::data::DataError;
 use crate::privacy::PrivacyError;

@@ -48,13 +48,58 @@ pub enum Model {
 }
 
 /// One prediction of any model.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Output {
     /// Binary classification.
     Class(Prediction),
     /// Regression: the predicted value in label units.
     Value(f64),
+    /// Multiclass classification.
+    Classes(ClassesPrediction),
+}
+
+/// A multiclass prediction: the most probable class (the first in schema
+/// order on a tie) and every class's probability, in schema order,
+/// summing to 1 (a softmax of the model's k scores).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassesPrediction {
+    /// The predicted class's index in the schema's class list.
+    #[serde(skip)]
+    pub index: usize,
+    /// The predicted class's name.
+    pub class: String,
+    /// One probability per class, in schema order.
+    pub probabilities: Vec<f64>,
+}
+
+impl ClassesPrediction {
+    /// The prediction from k scores (logits) and the schema's `classes`:
+    /// a numerically stable softmax (the largest score subtracted first).
+    pub fn from_scores(scores: &[f64], classes: &[String]) -> ClassesPrediction {
+        let probabilities = softmax(scores);
+        let mut index = 0;
+        for (c, &p) in probabilities.iter().enumerate() {
+            if p > probabilities[index] {
+                index = c;
+            }
+        }
+        ClassesPrediction {
+            index,
+            class: classes.get(index).cloned().unwrap_or_default(),
+            probabilities,
+        }
+    }
+}
+
+/// `exp(s_c) / sum_j exp(s_j)` for every `c`, computed with the largest
+/// score subtracted so no exponential overflows; non-empty `scores` give
+/// probabilities in [0, 1] summing to 1 (up to rounding).
+pub fn softmax(scores: &[f64]) -> Vec<f64> {
+    let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let exps: Vec<f64> = scores.iter().map(|&s| (s - top).exp()).collect();
+    let total: f64 = exps.iter().sum();
+    exps.into_iter().map(|e| e / total).collect()
 }
 
 /// A post-processing edit of a released model (DP-EBM paper §5): it reads
@@ -88,6 +133,9 @@ pub enum ModelPredictor {
     Ebm(EbmPredictor),
     /// dp-linear's folded coefficients.
     Linear(LinearPredictor),
+    /// A multiclass dp-linear model's folded coefficients, one table per
+    /// class, with the schema's class names.
+    LinearClasses(LinearPredictor, Vec<String>),
     /// DPBoost's trees.
     DpBoost(Box<DpBoostFile>),
 }
@@ -116,7 +164,8 @@ fn ebm_output(p: &EbmPredictor, raw: f64) -> Output {
 /// post-processing of the released model (free of privacy cost).
 fn output_of(task: Task, raw: f64) -> Output {
     match task {
-        Task::Binary => Output::Class(from_logit(raw)),
+        // Multiclass: not reached (a multiclass model predicts k scores).
+        Task::Binary | Task::Multiclass { .. } => Output::Class(from_logit(raw)),
         Task::Regression { min, max } => Output::Value(raw.clamp(min, max)),
     }
 }
@@ -133,6 +182,9 @@ impl ModelPredictor {
             ModelPredictor::LazyBb(p) => Output::Class(p.prediction(p.vote_sum(active))),
             ModelPredictor::Ebm(p) => ebm_output(p, p.raw(active)),
             ModelPredictor::Linear(p) => output_of(p.task(), p.raw(active)),
+            ModelPredictor::LinearClasses(p, names) => Output::Classes(
+                ClassesPrediction::from_scores(&p.raw_classes(active), names),
+            ),
             ModelPredictor::DpBoost(f) => dpboost_output(f, active),
         }
     }
@@ -154,6 +206,11 @@ impl ModelPredictor {
                 .raw_all(data)
                 .into_iter()
                 .map(|raw| output_of(p.task(), raw))
+                .collect(),
+            ModelPredictor::LinearClasses(p, names) => p
+                .raw_classes_all(data)
+                .iter()
+                .map(|scores| Output::Classes(ClassesPrediction::from_scores(scores, names)))
                 .collect(),
             ModelPredictor::DpBoost(f) => f
                 .raw_all(data)
@@ -483,7 +540,15 @@ impl Model {
         match self {
             Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
             Model::Ebm(f) => ModelPredictor::Ebm(f.model.predictor(f.task, f.literals.len())),
-            Model::Linear(f) => ModelPredictor::Linear(f.model.predictor(f.task, f.literals.len())),
+            Model::Linear(f) => {
+                let p = f.model.predictor(f.task, f.literals.len());
+                match f.task {
+                    Task::Multiclass { .. } => {
+                        ModelPredictor::LinearClasses(p, f.schema.class_names().to_vec())
+                    }
+                    _ => ModelPredictor::Linear(p),
+                }
+            }
             Model::DpBoost(f) => ModelPredictor::DpBoost(f.clone()),
             Model::Auto(f) => f.winner.predictor(),
             Model::NaiveBayes(f) => {
@@ -507,7 +572,7 @@ impl Model {
                 return Err(LearnError::InvalidParameter(format!(
                     "values: each value must be a finite number within [-{bound}, {bound}] ({}); got {v}",
                     match self.task() {
-                        Task::Binary =>
+                        Task::Binary | Task::Multiclass { .. } =>
                             "a logit beyond it gives probability 0 or 1 to within 4e-44",
                         Task::Regression { .. } =>
                             "the width of the label's public range, max - min: every prediction is clamped into that range",
@@ -530,7 +595,7 @@ impl Model {
     /// weighted by counts of at most n) finite (`MAX_LABEL_BOUND`).
     pub fn edit_bound(&self) -> f64 {
         match self.task() {
-            Task::Binary => MAX_EDIT_LOGIT,
+            Task::Binary | Task::Multiclass { .. } => MAX_EDIT_LOGIT,
             Task::Regression { min, max } => max - min,
         }
     }

@@ -464,8 +464,8 @@ pub(super) async fn rows_of(
     };
     let schema = crate::data::Schema::from_json(&schema_json)
         .map_err(|e| StoreError::Corrupt(format!("stored schema: {e}")))?;
-    let regression = matches!(schema.task(), crate::data::Task::Regression { .. });
-    Ok(Some((schema_json, rows.finish(regression)?)))
+    let layout = super::encoded::LabelLayout::of(schema.task());
+    Ok(Some((schema_json, rows.finish_with(layout)?)))
 }
 
 /// A dataset's schema JSON and its stored chunks, read into a [`Decoder`]

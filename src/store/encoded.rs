@@ -4,8 +4,10 @@
 //!
 //! - `features`: the bit matrix's columns one after the other.
 //! - `labels`: the label bits' words, or for a regression dataset the
-//!   clamped labels as `f64` bits (which of the two is known from the
-//!   schema's task).
+//!   clamped labels as `f64` bits, or for a multiclass dataset each row's
+//!   class index as one word (which of the three is known from the
+//!   schema's task; binary and regression datasets are stored exactly as
+//!   before multiclass existed).
 //!
 //! Chunks exist so that no single value is large: an upload writes one
 //! chunk at a time straight from the matrix (so its peak memory is the
@@ -77,10 +79,15 @@ fn chunk_of_words(
             }
             bytes
         }
-        Part::Labels => match (&data.labels, &data.targets) {
-            (Some(bits), None) => words_to_bytes(bits.words(), start, chunk_words, |w| w),
-            (None, Some(values)) => words_to_bytes(values, start, chunk_words, f64::to_bits),
-            _ => return Err(StoreError::Corrupt("a stored dataset needs labels".into())),
+        Part::Labels => match (&data.labels, &data.targets, &data.classes) {
+            (Some(bits), None, None) => words_to_bytes(bits.words(), start, chunk_words, |w| w),
+            (None, Some(values), None) => words_to_bytes(values, start, chunk_words, f64::to_bits),
+            (None, None, Some(classes)) => words_to_bytes(classes, start, chunk_words, u64::from),
+            _ => {
+                return Err(StoreError::Corrupt(
+                    "a stored dataset needs labels of one kind".into(),
+                ));
+            }
         },
     };
     Ok((!bytes.is_empty()).then_some(bytes))
@@ -158,7 +165,8 @@ impl Decoder {
         match part {
             Part::Features => self.push_feature_bytes(bytes),
             Part::Labels => {
-                // At most n_rows words: a regression label is one word a row.
+                // At most n_rows words: a regression or multiclass label is
+                // one word a row.
                 if self.labels.len() + bytes.len() / 8 > self.n_rows {
                     return Err(StoreError::Corrupt(
                         "stored rows: too many label words".into(),
@@ -193,10 +201,11 @@ impl Decoder {
         Ok(())
     }
 
-    /// The dataset; `regression` (from the schema's task) says which label
-    /// layout the `labels` part has. The one-hot groups are not stored (they
-    /// come from the schema): the caller sets them from the dataset's encoder.
-    pub(crate) fn finish(self, regression: bool) -> Result<Dataset, StoreError> {
+    /// The dataset, its `labels` part laid out as `layout` says (from the
+    /// schema's task, [`LabelLayout::of`]). The one-hot groups are not
+    /// stored (they come from the schema): the caller sets them from the
+    /// dataset's encoder.
+    pub(crate) fn finish_with(self, layout: LabelLayout) -> Result<Dataset, StoreError> {
         let corrupt = || StoreError::Corrupt("stored rows have the wrong length".into());
         let words: usize = self.columns.iter().map(Vec::len).sum();
         if words != self.columns.len() * self.words_per_column {
@@ -204,24 +213,65 @@ impl Decoder {
         }
         let features =
             BitMatrix::from_column_words(self.n_rows, self.columns).ok_or_else(corrupt)?;
-        let (labels, targets) = if regression {
-            if self.labels.len() != self.n_rows {
-                return Err(corrupt());
+        let (labels, targets, classes) = match layout {
+            LabelLayout::Values => {
+                if self.labels.len() != self.n_rows {
+                    return Err(corrupt());
+                }
+                (
+                    None,
+                    Some(self.labels.into_iter().map(f64::from_bits).collect()),
+                    None,
+                )
             }
-            (
-                None,
-                Some(self.labels.into_iter().map(f64::from_bits).collect()),
-            )
-        } else {
-            let bits = BitVec::from_words(self.labels, self.n_rows).ok_or_else(corrupt)?;
-            (Some(bits), None)
+            LabelLayout::Bits => {
+                let bits = BitVec::from_words(self.labels, self.n_rows).ok_or_else(corrupt)?;
+                (Some(bits), None, None)
+            }
+            LabelLayout::Classes { k } => {
+                if self.labels.len() != self.n_rows {
+                    return Err(corrupt());
+                }
+                let classes = self
+                    .labels
+                    .into_iter()
+                    .map(|w| u16::try_from(w).ok().filter(|&c| usize::from(c) < k))
+                    .collect::<Option<Vec<u16>>>()
+                    .ok_or_else(|| {
+                        StoreError::Corrupt("stored rows: a class index out of range".into())
+                    })?;
+                (None, None, Some(classes))
+            }
         };
         Ok(Dataset {
             features,
             labels,
             targets,
+            classes,
             one_hot_groups: vec![],
         })
+    }
+}
+
+/// How the `labels` part of a stored dataset is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LabelLayout {
+    /// Binary: the label bits' words.
+    Bits,
+    /// Regression: one `f64` a row.
+    Values,
+    /// Multiclass: one class index (`< k`) a row.
+    Classes { k: usize },
+}
+
+impl LabelLayout {
+    /// The layout the schema's task stores.
+    pub(crate) fn of(task: crate::data::Task) -> LabelLayout {
+        match task {
+            crate::data::Task::Binary => LabelLayout::Bits,
+            crate::data::Task::Regression { .. } => LabelLayout::Values,
+            crate::data::Task::Multiclass { k } => LabelLayout::Classes { k },
+        }
     }
 }
 
@@ -255,6 +305,7 @@ mod tests {
             features: BitMatrix::from_columns(n, &columns),
             labels,
             targets,
+            classes: None,
             one_hot_groups: vec![],
         }
     }
@@ -282,7 +333,11 @@ mod tests {
         for (part, idx, bytes) in chunks {
             d.push(part.as_str(), *idx as i64, bytes)?;
         }
-        d.finish(regression)
+        d.finish_with(if regression {
+            LabelLayout::Values
+        } else {
+            LabelLayout::Bits
+        })
     }
 
     #[test]
@@ -341,6 +396,42 @@ mod tests {
         assert!(decode(&data, &past_end, false).is_err());
         // And the same chunks, untouched, decode.
         assert!(decode(&data, &cut, false).is_ok());
+    }
+
+    #[test]
+    fn multiclass_labels_round_trip_one_word_a_row_and_are_checked() {
+        let k = 5;
+        for n in [1usize, 63, 64, 65, 200] {
+            let mut data = dataset(n, 2, false);
+            data.labels = None;
+            data.classes = Some((0..n).map(|i| (i * 3 % k) as u16).collect());
+            for chunk_words in [1, 3, CHUNK_WORDS] {
+                let cut = chunks(&data, chunk_words);
+                let total: usize = cut.iter().map(|c| c.2.len()).sum();
+                assert_eq!(total, (2 * n.div_ceil(64) + n) * 8);
+                let mut d = Decoder::new(n as i64, 2).unwrap();
+                for (part, idx, bytes) in &cut {
+                    d.push(part.as_str(), *idx as i64, bytes).unwrap();
+                }
+                let back = d.finish_with(LabelLayout::Classes { k }).unwrap();
+                assert_eq!(back.features, data.features);
+                assert_eq!(back.classes, data.classes);
+                assert_eq!((back.labels, back.targets), (None, None));
+            }
+        }
+        // A stored index at or past k is corrupt.
+        let mut data = dataset(3, 1, false);
+        data.labels = None;
+        data.classes = Some(vec![0, 4, 1]);
+        let mut d = Decoder::new(3, 1).unwrap();
+        for (part, idx, bytes) in &chunks(&data, CHUNK_WORDS) {
+            d.push(part.as_str(), *idx as i64, bytes).unwrap();
+        }
+        assert!(d.finish_with(LabelLayout::Classes { k: 4 }).is_err());
+        // Two kinds of label at once cannot be stored.
+        let mut both = dataset(3, 1, false);
+        both.classes = Some(vec![0, 1, 1]);
+        assert!(chunk(&both, Part::Labels, 0).is_err());
     }
 
     #[test]

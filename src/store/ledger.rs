@@ -588,6 +588,7 @@ mod tests {
             features: BitMatrix::from_columns(n, &[BitVec::from_bools(&bits)]),
             labels: Some(BitVec::from_bools(&bits)),
             targets: None,
+            classes: None,
             one_hot_groups: vec![],
         };
         let new = NewDataset {

@@ -92,7 +92,7 @@ async fn old_rows_are_cut_into_chunks_that_read_back_the_same() {
     let db = Db::Sqlite(pool);
     for (id, n, (features, labels)) in [("ds_wide", n_rows, wide), ("ds_none", 64, none)] {
         let (_, rows) = datasets::stored_rows(&db, id).await.unwrap().unwrap();
-        let back = rows.finish(false).unwrap();
+        let back = rows.finish_with(super::encoded::LabelLayout::Bits).unwrap();
         assert_eq!(back.n_rows(), n);
         let stored: Vec<u64> = (0..back.features.n_cols())
             .flat_map(|j| back.features.column(j).to_vec())

@@ -40,6 +40,7 @@ async fn dataset(db: &Db, n: usize, cols: usize, epsilon: f64) -> (KeyInfo, data
             &(0..n).map(|i| i % 5 == 0).collect::<Vec<_>>(),
         )),
         targets: None,
+        classes: None,
         one_hot_groups: vec![],
     };
     let new = NewDataset {
@@ -267,7 +268,7 @@ async fn rows_are_stored_in_chunks_and_read_back_whole(db: Db) {
     };
     assert_eq!((count("features").await, count("labels").await), (2, 1));
     let (_, rows) = datasets::stored_rows(&db, &d.id).await.unwrap().unwrap();
-    let back = rows.finish(false).unwrap();
+    let back = rows.finish_with(super::encoded::LabelLayout::Bits).unwrap();
     assert_eq!(back.n_rows(), n);
     for j in 0..3 {
         let expected =

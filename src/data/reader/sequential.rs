@@ -53,6 +53,7 @@ pub(super) fn read<R: Read>(
                 match (labels.as_mut(), label) {
                     (Some(LabelColumn::Binary(b)), Some(Label::Binary(y))) => b.push(y),
                     (Some(LabelColumn::Numeric(v)), Some(Label::Numeric(y))) => v.push(y),
+                    (Some(LabelColumn::Class(v)), Some(Label::Class(y))) => v.push(y),
                     _ => {}
                 }
             }
@@ -73,16 +74,18 @@ pub(super) fn read<R: Read>(
     if bits.n_rows() == 0 {
         return Err(DataError::NoRows);
     }
-    let (labels, targets) = match labels {
-        None => (None, None),
-        Some(LabelColumn::Binary(b)) => (Some(b), None),
-        Some(LabelColumn::Numeric(v)) => (None, Some(v)),
+    let (labels, targets, classes) = match labels {
+        None => (None, None, None),
+        Some(LabelColumn::Binary(b)) => (Some(b), None, None),
+        Some(LabelColumn::Numeric(v)) => (None, Some(v), None),
+        Some(LabelColumn::Class(v)) => (None, None, Some(v)),
     };
     Ok(ReadReport {
         dataset: Dataset {
             features: bits.finish(),
             labels,
             targets,
+            classes,
             one_hot_groups: encoder.one_hot_groups().to_vec(),
         },
         skipped,
@@ -127,6 +130,7 @@ fn encode(
     Ok(Some(match encoder.schema().task() {
         Task::Binary => Label::Binary(encoder.encode_label(value, row)?),
         Task::Regression { .. } => Label::Numeric(encoder.encode_target(value, row)?),
+        Task::Multiclass { .. } => Label::Class(encoder.encode_class(value, row)?),
     }))
 }
 

@@ -30,6 +30,18 @@ fn encoder() -> Encoder {
     Encoder::new(&Schema::from_json(SCHEMA).unwrap()).unwrap()
 }
 
+/// The same columns with a multiclass label over the rows' label values
+/// (`Zeta` and empty labels are then row errors).
+fn multiclass_encoder() -> Encoder {
+    let text = SCHEMA.replace(
+        r#""positive": "+", "negative": "-""#,
+        r#""classes": ["-", "+"]"#,
+    );
+    let schema = Schema::from_json(&text).unwrap();
+    assert_eq!(schema.task(), crate::data::Task::Multiclass { k: 2 });
+    Encoder::new(&schema).unwrap()
+}
+
 /// What a read gave, in a comparable form.
 #[derive(Debug, PartialEq)]
 enum Outcome {
@@ -37,6 +49,7 @@ enum Outcome {
         rows: Vec<Vec<u32>>,
         labels: Option<Vec<bool>>,
         targets: Option<Vec<u64>>,
+        classes: Option<Vec<u16>>,
         skipped: usize,
         errors: Vec<String>,
     },
@@ -70,6 +83,7 @@ fn outcome(result: Result<ReadReport, DataError>) -> Outcome {
                     .targets
                     .as_ref()
                     .map(|t| t.iter().map(|v| v.to_bits()).collect()),
+                classes: d.classes.clone(),
                 skipped: r.skipped,
                 errors: r.errors.iter().map(|e| normalise(e.to_string())).collect(),
             }
@@ -240,6 +254,13 @@ proptest! {
     fn parallel_equals_sequential(text in csv_text(), options in options(), chunk in 1usize..96) {
         let limits = Limits { chunk_bytes: chunk, max_record: MAX_RECORD_BYTES };
         check(&text, &encoder(), &options, limits);
+    }
+
+    /// The same for a multiclass label (class indices instead of bits).
+    #[test]
+    fn multiclass_parallel_equals_sequential(text in csv_text(), options in options(), chunk in 1usize..96) {
+        let limits = Limits { chunk_bytes: chunk, max_record: MAX_RECORD_BYTES };
+        check(&text, &multiclass_encoder(), &options, limits);
     }
 
     /// The same with a record limit of a few bytes, so that records over

@@ -150,7 +150,7 @@ impl AutoFile {
             )
         };
         let sensitivity = match plan.task {
-            Task::Binary => {
+            Task::Binary | Task::Multiclass { .. } => {
                 "the count of correctly classified validation rows changes by at most 1 when one row is substituted: discrete Laplace noise of scale 1/epsilon_i"
             }
             Task::Regression { .. } => {

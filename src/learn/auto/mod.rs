@@ -227,7 +227,7 @@ impl AutoSpec {
             _ => cost,
         };
         let error_clip = match facts.task {
-            Task::Binary => None,
+            Task::Binary | Task::Multiclass { .. } => None,
             Task::Regression { min, max } => Some((max - min) / 4.0),
         };
         Ok(AutoPlan {

@@ -85,6 +85,7 @@ fn task_name(task: Task) -> &'static str {
     match task {
         Task::Binary => "binary",
         Task::Regression { .. } => "regression",
+        Task::Multiclass { .. } => "multiclass",
     }
 }
 

@@ -88,16 +88,33 @@ fn release_score(
     let outputs = model.predictor().predict_all(validation);
     let n = validation.n_rows();
     match plan.task {
-        Task::Binary => {
-            let labels = validation.labels.as_ref().ok_or(LearnError::NoLabels)?;
-            let correct = outputs
-                .iter()
-                .enumerate()
-                .filter(|(i, o)| match o {
-                    Output::Class(p) => p.positive == labels.get(*i),
-                    Output::Value(_) => false,
-                })
-                .count() as u64;
+        Task::Binary | Task::Multiclass { .. } => {
+            // The count of correctly classified validation rows: one
+            // substituted row moves it by at most 1, for two classes or k.
+            let correct = match plan.task {
+                Task::Binary => {
+                    let labels = validation.labels.as_ref().ok_or(LearnError::NoLabels)?;
+                    outputs
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, o)| match o {
+                            Output::Class(p) => p.positive == labels.get(*i),
+                            _ => false,
+                        })
+                        .count() as u64
+                }
+                _ => {
+                    let classes = validation.classes.as_ref().ok_or(LearnError::NoLabels)?;
+                    outputs
+                        .iter()
+                        .zip(classes)
+                        .filter(|(o, y)| match o {
+                            Output::Classes(p) => p.index == usize::from(**y),
+                            _ => false,
+                        })
+                        .count() as u64
+                }
+            };
             let noisy = selection::noisy_correct_count(correct, epsilon, rng)?;
             Ok(Score::Accuracy {
                 value: noisy as f64 / n as f64,
@@ -112,7 +129,7 @@ fn release_score(
                 .zip(targets)
                 .map(|(o, &y)| match o {
                     Output::Value(v) => (*v, y),
-                    Output::Class(_) => (f64::NAN, y),
+                    Output::Class(_) | Output::Classes(_) => (f64::NAN, y),
                 })
                 .collect();
             let clip = plan.error_clip.ok_or(LearnError::NoLabels)?;

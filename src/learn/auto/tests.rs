@@ -477,7 +477,7 @@ fn abalone_end_to_end() {
         .zip(actual)
         .map(|(o, y)| match o {
             Output::Value(v) => (v - y).powi(2),
-            Output::Class(_) => panic!("a regressor"),
+            Output::Class(_) | Output::Classes(_) => panic!("a regressor"),
         })
         .sum();
     let rmse = (se / test.n_rows() as f64).sqrt();

@@ -106,6 +106,7 @@ pub fn derive(
         features: BitMatrix::from_columns(n, &columns),
         labels: data.labels.clone(),
         targets: data.targets.clone(),
+        classes: data.classes.clone(),
         one_hot_groups: encoder.one_hot_groups().to_vec(),
     };
     Ok((encoder, data))

@@ -34,6 +34,9 @@ pub fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
             let values = data.targets.as_ref().ok_or(LearnError::NoLabels)?;
             Ok(values.iter().map(|&v| scale_label(v, min, max)).collect())
         }
+        Task::Multiclass { .. } => Err(LearnError::InvalidParameter(
+            "dpboost cannot do multiclass classification".into(),
+        )),
     }
 }
 
@@ -48,7 +51,8 @@ pub fn scale_label(v: f64, min: f64, max: f64) -> f64 {
 /// regression; PAPERS.md §4 item 20).
 pub fn gradient(task: Task, y: f64, f: f64) -> f64 {
     match task {
-        Task::Binary => -y / (1.0 + (y * f).exp()),
+        // Multiclass: not reached (the plan refuses it before any charge).
+        Task::Binary | Task::Multiclass { .. } => -y / (1.0 + (y * f).exp()),
         Task::Regression { .. } => f - y,
     }
 }
@@ -68,6 +72,9 @@ pub fn initial_score(
     }
     let n = y.len() as f64;
     match task {
+        Task::Multiclass { .. } => Err(LearnError::InvalidParameter(
+            "dpboost cannot do multiclass classification".into(),
+        )),
         Task::Binary => {
             let count = y.iter().filter(|&&v| v > 0.0).count() as i128;
             let noisy = count + laplace_units(rng, 1.0 / epsilon_init)?;
@@ -89,7 +96,8 @@ pub fn initial_score(
 pub fn grid_hessian(task: Task, q: i64) -> i64 {
     let unit = 1i64 << GRAD_BITS;
     match task {
-        Task::Binary => {
+        // Multiclass: not reached (the plan refuses it before any charge).
+        Task::Binary | Task::Multiclass { .. } => {
             let a = q.abs().min(unit);
             a * (unit - a) / unit
         }

@@ -44,7 +44,7 @@ impl DpBoostModel {
     /// A regressor's raw score back in label units.
     pub fn unscale(task: Task, raw: f64) -> f64 {
         match task {
-            Task::Binary => raw,
+            Task::Binary | Task::Multiclass { .. } => raw,
             Task::Regression { min, max } => min + (raw.clamp(-1.0, 1.0) + 1.0) * (max - min) / 2.0,
         }
     }

@@ -204,7 +204,7 @@ impl DpBoostParams {
     /// (measured on Abalone, docs/accuracy.md). Data-independent.
     pub fn defaults(task: Task) -> DpBoostParams {
         match task {
-            Task::Binary => DpBoostParams::DEFAULT,
+            Task::Binary | Task::Multiclass { .. } => DpBoostParams::DEFAULT,
             Task::Regression { .. } => DpBoostParams {
                 learning_rate: 0.1,
                 ..DpBoostParams::DEFAULT
@@ -353,7 +353,7 @@ impl DpBoostPlan {
             scales.push((
                 "the initial score's (init_share)",
                 match task {
-                    Task::Binary => 1.0 / self.epsilon_init,
+                    Task::Binary | Task::Multiclass { .. } => 1.0 / self.epsilon_init,
                     Task::Regression { .. } => 2.0 * unit / self.epsilon_init,
                 },
             ));

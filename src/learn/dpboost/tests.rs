@@ -335,7 +335,7 @@ fn adult_at_epsilon_8() {
         .iter()
         .map(|o| match o {
             Output::Class(p) => p.score,
-            Output::Value(_) => panic!("a classifier"),
+            Output::Value(_) | Output::Classes(_) => panic!("a classifier"),
         })
         .collect();
     let auc = metrics::roc_auc(&scores, &y);
@@ -379,7 +379,7 @@ fn abalone_at_epsilon_1() {
         .into_iter()
         .map(|o| match o {
             Output::Value(v) => v,
-            Output::Class(_) => panic!("a regressor"),
+            Output::Class(_) | Output::Classes(_) => panic!("a regressor"),
         })
         .collect();
     let actual = test.targets.clone().unwrap();

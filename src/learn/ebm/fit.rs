@@ -30,6 +30,9 @@ fn targets(data: &Dataset, task: Task) -> Result<Vec<f32>, LearnError> {
             let values = data.targets.as_ref().ok_or(LearnError::NoLabels)?;
             Ok(values.iter().map(|v| v.clamp(min, max) as f32).collect())
         }
+        Task::Multiclass { .. } => Err(LearnError::InvalidParameter(
+            "dp-ebm cannot do multiclass classification yet".into(),
+        )),
     }
 }
 
@@ -83,11 +86,11 @@ pub fn fit(
     // (its residual at the midpoint of the public label range, in units of
     // the half-range, so never clamped).
     let (centre, half) = match task {
-        Task::Binary => (0.0, 0.5),
+        Task::Binary | Task::Multiclass { .. } => (0.0, 0.5),
         Task::Regression { min, max } => ((min + max) / 2.0, (max - min) / 2.0),
     };
     let first = match task {
-        Task::Binary => Residual::Logistic,
+        Task::Binary | Task::Multiclass { .. } => Residual::Logistic,
         Task::Regression { .. } => Residual::Scaled {
             inverse: (1.0 / half) as f32,
         },
@@ -120,7 +123,7 @@ pub fn fit(
     // a clip below half the range trades a little bias for much less noise
     // (docs/accuracy.md, Abalone).
     let range = match task {
-        Task::Binary => 1.0,
+        Task::Binary | Task::Multiclass { .. } => 1.0,
         Task::Regression { min, max } => p
             .residual_clip
             .unwrap_or_else(|| super::default_residual_clip(min, max)),
@@ -135,14 +138,14 @@ pub fn fit(
     // gradient step needs a learning rate 4 to 20 times larger, depending
     // on the base rate, to move as far.
     let step = match task {
-        Task::Binary => {
+        Task::Binary | Task::Multiclass { .. } => {
             let p0 = sigmoid(start).clamp(0.05, 0.95);
             1.0 / (p0 * (1.0 - p0))
         }
         Task::Regression { .. } => range,
     };
     let residual = match task {
-        Task::Binary => Residual::Logistic,
+        Task::Binary | Task::Multiclass { .. } => Residual::Logistic,
         Task::Regression { .. } => Residual::Scaled {
             inverse: (1.0 / range) as f32,
         },
@@ -270,12 +273,12 @@ pub(super) fn start_from(task: Task, sum: f64, plan: &EbmPlan) -> f64 {
     let n = plan.n_rows as f64;
     let noise = (plan.sigma_intercept / n).powi(2);
     let (prior, bound) = match task {
-        Task::Binary => (1.0 / 12.0, 0.5 - 0.5 / n),
+        Task::Binary | Task::Multiclass { .. } => (1.0 / 12.0, 0.5 - 0.5 / n),
         Task::Regression { .. } => (1.0 / 3.0, 1.0),
     };
     let m = (sum / n * prior / (prior + noise)).clamp(-bound, bound);
     match task {
-        Task::Binary => {
+        Task::Binary | Task::Multiclass { .. } => {
             let p = 0.5 + m;
             (p / (1.0 - p)).ln()
         }

@@ -333,7 +333,8 @@ fn laplace_up(x: f64) -> Option<Noise> {
 /// 1), a regressor's `(y - mid) / half` in `[-1, 1]` (at most 2).
 pub fn intercept_sensitivity(task: Task) -> f64 {
     match task {
-        Task::Binary => 1.0,
+        // Multiclass: not reached (the plan refuses it before any charge).
+        Task::Binary | Task::Multiclass { .. } => 1.0,
         Task::Regression { .. } => 2.0,
     }
 }

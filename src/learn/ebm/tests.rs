@@ -318,7 +318,7 @@ fn adult_at_epsilon_1() {
         .iter()
         .map(|o| match o {
             Output::Class(p) => p.score,
-            Output::Value(_) => panic!("a classifier"),
+            Output::Value(_) | Output::Classes(_) => panic!("a classifier"),
         })
         .collect();
     let accuracy = outputs
@@ -403,7 +403,7 @@ fn adult_pure_dp_at_epsilon_1() {
         .iter()
         .map(|o| match o {
             Output::Class(p) => p.score,
-            Output::Value(_) => panic!("a classifier"),
+            Output::Value(_) | Output::Classes(_) => panic!("a classifier"),
         })
         .collect();
     let positive = outputs
@@ -505,7 +505,7 @@ fn synthetic_regression_beats_the_midpoint() {
         .into_iter()
         .map(|o| match o {
             Output::Value(v) => v,
-            Output::Class(_) => panic!("a regressor"),
+            Output::Class(_) | Output::Classes(_) => panic!("a regressor"),
         })
         .collect();
     let actual = data.targets.as_ref().unwrap();

@@ -23,6 +23,7 @@ fn dataset(d: usize, rows: &[(&[u32], bool)]) -> Dataset {
         features: builder.finish(),
         labels: Some(BitVec::from_bools(&labels)),
         targets: None,
+        classes: None,
         one_hot_groups: vec![],
     }
 }

@@ -97,6 +97,7 @@ impl LinearStatement {
                 "dp-linear ({} regression on the schema's literals, numeric columns as {}): noisy curvature of every feature once, then cyclic block Newton steps, each block's gradient sums released with {}",
                 match task {
                     Task::Binary => "logistic",
+                    Task::Multiclass { .. } => "multinomial logistic",
                     Task::Regression { .. } => "linear",
                 },
                 p.numeric_features.as_str(),
@@ -104,10 +105,20 @@ impl LinearStatement {
             ),
             sigma_curvature: plan.curvature_std(),
             sigma_gradient: plan.gradient_std(),
-            sensitivity: format!(
-                "a row has at most one feature per block, of value in [-1, 1]; residuals clamped to [-1, 1] (regression: (y - F) / ((max - min) / 2)) and every term rounded to the grid 1/{}: each gradient release has L1 and L2 sensitivity 2, the curvature release L1 {} and L2 sqrt({}) (docs/privacy.md, \"DP linear models (dp-linear)\")",
-                plan.scale, plan.curvature_sensitivity, plan.curvature_sensitivity
-            ),
+            sensitivity: if plan.classes > 0 {
+                format!(
+                    "a row has at most one feature per block, of value in [-1, 1]; each gradient release is the block's {} vectors of softmax-gradient sums, a row's terms over the classes on the grid 1/{} with L1 norm at most 2 and L2 norm at most sqrt(2): each gradient release has L1 sensitivity 4 and L2 sensitivity 2 sqrt(2) whatever the number of classes, the curvature release L1 {} and L2 sqrt({}) (docs/privacy.md, \"DP linear models (dp-linear)\", multiclass)",
+                    plan.classes,
+                    plan.scale,
+                    plan.curvature_sensitivity,
+                    plan.curvature_sensitivity
+                )
+            } else {
+                format!(
+                    "a row has at most one feature per block, of value in [-1, 1]; residuals clamped to [-1, 1] (regression: (y - F) / ((max - min) / 2)) and every term rounded to the grid 1/{}: each gradient release has L1 and L2 sensitivity 2, the curvature release L1 {} and L2 sqrt({}) (docs/privacy.md, \"DP linear models (dp-linear)\")",
+                    plan.scale, plan.curvature_sensitivity, plan.curvature_sensitivity
+                )
+            },
             sampler: format!(
                 "{}; scales and variances are rationals rounded up",
                 mechanisms::sampler_text(&[m])
@@ -194,6 +205,13 @@ impl LinearFile {
         file.model
             .check(n_literals)
             .map_err(LearnError::ModelFormat)?;
+        // One coefficient table per class: class 0's and k - 1 more.
+        let more = file.task.n_classes().map_or(0, |k| k - 1);
+        if file.model.class_coefficients.len() != more {
+            return Err(LearnError::ModelFormat(
+                "the model's class coefficient tables do not match its classes".into(),
+            ));
+        }
         Ok(file)
     }
 }

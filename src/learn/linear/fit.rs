@@ -270,6 +270,92 @@ pub(super) fn gradient_sums(
     sums
 }
 
+/// One row's softmax-gradient terms on the grid, in class order: for a row
+/// of class `y` with class probabilities `p` and feature value `v`, the
+/// gradient of the log-likelihood is `(e_y - p) v`. Each class `c != y`
+/// gets `q_c = -sign(v) floor(S p_c |v|)`, the running total of `|q_c|`
+/// capped at `S` (so `sum_{c != y} |q_c| <= S` whatever the floats did,
+/// NaN counting 0), and class `y` gets `q_y = -sum_{c != y} q_c`. So
+/// `sum_c |q_c| <= 2S` and `||q||_2^2 <= 2 S^2` for any k: the sensitivity
+/// argument of `params::GRADIENT_L1_MULTICLASS` and
+/// `params::GRADIENT_L2_SQ_MULTICLASS`. Flooring rounds every term towards
+/// 0 by less than one grid step. Written into `out` (length k).
+pub(super) fn softmax_terms(p: &[f64], y: usize, v: f64, scale: u32, out: &mut [i64]) {
+    let s = i64::from(scale);
+    let v = v.clamp(-1.0, 1.0);
+    let sign = if v < 0.0 { -1 } else { 1 };
+    let mut used = 0i64;
+    for (c, (&pc, q)) in p.iter().zip(out.iter_mut()).enumerate() {
+        if c == y {
+            *q = 0;
+            continue;
+        }
+        // `as` saturates and maps NaN to 0; clamped to [0, S - used].
+        let take = ((pc * v.abs() * f64::from(scale)).floor() as i64).clamp(0, s - used);
+        used += take;
+        *q = -sign * take;
+    }
+    if let Some(q) = out.get_mut(y) {
+        *q = sign * used;
+    }
+}
+
+/// The exact integer multiclass gradient sums (grid units) of one block
+/// before noise, `[class][feature]`: each row's [`softmax_terms`] added to
+/// its feature's sums. `probabilities[i]` is row `i`'s k class
+/// probabilities, `y[i]` its class. Work `O(n k)`.
+pub(super) fn softmax_gradient_sums(
+    rows: &BlockRows,
+    n_features: usize,
+    probabilities: &[Vec<f64>],
+    y: &[u16],
+    scale: u32,
+) -> Vec<Vec<i64>> {
+    let k = probabilities.first().map_or(0, Vec::len);
+    let mut sums = vec![vec![0i64; n_features + 1]; k];
+    let mut q = vec![0i64; k];
+    for (((&f, &v), p), &yi) in rows
+        .feature
+        .iter()
+        .zip(&rows.value)
+        .zip(probabilities)
+        .zip(y)
+    {
+        softmax_terms(p, usize::from(yi), v, scale, &mut q);
+        let f = usize::from(f).min(n_features);
+        for (sum, &term) in sums.iter_mut().zip(&q) {
+            sum[f] += term;
+        }
+    }
+    for s in &mut sums {
+        s.truncate(n_features);
+    }
+    sums
+}
+
+/// The noisy multiclass gradient sums of one block (residual units),
+/// `[class][feature]`: every sum of [`softmax_gradient_sums`] with the
+/// plan's gradient noise (calibrated to the multiclass sensitivity).
+pub(super) fn noisy_softmax_gradient(
+    rows: &BlockRows,
+    n_features: usize,
+    probabilities: &[Vec<f64>],
+    y: &[u16],
+    plan: &LinearPlan,
+    rng: &mut NoiseRng,
+) -> Result<Vec<Vec<f64>>, LearnError> {
+    let s = f64::from(plan.scale);
+    softmax_gradient_sums(rows, n_features, probabilities, y, plan.scale)
+        .into_iter()
+        .map(|class| {
+            class
+                .into_iter()
+                .map(|g| Ok((i128::from(g) + plan.gradient_noise.draw(rng)?) as f64 / s))
+                .collect()
+        })
+        .collect()
+}
+
 /// The labels as the loss sees them: 0/1 for a classifier; for a regressor
 /// the clamped value scaled to `[-1, 1]` around the public midpoint.
 fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
@@ -288,6 +374,9 @@ fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
                 .map(|v| (v.clamp(min, max) - mid) / half)
                 .collect())
         }
+        Task::Multiclass { .. } => Err(LearnError::InvalidParameter(
+            "dp-linear cannot do multiclass classification yet".into(),
+        )),
     }
 }
 
@@ -306,6 +395,9 @@ pub fn fit(
     on_epoch: &mut dyn FnMut(u32) -> bool,
 ) -> Result<LinearModel, LearnError> {
     let task = encoder.schema().task();
+    if let Task::Multiclass { k } = task {
+        return fit_multiclass(data, encoder, plan, k, rng, on_epoch);
+    }
     let n = data.n_rows();
     if n == 0 {
         return Err(LearnError::NoRows);
@@ -350,7 +442,7 @@ pub fn fit(
     let values: Vec<&[f64]> = group.iter().map(|&b| rows[b].value.as_slice()).collect();
     let cross = noisy_cross(&values, plan, rng)?;
     let h = match task {
-        Task::Binary => 0.25,
+        Task::Binary | Task::Multiclass { .. } => 0.25,
         Task::Regression { .. } => 1.0,
     };
     let p = plan.params;
@@ -373,7 +465,7 @@ pub fn fit(
     let mut score = vec![0.0f64; n];
     let mut residual = vec![0.0f64; n];
     let update_residual = |residual: &mut [f64], score: &[f64]| match task {
-        Task::Binary => {
+        Task::Binary | Task::Multiclass { .. } => {
             for ((r, &f), &t) in residual.iter_mut().zip(score).zip(&y) {
                 *r = t - sigmoid(f);
             }
@@ -436,5 +528,143 @@ pub fn fit(
         blocks,
         coefficients: weights,
         curvatures,
+        class_coefficients: Vec::new(),
+    })
+}
+
+/// Multinomial (softmax) dp-linear for `k` classes: the binary algorithm
+/// with one score per class. The curvatures and cross sums do not read the
+/// labels and are released once, as for two classes; each gradient release
+/// is the block's `k` vectors of softmax-gradient sums (noise calibrated in
+/// the plan to their sensitivity, which does not grow with k), and every
+/// class takes the same block Newton step as a binary classifier with the
+/// softmax's curvature bound `h = 1/2` (Böhning 1992: the Hessian of the
+/// multinomial log-loss is at most `1/2 (I - 11^T/k)` times `x x^T`, itself
+/// at most `1/2` per class). Work per pass `O(n k)`; the number of noise
+/// draws is `k` times the binary one's, fixed by the plan.
+fn fit_multiclass(
+    data: &Dataset,
+    encoder: &Encoder,
+    plan: &LinearPlan,
+    k: usize,
+    rng: &mut NoiseRng,
+    on_epoch: &mut dyn FnMut(u32) -> bool,
+) -> Result<LinearModel, LearnError> {
+    let n = data.n_rows();
+    if n == 0 {
+        return Err(LearnError::NoRows);
+    }
+    if n != plan.n_rows || plan.classes != k || k < 2 {
+        return Err(LearnError::InvalidParameter(
+            "the data does not have the planned number of rows or classes".into(),
+        ));
+    }
+    let y = data.classes.as_ref().ok_or(LearnError::NoLabels)?;
+    let blocks: Vec<Block> = features::layout(encoder, plan.params.numeric_features);
+    if blocks.len() != plan.blocks {
+        return Err(LearnError::InvalidParameter(
+            "the schema does not have the planned number of blocks".into(),
+        ));
+    }
+    let rows: Vec<BlockRows> = blocks
+        .iter()
+        .map(|b| features::block_rows(data, b))
+        .collect();
+    let mut curvatures = Vec::with_capacity(blocks.len());
+    for (b, r) in blocks.iter().zip(&rows) {
+        curvatures.push(if b.intercept {
+            vec![n as f64]
+        } else {
+            noisy_curvatures(r, b.features.len(), plan, rng)?
+        });
+    }
+    let group: Vec<usize> = (0..blocks.len())
+        .filter(|&b| b == 0 || blocks[b].is_line())
+        .collect();
+    if group.len() != plan.lines + 1 {
+        return Err(LearnError::InvalidParameter(
+            "the schema does not have the planned number of lines".into(),
+        ));
+    }
+    let values: Vec<&[f64]> = group.iter().map(|&b| rows[b].value.as_slice()).collect();
+    let cross = noisy_cross(&values, plan, rng)?;
+    let h = 0.5;
+    let p = plan.params;
+    let joint = JointStep::new(
+        &group
+            .iter()
+            .map(|&b| curvatures[b][0].max(0.0))
+            .collect::<Vec<_>>(),
+        &cross,
+        h,
+        plan.cross_std() * (group.len() as f64).sqrt(),
+        plan.lambda,
+    );
+    let in_group: Vec<bool> = (0..blocks.len()).map(|b| group.contains(&b)).collect();
+
+    // weights[class][block][feature]; score[i][class].
+    let mut weights: Vec<Vec<Vec<f64>>> =
+        vec![blocks.iter().map(|b| vec![0.0; b.features.len()]).collect(); k];
+    let mut score = vec![vec![0.0f64; k]; n];
+    let mut probabilities = vec![vec![1.0 / k as f64; k]; n];
+    let update = |probabilities: &mut [Vec<f64>], score: &[Vec<f64>]| {
+        for (p, s) in probabilities.iter_mut().zip(score) {
+            *p = crate::learn::trained::softmax(s);
+        }
+    };
+    for epoch in 0..p.epochs {
+        update(&mut probabilities, &score);
+        // g[member][class]
+        let mut g = Vec::with_capacity(group.len());
+        for &b in &group {
+            let sums = noisy_softmax_gradient(&rows[b], 1, &probabilities, y, plan, rng)?;
+            g.push(sums.into_iter().map(|c| c[0]).collect::<Vec<f64>>());
+        }
+        for c in 0..k {
+            let gc: Vec<f64> = g.iter().map(|m| m[c]).collect();
+            let step = joint.solve(&gc);
+            for (&b, &d) in group.iter().zip(&step) {
+                let d = p.learning_rate * d;
+                weights[c][b][0] += d;
+                for (s, &v) in score.iter_mut().zip(&rows[b].value) {
+                    s[c] += d * v;
+                }
+            }
+        }
+        for (b, block) in blocks.iter().enumerate() {
+            if in_group[b] {
+                continue;
+            }
+            update(&mut probabilities, &score);
+            let m = block.features.len();
+            let g = noisy_softmax_gradient(&rows[b], m, &probabilities, y, plan, rng)?;
+            for (c, gc) in g.iter().enumerate() {
+                let mut step: Vec<f64> = gc
+                    .iter()
+                    .zip(&curvatures[b])
+                    .map(|(g, cv)| p.learning_rate * g / (h * cv.max(0.0) + plan.lambda))
+                    .collect();
+                for (w, s) in weights[c][b].iter_mut().zip(&step) {
+                    *w += s;
+                }
+                step.push(0.0);
+                for ((s, &feature), &v) in
+                    score.iter_mut().zip(&rows[b].feature).zip(&rows[b].value)
+                {
+                    s[c] += step[usize::from(feature)] * v;
+                }
+            }
+        }
+        if !on_epoch(epoch + 1) {
+            return Err(LearnError::Cancelled);
+        }
+    }
+    let mut tables = weights.into_iter();
+    let coefficients = tables.next().unwrap_or_default();
+    Ok(LinearModel {
+        blocks,
+        coefficients,
+        curvatures,
+        class_coefficients: tables.collect(),
     })
 }

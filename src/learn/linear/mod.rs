@@ -18,6 +18,8 @@ pub mod model;
 pub mod params;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_multiclass;
 
 pub use features::LinearShape;
 pub use file::LinearFile;

@@ -21,6 +21,12 @@ pub struct LinearModel {
     /// The released noisy curvature of each feature (rows for a literal; the
     /// intercept's is n), shown by inspection.
     pub curvatures: Vec<Vec<f64>>,
+    /// Multiclass: the coefficients of classes 1..k (schema order), each
+    /// table shaped like `coefficients`, which holds class 0's; a class's
+    /// logit is its table's linear score. Empty (and not written) for a
+    /// binary classifier or a regressor.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_coefficients: Vec<Vec<Vec<f64>>>,
 }
 
 /// The model folded for prediction: `base + sum over the row's true
@@ -30,6 +36,8 @@ pub struct LinearPredictor {
     task: Task,
     base: f64,
     delta: Vec<f64>,
+    /// Multiclass: classes 1..k's `(base, delta)`, folded like class 0's.
+    others: Vec<(f64, Vec<f64>)>,
 }
 
 /// One coefficient as inspected.
@@ -104,6 +112,19 @@ impl LinearModel {
         {
             return Err("coefficients, curvatures and blocks differ in number".into());
         }
+        for table in &self.class_coefficients {
+            if table.len() != self.coefficients.len()
+                || table
+                    .iter()
+                    .zip(&self.coefficients)
+                    .any(|(t, c)| t.len() != c.len())
+            {
+                return Err("a class's coefficients do not match the blocks".into());
+            }
+            if table.iter().flatten().any(|x| !x.is_finite()) {
+                return Err("a class's coefficient is not finite".into());
+            }
+        }
         let mut seen = vec![[false; 2]; n_literals];
         for (b, block) in self.blocks.iter().enumerate() {
             if b > 0 && block.intercept {
@@ -158,8 +179,23 @@ impl LinearModel {
 
     /// The folded predictor for `n_literals` literals.
     pub fn predictor(&self, task: Task, n_literals: usize) -> LinearPredictor {
+        let (base, delta) = self.fold(&self.coefficients, n_literals);
+        LinearPredictor {
+            task,
+            base,
+            delta,
+            others: self
+                .class_coefficients
+                .iter()
+                .map(|t| self.fold(t, n_literals))
+                .collect(),
+        }
+    }
+
+    /// One coefficient table folded to `(intercept, weight per literal)`.
+    fn fold(&self, table: &[Vec<f64>], n_literals: usize) -> (f64, Vec<f64>) {
         let mut delta = vec![0.0; n_literals];
-        for (block, coefficients) in self.blocks.iter().zip(&self.coefficients).skip(1) {
+        for (block, coefficients) in self.blocks.iter().zip(table).skip(1) {
             for (f, &w) in block.features.iter().zip(coefficients) {
                 for &(l, v) in &f.literals {
                     if let Some(d) = delta.get_mut(l as usize) {
@@ -168,11 +204,7 @@ impl LinearModel {
                 }
             }
         }
-        LinearPredictor {
-            task,
-            base: self.intercept(),
-            delta,
-        }
+        (table[0][0], delta)
     }
 
     /// The inspection.
@@ -212,7 +244,7 @@ impl LinearPredictor {
     /// the way an unclamped DP regression does on Abalone.
     fn clamped(&self, raw: f64) -> f64 {
         match self.task {
-            Task::Binary => raw,
+            Task::Binary | Task::Multiclass { .. } => raw,
             Task::Regression { min, max } => raw.clamp(min, max),
         }
     }
@@ -229,25 +261,59 @@ impl LinearPredictor {
         )
     }
 
+    /// Multiclass: the k logits of a row given its true literals (class 0
+    /// first, as [`Self::raw`] gives it).
+    pub fn raw_classes(&self, active: &[u32]) -> Vec<f64> {
+        std::iter::once((self.base, &self.delta))
+            .chain(self.others.iter().map(|(b, d)| (*b, d)))
+            .map(|(base, delta)| {
+                active
+                    .iter()
+                    .filter_map(|&l| delta.get(l as usize))
+                    .fold(base, |acc, d| acc + d)
+            })
+            .collect()
+    }
+
+    /// Multiclass: the k logits of every row of `data`, `[row][class]`.
+    pub fn raw_classes_all(&self, data: &Dataset) -> Vec<Vec<f64>> {
+        let per_class: Vec<Vec<f64>> = std::iter::once((self.base, &self.delta))
+            .chain(self.others.iter().map(|(b, d)| (*b, d)))
+            .map(|(base, delta)| sums(base, delta, data))
+            .collect();
+        (0..data.n_rows())
+            .map(|i| per_class.iter().map(|c| c[i]).collect())
+            .collect()
+    }
+
     /// The linear score of every row of `data`.
     pub fn raw_all(&self, data: &Dataset) -> Vec<f64> {
-        let n = data.n_rows();
-        let mut out = vec![self.base; n];
-        for (l, &d) in self.delta.iter().enumerate().take(data.n_literals()) {
-            if d == 0.0 {
-                continue;
-            }
-            for (w, &word) in data.features.column(l).iter().enumerate() {
-                let mut bits = word;
-                while bits != 0 {
-                    let b = bits.trailing_zeros() as usize;
-                    if let Some(o) = out.get_mut(w * 64 + b) {
-                        *o += d;
-                    }
-                    bits &= bits - 1;
+        sums(self.base, &self.delta, data)
+            .into_iter()
+            .map(|v| self.clamped(v))
+            .collect()
+    }
+}
+
+/// `base` plus the weights `delta` of each row's true literals, for every
+/// row of `data` (literal by literal over the packed columns).
+fn sums(base: f64, delta: &[f64], data: &Dataset) -> Vec<f64> {
+    let n = data.n_rows();
+    let mut out = vec![base; n];
+    for (l, &d) in delta.iter().enumerate().take(data.n_literals()) {
+        if d == 0.0 {
+            continue;
+        }
+        for (w, &word) in data.features.column(l).iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                if let Some(o) = out.get_mut(w * 64 + b) {
+                    *o += d;
                 }
+                bits &= bits - 1;
             }
         }
-        out.into_iter().map(|v| self.clamped(v)).collect()
     }
+    out
 }

@@ -163,14 +163,14 @@ impl LinearSpec {
             // second pass over nearly collinear numeric columns added noise
             // (docs/accuracy.md, dp-linear grid); on Adult it helped.
             epochs: self.epochs.unwrap_or(match task {
-                Task::Binary => 2,
+                Task::Binary | Task::Multiclass { .. } => 2,
                 Task::Regression { .. } => 1,
             }),
             learning_rate: self.learning_rate.unwrap_or(1.0),
             ridge: self.ridge.unwrap_or(4.0),
             curvature_share: self.curvature_share.unwrap_or(0.2),
             numeric_features: self.numeric_features.unwrap_or(match task {
-                Task::Binary => NumericFeatures::Intervals,
+                Task::Binary | Task::Multiclass { .. } => NumericFeatures::Intervals,
                 Task::Regression { .. } => NumericFeatures::Linear,
             }),
         };
@@ -259,7 +259,7 @@ pub fn default_epochs(
     curvature_share: f64,
 ) -> Result<u32, LearnError> {
     let t = match task {
-        Task::Binary => EPOCH_NOISE_RATIO,
+        Task::Binary | Task::Multiclass { .. } => EPOCH_NOISE_RATIO,
         Task::Regression { .. } => REGRESSION_EPOCH_NOISE_RATIO,
     };
     let (n, k) = (n_rows as f64, blocks.max(1) as f64);
@@ -290,7 +290,7 @@ impl LinearSpec {
             let (blocks, _) = shape.of(params.numeric_features);
             params.epochs = default_epochs(task, budget, n_rows, blocks, params.curvature_share)?;
         }
-        params.plan(budget, n_rows, shape)
+        params.plan_classes(budget, n_rows, shape, task.n_classes().unwrap_or(0))
     }
 }
 
@@ -345,7 +345,28 @@ pub struct LinearPlan {
     /// The ridge penalty `lambda` in curvature units (rows): `ridge` times
     /// the gradient noise's standard deviation in residual units.
     pub lambda: f64,
+    /// Multiclass: the number of classes `k` (public: the schema lists
+    /// them); 0 for a binary classifier or a regressor. Each gradient
+    /// release is then `k` vectors of sums, one per class (softmax
+    /// gradients), with the sensitivity of [`GRADIENT_L1_MULTICLASS`] and
+    /// [`GRADIENT_L2_SQ_MULTICLASS`].
+    #[serde(default)]
+    pub classes: usize,
 }
+
+/// The L1 sensitivity of one multiclass gradient release in grid steps
+/// `S`: a row's terms over the k classes are integers `q_c` with
+/// `sum_c |q_c| <= 2S` (`fit::softmax_terms`), so substituting it moves
+/// the release by at most `4S` in L1 (binary: `2S`).
+pub const GRADIENT_L1_MULTICLASS: f64 = 4.0;
+
+/// The squared L2 sensitivity of one multiclass gradient release in
+/// squared grid steps `S^2`: a row's terms have `||q||_2^2 <= 2 S^2`
+/// (`q_y^2 <= S^2`, the others' squares at most `(sum |q_c|)^2 <= S^2`), so
+/// substituting it moves the release by at most `2 sqrt(2) S` in L2 (same
+/// feature: `||q|| + ||q'||`; two features: `sqrt(2 + 2) S`), squared 8
+/// (binary: `2S`, squared 4). Whatever k.
+pub const GRADIENT_L2_SQ_MULTICLASS: f64 = 8.0;
 
 /// `x` as a rational `num / den >= x` with both below 2^30 (`den` a power of
 /// two), for the discrete Gaussian.
@@ -376,6 +397,26 @@ impl LinearParams {
         n_rows: usize,
         shape: &LinearShape,
     ) -> Result<LinearPlan, LearnError> {
+        self.plan_classes(budget, n_rows, shape, 0)
+    }
+
+    /// [`Self::plan`] for a multiclass label of `classes` classes (0: binary
+    /// or regression). Only the gradient noise differs: its sensitivity is
+    /// [`GRADIENT_L1_MULTICLASS`] S (pure DP) or the square root of
+    /// [`GRADIENT_L2_SQ_MULTICLASS`] S (zCDP) instead of 2S, whatever k.
+    pub fn plan_classes(
+        &self,
+        budget: Budget,
+        n_rows: usize,
+        shape: &LinearShape,
+        classes: usize,
+    ) -> Result<LinearPlan, LearnError> {
+        // The gradient release's L1 and squared L2 sensitivity in grid steps.
+        let (g_l1, g_l2_sq) = if classes > 0 {
+            (GRADIENT_L1_MULTICLASS, GRADIENT_L2_SQ_MULTICLASS)
+        } else {
+            (2.0, 4.0)
+        };
         if n_rows == 0 {
             return Err(LearnError::NoRows);
         }
@@ -407,7 +448,7 @@ impl LinearParams {
             let eps_x = share * cross * budget.epsilon();
             let eps_it = (1.0 - share) * budget.epsilon() / (e * k);
             let (cn, cd) = scale_up(d_c_f * s / eps_c).ok_or_else(too_noisy)?;
-            let (gn, gd) = scale_up(2.0 * s / eps_it).ok_or_else(too_noisy)?;
+            let (gn, gd) = scale_up(g_l1 * s / eps_it).ok_or_else(too_noisy)?;
             let cross_noise = if pairs > 0 {
                 let (xn, xd) = scale_up(2.0 * p_f * s / eps_x).ok_or_else(too_noisy)?;
                 Some(Noise::Laplace { num: xn, den: xd })
@@ -428,7 +469,8 @@ impl LinearParams {
             let rho_it = (1.0 - share) * rho / (e * k);
             // Standard deviations per unit grid step.
             let sd_c = (d_c_f / (2.0 * rho_c)).sqrt();
-            let sd_it = (2.0 / rho_it).sqrt();
+            // D^2 / (2 sd^2) = rho_it: sd = sqrt(D^2 / (2 rho_it)).
+            let sd_it = (g_l2_sq / (2.0 * rho_it)).sqrt();
             let sd_x = if pairs > 0 {
                 (2.0 * p_f / rho_x).sqrt()
             } else {
@@ -475,6 +517,7 @@ impl LinearParams {
             cross_noise,
             gradient_noise,
             lambda,
+            classes,
         })
     }
 }

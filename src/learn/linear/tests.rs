@@ -575,7 +575,7 @@ fn adult_at_epsilon_1() {
         .iter()
         .map(|o| match o {
             Output::Class(p) => p.score,
-            Output::Value(_) => panic!("a classifier"),
+            Output::Value(_) | Output::Classes(_) => panic!("a classifier"),
         })
         .collect();
     let accuracy = outputs
@@ -646,7 +646,7 @@ fn synthetic_regression_beats_the_midpoint() {
             .into_iter()
             .map(|o| match o {
                 Output::Value(v) => v,
-                Output::Class(_) => panic!("a regressor"),
+                Output::Class(_) | Output::Classes(_) => panic!("a regressor"),
             })
             .collect();
         let rmse = metrics::rmse(&predicted, &actual);
@@ -696,7 +696,7 @@ fn abalone_at_epsilon_1_beats_the_mean() {
             .into_iter()
             .map(|o| match o {
                 Output::Value(v) => v,
-                Output::Class(_) => panic!("a regressor"),
+                Output::Class(_) | Output::Classes(_) => panic!("a regressor"),
             })
             .collect();
         assert!(predicted.iter().all(|v| (0.0..=30.0).contains(v)));

@@ -294,5 +294,6 @@ fn linear_model(
         blocks,
         coefficients,
         curvatures,
+        class_coefficients: Vec::new(),
     }
 }
