@@ -25,6 +25,12 @@ CANDIDATES = ["lazybb", "dp-ebm", "dp-linear", "dpboost"]
 PRIVATE_PEERS = ["diffprivlib", "interpret-ebm"]
 LOWER_IS_BETTER = {"regression"}
 ACCEPT_EPS = (0.5, 1.0, 5.0)
+# The finest key (with the column kind) is used only when at least this many training sets share it;
+# else the next coarser key decides. Chosen leave-one-dataset-out from MIN_SUPPORT_GRID on mean
+# held-out regret (`choose_min_support`; the held-out table chooses it again without the held-out
+# set, so its figures stay held out).
+MIN_SUPPORT = 5
+MIN_SUPPORT_GRID = (1, 2, 3, 4, 5)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -86,6 +92,21 @@ def fit_rule(rows: list) -> dict:
     return {k: {l: s / c for l, (s, c) in d.items()} for k, d in acc.items()}
 
 
+def key_support(rows: list) -> dict:
+    """key -> number of distinct sets with a cell under it."""
+    sets: dict = {}
+    for r in rows:
+        for key in rule_keys(r["facts"], r["epsilon"], r["delta"]):
+            sets.setdefault(key, set()).add(r["set"])
+    return {k: len(v) for k, v in sets.items()}
+
+
+def supported(model: dict, support: dict, min_support: int) -> dict:
+    """The model without the finest keys (those naming the column kind) that fewer than
+    `min_support` training sets share: there the next coarser key decides."""
+    return {k: v for k, v in model.items() if len(k) != 4 or support.get(k, 0) >= min_support}
+
+
 def apply_rule(model: dict, facts: dict, eps: float, delta: float, available: list):
     """(learner, key used) for a cell: the finest key the fit saw, best mean rank among the
     learners available in this cell."""
@@ -101,19 +122,40 @@ def lodo_splits(set_names: list) -> list:
     return [(s, [t for t in set_names if t != s]) for s in set_names]
 
 
-def lodo(rows: list) -> list:
-    """Held-out choice for every row: the rule fitted without the row's set."""
+def regret_of(r: dict, pick) -> float:
+    """A pick's regret against the cell's best learner: accuracy points; RMSE as a share."""
+    task = r["facts"]["task"]
+    best = (min if task in LOWER_IS_BETTER else max)(r["scores"].values())
+    v = r["scores"][pick]
+    return (v - best) / max(best, 1e-12) if task in LOWER_IS_BETTER else best - v
+
+
+def choose_min_support(rows: list) -> int:
+    """The MIN_SUPPORT_GRID value with the lowest mean held-out regret on `rows` (leave one of
+    their sets out at a time); ties to the larger value (more support)."""
+    def score(k):
+        held = lodo(rows, min_support=k)
+        return sum(regret_of(r, r["pick"]) for r in held) / len(held)
+    scores = {k: round(score(k), 9) for k in MIN_SUPPORT_GRID}
+    return min(MIN_SUPPORT_GRID, key=lambda k: (scores[k], -k))
+
+
+def lodo(rows: list, min_support=None) -> list:
+    """Held-out choice for every row: the rule fitted without the row's set. `min_support`
+    None: chosen again on the training sets alone (`choose_min_support`), so that the choice
+    never sees the held-out set."""
     names = sorted({r["set"] for r in rows})
     out = []
     for held, train_sets in lodo_splits(names):
         train = [r for r in rows if r["set"] in train_sets]
         assert all(r["set"] != held for r in train)
-        model = fit_rule(train)
+        k = choose_min_support(train) if min_support is None else min_support
+        model = supported(fit_rule(train), key_support(train), k)
         for r in rows:
             if r["set"] != held:
                 continue
             pick, key = apply_rule(model, r["facts"], r["epsilon"], r["delta"], list(r["scores"]))
-            out.append({**r, "pick": pick, "key": key,
+            out.append({**r, "pick": pick, "key": key, "min_support": k,
                         "pick_score": r["scores"].get(pick) if pick else None})
     return out
 
@@ -252,6 +294,11 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
         else:
             print("- (DP-EBM's predicted-positive rate: no cells at this δ)")
         print()
+    chosen = {r["set"]: r["min_support"] for r in held}
+    print("Minimum support of the finest key, chosen without each held-out set: "
+          + ", ".join(f"{k}: {sorted(v for v in chosen.values()).count(k)} sets" for k in MIN_SUPPORT_GRID
+                      if k in chosen.values())
+          + f"; chosen on all sets: {choose_min_support(rows)} (MIN_SUPPORT = {MIN_SUPPORT}, the prior's)")
     regret = [abs(r["pick_score"] - (min if r["facts"]["task"] in LOWER_IS_BETTER else max)(
         r["scores"].values())) / (max(1e-12, r["pick_score"]) if r["facts"]["task"] in LOWER_IS_BETTER
                                   else 1) for r in held if r["pick_score"] is not None]
@@ -280,13 +327,23 @@ def self_test() -> int:
     for s in ("p", "q"):
         rows.append({"set": s, "facts": fb, "epsilon": 1.0, "delta": 0.0,
                      "scores": {"dp-linear": 0.5, "dpboost": 0.9}})
-    out = {r["set"]: r for r in lodo(rows)}
+    out = {r["set"]: r for r in lodo(rows, min_support=1)}
     assert out["solo"]["pick"] == "dpboost" and out["solo"]["key"] == ("binary", "<1e4", "pure")
     assert out["p"]["pick"] == "dpboost" and out["p"]["key"][1] == "categorical"
     # in-sample it would have picked dp-linear: the held-out score is the honest one
     assert apply_rule(fit_rule(rows), fa, 1.0, 0.0, ["dp-linear", "dpboost"])[0] == "dp-linear"
     # unavailable learners are never picked
     assert apply_rule(fit_rule(rows), fb, 1.0, 0.0, ["dp-linear"])[0] == "dp-linear"
+    # a finest key fewer than min_support sets share is skipped: the coarser key decides
+    sup = key_support(rows)
+    assert sup[("binary", "categorical", "<1e4", "pure")] == 2
+    assert sup[("binary", "numeric", "<1e4", "pure")] == 1
+    m = supported(fit_rule(rows), sup, 2)
+    assert ("binary", "numeric", "<1e4", "pure") not in m and ("binary", "<1e4", "pure") in m
+    assert apply_rule(m, fa, 1.0, 0.0, ["dp-linear", "dpboost"]) == ("dpboost", ("binary", "<1e4", "pure"))
+    assert apply_rule(m, fb, 1.0, 0.0, ["dp-linear", "dpboost"])[1][1] == "categorical"
+    # the held-out table chooses min_support without the held-out set, from the grid
+    assert all(r["min_support"] in MIN_SUPPORT_GRID for r in lodo(rows))
     assert close_enough("binary", 0.80, 0.81) and not close_enough("binary", 0.79, 0.81)
     assert close_enough("regression", 1.02, 1.0) and not close_enough("regression", 1.03, 1.0)
     print("suite_lodo.py self-test: ok")
@@ -330,7 +387,8 @@ def main(argv=None) -> int:
             "suite_commit": (doc.get("git") or {}).get("commit"),
             "sets": sorted({r["set"] for r in rows}),
             "buckets": ["<1e3", "<1e4", "<1e5", ">=1e5"],
-            "entries": prior_entries(fit_rule(rows)),
+            "min_support": MIN_SUPPORT,
+            "entries": prior_entries(supported(fit_rule(rows), key_support(rows), MIN_SUPPORT)),
         }
         with open(args.emit_prior, "w") as f:
             json.dump(prior, f, indent=1)

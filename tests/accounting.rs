@@ -193,15 +193,15 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
     let (_, owner) = s.key("owner", "o").await;
     let job = |dataset: &str| json!({"dataset_id": dataset, "algorithm": "auto", "epsilon": 0.5, "delta": 1e-7});
 
-    // 200 rows at epsilon 100: 200 x 100 / 2 = 10,000, so selection pays
-    // and two candidates share the budget.
+    // 20,000 rows at epsilon 100: 20,000 x 100 / 2 = 1,000,000, so auto
+    // selects and two candidates share the budget.
     let large = expect_status(
         s.upload_form(
             &owner,
             "small",
             "1000",
             SMALL_SCHEMA,
-            small_csv(200).into_bytes(),
+            small_csv(20_000).into_bytes(),
             &[("delta", "1e-6"), ("accounting", "zcdp-filter")],
         )
         .await,

@@ -52,9 +52,9 @@ async fn auto_is_refused_before_any_charge() {
 async fn auto_job_end_to_end() {
     let s = TestServer::start().await;
     let (_, owner) = s.key("owner", "alice").await;
-    let dataset = s.upload_mushroom(&owner, 4.0).await;
-    // At epsilon 1 selection would not pay on 8,124 rows (8,124 x 1 / 2 <
-    // 10,000): the public prior's first learner for (binary, categorical,
+    let dataset = s.upload_mushroom(&owner, 300.0).await;
+    // At epsilon 1 auto does not select on 8,124 rows (8,124 x 1 / 2 <
+    // 1,000,000): the public prior's first learner for (binary, categorical,
     // n x epsilon in [1e3, 1e4), pure), dp-linear on today's prior
     // (src/learn/auto/prior.json), alone, on every row, with the whole
     // budget.
@@ -71,21 +71,23 @@ async fn auto_job_end_to_end() {
     assert_eq!(estimate["noise"]["n_validation"], 0, "{estimate}");
     assert_eq!(estimate["noise"]["n_train"], 8124, "{estimate}");
 
-    // At epsilon 3 it does (12,186 >= 10,000): both candidates, 1.5 each.
-    let request = json!({"dataset_id": dataset, "epsilon": 3.0, "algorithm": "auto"});
+    // At epsilon 250 it does (8,124 x 250 / 2 = 1,015,500 >= 1,000,000):
+    // both candidates, 125 each.
+    let request = json!({"dataset_id": dataset, "epsilon": 250.0, "algorithm": "auto"});
     let estimate = expect_status(
         s.post(&owner, "/v1/jobs/estimate", &request).await,
         StatusCode::OK,
     )
     .await;
     assert_eq!(estimate["cost"]["kind"], "pure", "{estimate}");
-    assert_eq!(estimate["charge"]["epsilon"], 3.0, "{estimate}");
+    assert_eq!(estimate["charge"]["epsilon"], 250.0, "{estimate}");
     let candidates = estimate["noise"]["candidates"].as_array().unwrap();
     assert_eq!(candidates.len(), 2, "{estimate}");
-    // The prior's two best for (binary, categorical, [1e4, 1e5), pure).
-    assert_eq!(candidates[0]["label"], "dp-ebm");
-    assert_eq!(candidates[1]["label"], "lazybb");
-    assert_eq!(candidates[0]["epsilon"], 1.5);
+    // The prior's two best for (binary, n x epsilon >= 1e5, pure): the
+    // suite has no categorical set that large, so the coarser key.
+    assert_eq!(candidates[0]["label"], "dp-linear");
+    assert_eq!(candidates[1]["label"], "dpboost");
+    assert_eq!(candidates[0]["epsilon"], 125.0);
     // 8,124 rows: about 1,000 held out (share 1000 / 8124), the rest train.
     assert_eq!(estimate["noise"]["n_validation"], 1000, "{estimate}");
     assert_eq!(estimate["noise"]["n_train"], 7124, "{estimate}");
@@ -102,7 +104,7 @@ async fn auto_job_end_to_end() {
     assert_eq!(ledger.len(), before.len() + 1, "one charge: {ledger:?}");
     let entry = ledger.last().unwrap();
     assert_eq!(entry["kind"], "charge", "{entry}");
-    assert_eq!(entry["epsilon"], 3.0, "{entry}");
+    assert_eq!(entry["epsilon"], 250.0, "{entry}");
     assert_eq!(entry["delta"], 0.0, "{entry}");
 
     let model_id = job["model_id"].as_str().unwrap().to_owned();
@@ -113,17 +115,17 @@ async fn auto_job_end_to_end() {
     .await;
     assert_eq!(model["algorithm"], "auto", "{model}");
     let privacy = &model["privacy"];
-    assert_eq!(privacy["epsilon"], 3.0, "{privacy}");
+    assert_eq!(privacy["epsilon"], 250.0, "{privacy}");
     let selection = &privacy["selection"];
     assert_eq!(selection["candidates"].as_array().unwrap().len(), 2);
     assert_eq!(selection["n_validation"], 1000);
     let winner = selection["winner"].as_u64().unwrap() as usize;
     let label = selection["candidates"][winner]["label"].as_str().unwrap();
-    assert!(["dp-linear", "lazybb"].contains(&label), "{selection}");
+    assert!(["dp-linear", "dpboost"].contains(&label), "{selection}");
     assert_eq!(selection["score"]["metric"], "accuracy", "{selection}");
     assert_eq!(selection["score"]["n_rows"], 1000);
     // The winner's own statement covers its run on the training part.
-    assert_eq!(privacy["winner"]["epsilon"], 1.5, "{privacy}");
+    assert_eq!(privacy["winner"]["epsilon"], 125.0, "{privacy}");
     assert_eq!(model["params"]["winner"], label, "{model}");
 
     let rows = json!({"rows": [
