@@ -220,6 +220,14 @@ impl UploadMeta {
                 Protocol::AllColumns
             }),
         };
+        if local_epsilon.is_some() && schema.as_ref().is_some_and(|s| s.privacy_unit.is_some()) {
+            // The client-side randomizer's guarantee is per row; a unit's
+            // several rows would need its own statement (issue 28).
+            errors.push(FieldError::new(
+                "local_dp_epsilon",
+                "a schema with a privacy_unit cannot be declared local DP (its guarantee is per row)",
+            ));
+        }
         let local_dp = match (&schema, local_epsilon) {
             (Some(schema), Some(e)) => LocalDp::with_protocol(protocol, schema, e, label_epsilon)
                 .map_err(|err| {
@@ -309,6 +317,9 @@ impl Read for ChannelReader {
 struct Parsed {
     data: crate::data::Dataset,
     skipped: usize,
+    /// Rows dropped by the privacy unit's bound: for the uploading owner's
+    /// response only, never stored nor shown to analysts.
+    unit_dropped: usize,
     errors: Vec<String>,
 }
 
@@ -417,6 +428,7 @@ async fn upload(
                 Parsed {
                     data: report.dataset,
                     skipped: report.skipped,
+                    unit_dropped: report.unit_dropped,
                     errors: report.errors.iter().map(ToString::to_string).collect(),
                 },
             ));
@@ -471,13 +483,21 @@ async fn upload(
     let idem = idem_key
         .map(|k| IdemRequest::new(&caller.id, &k, "POST", "/v1/datasets", &hasher.finalize()));
     let accepted = parsed.data.n_rows();
+    let unit_dropped = parsed.unit_dropped;
     let make_body = |info: &DatasetInfo| {
-        json!({
+        let mut body = json!({
             "dataset": info,
             "accepted_rows": accepted,
             "rejected_rows": parsed.skipped,
             "rejected": parsed.errors,
-        })
+        });
+        // The owner who uploaded the file may see how many rows the privacy
+        // unit's bound dropped (data-dependent, so nowhere else: not stored
+        // with the dataset, not in any analyst's view).
+        if checked.schema.privacy_unit.is_some() {
+            body["unit_dropped_rows"] = json!(unit_dropped);
+        }
+        body
     };
     let created = datasets::create(
         &state.pool,

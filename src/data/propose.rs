@@ -208,6 +208,7 @@ pub fn propose_schema<R: Read>(
             negative,
         },
         columns,
+        privacy_unit: None,
     };
     schema.validate()?;
     Ok(schema)

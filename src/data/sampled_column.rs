@@ -443,6 +443,7 @@ pub fn read_reports<R: Read>(
         },
         skipped,
         errors,
+        unit_dropped: 0,
     })
 }
 

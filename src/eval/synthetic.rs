@@ -71,6 +71,7 @@ pub fn schema() -> Schema {
                 })
             })
             .collect(),
+        privacy_unit: None,
     }
 }
 
