@@ -698,9 +698,21 @@ async fn budget(
     Path(id): Path<String>,
     AppQuery(q): AppQuery<FitsQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
-    visible(&state, &caller, &id).await?;
+    let info = visible(&state, &caller, &id).await?;
     let budget = ledger::budget(&state.pool, &id).await?;
     let mut body = serde_json::to_value(budget).map_err(|e| ApiError::Internal(e.to_string()))?;
+    // Who the amounts protect, when it is not one row (the dataset's fixed
+    // neighbouring relation; absent for rows, so those bodies are unchanged).
+    if let Some(column) = &info.unit_column {
+        let k = u32::try_from(info.unit_max_rows).unwrap_or(u32::MAX);
+        let unit = crate::privacy::Neighbouring::units(k)
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        body["privacy_unit"] = json!({
+            "column": column,
+            "max_rows": k,
+            "statement": format!("the budget is {}", unit.describe(Some(column))),
+        });
+    }
     if let Some(charge) = q.charge(budget.total)? {
         body["fits"] = json!({
             "job": charge,

@@ -298,8 +298,10 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         return run_learner(&args, algorithm);
     }
     // LazyBB's grid path trains on the schema's literals directly; private
-    // bins need the family's plan, which runs the binning phase first.
-    if files::load_schema(&args.schema)?.has_private_bins() {
+    // bins need the family's plan, which runs the binning phase first, and
+    // a privacy unit needs it to plan at the per-row budget (issue 28).
+    let schema = files::load_schema(&args.schema)?;
+    if schema.has_private_bins() || schema.privacy_unit.is_some() {
         return run_learner(&args, AlgorithmArg::Lazybb);
     }
     let methods = methods(&args)?;

@@ -914,6 +914,71 @@ mod tests {
             .to_string()
     }
 
+    /// The privacy unit at read time (issue 28): the unit column must be in
+    /// a training header, an empty identifier is a row error that never
+    /// shows the value, units of 1..10 rows are cut to max_rows (each unit
+    /// keeps only its own rows, labels follow their rows), the count goes
+    /// to the report; prediction rows ignore the column.
+    #[test]
+    fn the_privacy_unit_is_read_hashed_and_bounded() {
+        let schema = Schema::from_json(
+            r#"{"label": {"column": "y", "positive": "1", "negative": "0"},
+                "columns": [{"name": "x", "type": "numeric", "min": 0, "max": 100, "thresholds": [50]}],
+                "privacy_unit": {"column": "pid", "max_rows": 3}}"#,
+        )
+        .unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let options = ReadOptions::new(LabelMode::Required);
+        let e = read_csv(&b"x,y\n1,1\n"[..], &encoder, LabelMode::Required)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            r#"CSV header: the privacy unit column "pid" is not in the CSV"#
+        );
+        let e = read_csv(
+            &b"x,pid,y\n1,secret-7,1\n2, ,0\n"[..],
+            &encoder,
+            LabelMode::Required,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("row 2") && e.contains("\"pid\"") && e.contains("identifier is empty"),
+            "{e}"
+        );
+        assert!(!e.contains("secret"), "{e}");
+        // Units 1..=10 with u rows each; a row's x is its unit (x <= 50 for
+        // every unit here) and its label says whether it is the unit's
+        // first row: the bound must keep whole rows, min(u, 3) per unit.
+        let mut csv = String::from("pid,x,y\n");
+        for round in 0..10 {
+            for u in 1..=10 {
+                if round < u {
+                    csv.push_str(&format!("person {u},{u},{}\n", u8::from(round == 0)));
+                }
+            }
+        }
+        let report = read_csv_with(csv.as_bytes(), &encoder, &options).unwrap();
+        let kept: usize = (1..=10).map(|u: usize| u.min(3)).sum();
+        assert_eq!(report.dataset.n_rows(), kept);
+        assert_eq!(report.unit_dropped, 55 - kept);
+        assert_eq!(report.skipped, 0);
+        // Without a unit, the same rows are all read.
+        let plain = Schema {
+            privacy_unit: None,
+            ..schema.clone()
+        };
+        let all = read_csv_with(csv.as_bytes(), &Encoder::new(&plain).unwrap(), &options);
+        let e = all.unwrap_err().to_string();
+        assert!(e.contains("columns not in the schema: \"pid\""), "{e}");
+        // Prediction rows: the unit column may be there or not, unread.
+        for text in [&b"x\n1\n"[..], &b"pid,x\nsomeone,1\n"[..]] {
+            let d = read_csv(text, &encoder, LabelMode::Optional).unwrap();
+            assert_eq!(d.n_rows(), 1);
+        }
+    }
+
     #[test]
     fn reads_and_encodes() {
         // Columns in another order than the schema, quoting, whitespace, CRLF.

@@ -344,6 +344,9 @@ pub(super) fn dataset(
                     dt { "Reserved ε" } dd { (text(&budget["reserved"]["epsilon"])) }
                     dt { "Remaining ε" } dd #remaining { (text(&budget["remaining"]["epsilon"])) }
                     dt { "Total δ" } dd { (text(&budget["total"]["delta"])) }
+                    @if let Some(column) = d["unit_column"].as_str() {
+                        dt { "Protects" } dd #privacy-unit { "per person (unit " code { (column) } ", at most " (text(&d["unit_max_rows"])) " rows each)" }
+                    }
                 }
                 h3 { "Burn-down" }
                 p.note { "Epsilon charged (net of refunds) after each ledger entry, against the total then in force." }
