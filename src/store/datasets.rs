@@ -168,9 +168,14 @@ pub(crate) async fn create(
         let id = new_id("ds");
         // The neighbouring relation, from the schema the rows were bounded
         // with; recorded once, never updated.
-        let unit = serde_json::from_str::<crate::data::Schema>(new.schema_json)
-            .map_err(|e| StoreError::Corrupt(format!("schema: {e}")))?
-            .privacy_unit;
+        // (Only that field is read: the API checked the whole schema.)
+        let unit: Option<crate::data::PrivacyUnitSpec> =
+            serde_json::from_str::<serde_json::Value>(new.schema_json)
+                .ok()
+                .and_then(|v| v.get("privacy_unit").cloned())
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(format!("privacy_unit: {e}")))?;
         sqlx::query(
         "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting, local_dp_json, unit_column, unit_max_rows) VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8, $9, $10, $11, $12)",
     )
