@@ -230,6 +230,14 @@ impl UploadMeta {
                 Protocol::AllColumns
             }),
         };
+        if local_epsilon.is_some() && schema.as_ref().is_some_and(|s| s.privacy_unit.is_some()) {
+            // The client-side randomizer's guarantee is per row; a unit's
+            // several rows would need its own statement (issue 28).
+            errors.push(FieldError::new(
+                "local_dp_epsilon",
+                "a schema with a privacy_unit cannot be declared local DP (its guarantee is per row)",
+            ));
+        }
         let local_dp = match (&schema, local_epsilon) {
             (Some(schema), Some(e)) => LocalDp::with_protocol(protocol, schema, e, label_epsilon)
                 .map_err(|err| {
@@ -320,6 +328,9 @@ impl Read for ChannelReader {
 struct Parsed {
     data: crate::data::Dataset,
     skipped: usize,
+    /// Rows dropped by the privacy unit's bound: for the uploading owner's
+    /// response only, never stored nor shown to analysts.
+    unit_dropped: usize,
     errors: Vec<String>,
 }
 
@@ -434,6 +445,7 @@ async fn upload(
                 Parsed {
                     data: report.dataset,
                     skipped: report.skipped,
+                    unit_dropped: report.unit_dropped,
                     errors: report.errors.iter().map(ToString::to_string).collect(),
                 },
             ));
@@ -489,13 +501,21 @@ async fn upload(
     let idem = idem_key
         .map(|k| IdemRequest::new(&caller.id, &k, "POST", "/v1/datasets", &hasher.finalize()));
     let accepted = parsed.data.n_rows();
+    let unit_dropped = parsed.unit_dropped;
     let make_body = |info: &DatasetInfo| {
-        json!({
+        let mut body = json!({
             "dataset": info,
             "accepted_rows": accepted,
             "rejected_rows": parsed.skipped,
             "rejected": parsed.errors,
-        })
+        });
+        // The owner who uploaded the file may see how many rows the privacy
+        // unit's bound dropped (data-dependent, so nowhere else: not stored
+        // with the dataset, not in any analyst's view).
+        if checked.schema.privacy_unit.is_some() {
+            body["unit_dropped_rows"] = json!(unit_dropped);
+        }
+        body
     };
     let created = datasets::create(
         &state.pool,
@@ -706,9 +726,21 @@ async fn budget(
     Path(id): Path<String>,
     AppQuery(q): AppQuery<FitsQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
-    visible(&state, &caller, &id).await?;
+    let info = visible(&state, &caller, &id).await?;
     let budget = ledger::budget(&state.pool, &id).await?;
     let mut body = serde_json::to_value(budget).map_err(|e| ApiError::Internal(e.to_string()))?;
+    // Who the amounts protect, when it is not one row (the dataset's fixed
+    // neighbouring relation; absent for rows, so those bodies are unchanged).
+    if let Some(column) = &info.unit_column {
+        let k = u32::try_from(info.unit_max_rows).unwrap_or(u32::MAX);
+        let unit = crate::privacy::Neighbouring::units(k)
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        body["privacy_unit"] = json!({
+            "column": column,
+            "max_rows": k,
+            "statement": format!("the budget is {}", unit.describe(Some(column))),
+        });
+    }
     if let Some(charge) = q.charge(budget.total)? {
         body["fits"] = json!({
             "job": charge,

@@ -303,10 +303,15 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     }
     // LazyBB's grid path trains on the schema's literals directly; private
     // bins need the family's plan, which runs the binning phase first, and
-    // a regression label gets the plan's refusal with its reason (LazyBB
-    // cannot do regression) instead of the grid's "no labels".
+    // a regression or multiclass label gets the plan's refusal with its
+    // reason (LazyBB cannot do regression) instead of the grid's "no
+    // labels", and a privacy unit needs the plan to work at the per-row
+    // budget (issue 28).
     let schema = files::load_schema(&args.schema)?;
-    if schema.has_private_bins() || !matches!(schema.task(), Task::Binary) {
+    if schema.has_private_bins()
+        || !matches!(schema.task(), Task::Binary)
+        || schema.privacy_unit.is_some()
+    {
         return run_learner(&args, AlgorithmArg::Lazybb);
     }
     let methods = methods(&args)?;

@@ -85,6 +85,7 @@ pub mod sampled_column;
 mod schema;
 #[cfg(test)]
 pub(crate) mod shipped;
+pub mod unit;
 
 pub use bits::{BitMatrix, BitMatrixBuilder, BitVec};
 pub use dataset::Dataset;
@@ -98,6 +99,6 @@ pub use reader::{
 };
 pub use schema::{
     Bins, BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelKind, LabelSpec, MAX_BINS,
-    MAX_LABEL_BOUND, MAX_LITERALS, MAX_PRIVATE_BINS, MIN_LABEL_RANGE, NumericColumn,
-    NumericEncoding, Schema, Task, UnknownPolicy, base_bins, check_label_bounds,
+    MAX_LABEL_BOUND, MAX_LITERALS, MAX_PRIVATE_BINS, MAX_UNIT_ROWS, MIN_LABEL_RANGE, NumericColumn,
+    NumericEncoding, PrivacyUnitSpec, Schema, Task, UnknownPolicy, base_bins, check_label_bounds,
 };

@@ -209,6 +209,7 @@ pub fn propose_schema<R: Read>(
             classes: None,
         },
         columns,
+        privacy_unit: None,
     };
     schema.validate()?;
     Ok(schema)

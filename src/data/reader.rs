@@ -41,6 +41,8 @@ use super::dataset::Dataset;
 use super::encode::Encoder;
 use super::error::DataError;
 use super::schema::Task;
+use super::unit::{self, UnitHasher, UnitKey};
+use crate::privacy::NoiseRng;
 
 mod chunks;
 #[cfg(test)]
@@ -107,6 +109,10 @@ struct Layout {
     features: Vec<(usize, usize)>,
     /// Field index of the label, if read.
     label: Option<usize>,
+    /// Field index of the privacy unit's identifier, when the schema
+    /// declares a unit and the label is required (training data; prediction
+    /// rows release nothing and need no bounding).
+    unit: Option<usize>,
 }
 
 /// What to do with a data row the schema refuses (SPEC §3: malformed rows).
@@ -152,6 +158,9 @@ pub struct ReadReport {
     /// The first `max_errors` row errors of the skipped rows ([`DataError::Row`]s,
     /// which carry positions, never values). For the owner only.
     pub errors: Vec<DataError>,
+    /// Rows left out by the privacy unit's contribution bound (`super::unit`;
+    /// 0 without a unit). Data-dependent: for the owner only.
+    pub unit_dropped: usize,
 }
 
 /// Read a CSV with a header row and encode it, refusing it at the first bad row.
@@ -221,6 +230,8 @@ struct Context<'a> {
     /// Errors a chunk keeps (more are only counted).
     max_errors: usize,
     max_record: u64,
+    /// The upload's keyed hash of unit identifiers (with `layout.unit`).
+    hasher: Option<&'a UnitHasher>,
 }
 
 fn read<R: Read>(
@@ -247,11 +258,20 @@ fn read<R: Read>(
         return Err(DataError::Empty.into());
     }
     let layout = layout(&header, encoder, options.label)?;
+    // A key per upload, from the OS CSPRNG, dropped when the read ends.
+    let hasher = match layout.unit {
+        Some(_) => Some(
+            UnitHasher::from_os()
+                .map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))?,
+        ),
+        None => None,
+    };
     let context = Context {
         layout: &layout,
         encoder,
         max_errors,
         max_record: limits.max_record,
+        hasher: hasher.as_ref(),
     };
     let mut assembly = Assembly {
         on_bad_row: options.on_bad_row,
@@ -261,6 +281,7 @@ fn read<R: Read>(
         labels: layout
             .label
             .map(|_| LabelColumn::for_task(encoder.schema().task())),
+        units: layout.unit.map(|_| Vec::new()),
         errors: Vec::new(),
         rows: 0,
         skipped: 0,
@@ -397,6 +418,8 @@ struct Assembly {
     labels: Option<LabelColumn>,
     /// The first `max_errors` row errors.
     errors: Vec<DataError>,
+    /// The kept rows' unit keys, in row order (with a unit).
+    units: Option<Vec<UnitKey>>,
     /// Records taken (good and bad): the data row number of the last one.
     rows: usize,
     /// Records refused.
@@ -423,6 +446,8 @@ struct ChunkResult {
     good: usize,
     bits: Vec<u64>,
     labels: Labels,
+    /// The kept rows' unit keys (empty without a unit).
+    units: Vec<UnitKey>,
     /// Records refused.
     bad: usize,
     /// The first `max_errors` of them: the record's index in the chunk, the
@@ -539,6 +564,9 @@ impl Assembly {
             (Some(LabelColumn::Class(values)), Labels::Class(ys)) => values.extend(ys),
             _ => {}
         }
+        if let Some(units) = self.units.as_mut() {
+            units.extend(r.units);
+        }
         self.rows += r.records;
         if let Some((end, newlines)) = r.last_end {
             self.last_end = self.offset + end as u64;
@@ -567,16 +595,29 @@ impl Assembly {
             Some(LabelColumn::Numeric(values)) => (None, Some(values), None),
             Some(LabelColumn::Class(values)) => (None, None, Some(values)),
         };
+        let dataset = Dataset {
+            features: self.bits.finish(),
+            labels,
+            targets,
+            classes,
+            one_hot_groups: encoder.one_hot_groups().to_vec(),
+        };
+        // Contribution bounding, after parsing, before anything else sees
+        // the rows (`super::unit`).
+        let (dataset, unit_dropped) = match self.units {
+            Some(units) => {
+                let mut rng = NoiseRng::from_os()
+                    .map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))?;
+                unit::bound_dataset(dataset, &units, encoder.schema().unit_max_rows(), &mut rng)
+                    .map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))?
+            }
+            None => (dataset, 0),
+        };
         Ok(ReadReport {
-            dataset: Dataset {
-                features: self.bits.finish(),
-                labels,
-                targets,
-                classes,
-                one_hot_groups: encoder.one_hot_groups().to_vec(),
-            },
+            dataset,
             skipped: self.skipped,
             errors: self.errors,
+            unit_dropped,
         })
     }
 }
@@ -611,6 +652,7 @@ fn encode_chunk(chunk: &Chunk, context: &Context<'_>) -> ChunkResult {
         (Some(_), Task::Regression { .. }) => Labels::Numeric(Vec::new()),
         (Some(_), Task::Multiclass { .. }) => Labels::Class(Vec::new()),
     };
+    let mut units = Vec::new();
     let mut errors = Vec::new();
     let (mut records, mut bad) = (0, 0);
     let mut too_long = None;
@@ -625,9 +667,12 @@ fn encode_chunk(chunk: &Chunk, context: &Context<'_>) -> ChunkResult {
         }
         first_end.get_or_insert((at.end, at.eof));
         let start = active.len();
-        match encode_record(fields, layout, encoder, &mut active) {
-            Ok(label) => {
+        match encode_record(fields, layout, encoder, &mut active)
+            .and_then(|label| Ok((label, unit_key(fields, layout, encoder, context.hasher)?)))
+        {
+            Ok((label, unit)) => {
                 starts.push(start);
+                units.extend(unit);
                 match (&mut labels, label) {
                     (Labels::Binary(ys), Some(Label::Binary(y))) => ys.push(y),
                     (Labels::Numeric(ys), Some(Label::Numeric(y))) => ys.push(y),
@@ -663,6 +708,7 @@ fn encode_chunk(chunk: &Chunk, context: &Context<'_>) -> ChunkResult {
         good,
         bits,
         labels,
+        units,
         bad,
         errors,
         too_long,
@@ -718,11 +764,20 @@ fn layout(
             list(&absent)
         )));
     }
+    let unit_name = schema.privacy_unit.as_ref().map(|u| u.column.as_str());
+    if mode == LabelMode::Required
+        && let Some(unit) = unit_name
+        && !position.contains_key(unit)
+    {
+        return Err(DataError::header(format!(
+            "the privacy unit column {unit:?} is not in the CSV"
+        )));
+    }
     let declared: HashSet<&str> = schema.columns.iter().map(|c| c.name()).collect();
     let extra: Vec<&str> = names
         .iter()
         .copied()
-        .filter(|n| *n != label_name && !declared.contains(n))
+        .filter(|n| *n != label_name && Some(*n) != unit_name && !declared.contains(n))
         .collect();
     if !extra.is_empty() {
         return Err(DataError::header(format!(
@@ -740,6 +795,10 @@ fn layout(
         width: names.len(),
         features,
         label: position.get(label_name).copied(),
+        unit: match mode {
+            LabelMode::Required => unit_name.and_then(|u| position.get(u).copied()),
+            LabelMode::Optional => None,
+        },
     })
 }
 
@@ -800,6 +859,34 @@ fn encode_record(
     }))
 }
 
+/// The unit key of one record (with a unit in the layout): the keyed hash
+/// of its trimmed identifier. An empty identifier is a row error (it would
+/// otherwise make every such row one unit); the message never has the value.
+fn unit_key(
+    record: &Fields<'_>,
+    layout: &Layout,
+    encoder: &Encoder,
+    hasher: Option<&UnitHasher>,
+) -> Result<Option<UnitKey>, DataError> {
+    let (Some(i), Some(hasher)) = (layout.unit, hasher) else {
+        return Ok(None);
+    };
+    let cell = record.get(i).trim_ascii();
+    if cell.is_empty() {
+        let name = encoder
+            .schema()
+            .privacy_unit
+            .as_ref()
+            .map_or("", |u| u.column.as_str());
+        return Err(DataError::cell(
+            0,
+            name,
+            "the privacy unit identifier is empty",
+        ));
+    }
+    Ok(Some(hasher.key_of(cell)))
+}
+
 /// `"a", "b"` for an error message.
 fn list(names: &[&str]) -> String {
     names
@@ -836,6 +923,71 @@ mod tests {
         read(text.as_bytes(), LabelMode::Required)
             .unwrap_err()
             .to_string()
+    }
+
+    /// The privacy unit at read time (issue 28): the unit column must be in
+    /// a training header, an empty identifier is a row error that never
+    /// shows the value, units of 1..10 rows are cut to max_rows (each unit
+    /// keeps only its own rows, labels follow their rows), the count goes
+    /// to the report; prediction rows ignore the column.
+    #[test]
+    fn the_privacy_unit_is_read_hashed_and_bounded() {
+        let schema = Schema::from_json(
+            r#"{"label": {"column": "y", "positive": "1", "negative": "0"},
+                "columns": [{"name": "x", "type": "numeric", "min": 0, "max": 100, "thresholds": [50]}],
+                "privacy_unit": {"column": "pid", "max_rows": 3}}"#,
+        )
+        .unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let options = ReadOptions::new(LabelMode::Required);
+        let e = read_csv(&b"x,y\n1,1\n"[..], &encoder, LabelMode::Required)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            r#"CSV header: the privacy unit column "pid" is not in the CSV"#
+        );
+        let e = read_csv(
+            &b"x,pid,y\n1,secret-7,1\n2, ,0\n"[..],
+            &encoder,
+            LabelMode::Required,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("row 2") && e.contains("\"pid\"") && e.contains("identifier is empty"),
+            "{e}"
+        );
+        assert!(!e.contains("secret"), "{e}");
+        // Units 1..=10 with u rows each; a row's x is its unit (x <= 50 for
+        // every unit here) and its label says whether it is the unit's
+        // first row: the bound must keep whole rows, min(u, 3) per unit.
+        let mut csv = String::from("pid,x,y\n");
+        for round in 0..10 {
+            for u in 1..=10 {
+                if round < u {
+                    csv.push_str(&format!("person {u},{u},{}\n", u8::from(round == 0)));
+                }
+            }
+        }
+        let report = read_csv_with(csv.as_bytes(), &encoder, &options).unwrap();
+        let kept: usize = (1..=10).map(|u: usize| u.min(3)).sum();
+        assert_eq!(report.dataset.n_rows(), kept);
+        assert_eq!(report.unit_dropped, 55 - kept);
+        assert_eq!(report.skipped, 0);
+        // Without a unit, the same rows are all read.
+        let plain = Schema {
+            privacy_unit: None,
+            ..schema.clone()
+        };
+        let all = read_csv_with(csv.as_bytes(), &Encoder::new(&plain).unwrap(), &options);
+        let e = all.unwrap_err().to_string();
+        assert!(e.contains("columns not in the schema: \"pid\""), "{e}");
+        // Prediction rows: the unit column may be there or not, unread.
+        for text in [&b"x\n1\n"[..], &b"pid,x\nsomeone,1\n"[..]] {
+            let d = read_csv(text, &encoder, LabelMode::Optional).unwrap();
+            assert_eq!(d.n_rows(), 1);
+        }
     }
 
     #[test]

@@ -444,6 +444,7 @@ pub fn read_reports<R: Read>(
         },
         skipped,
         errors,
+        unit_dropped: 0,
     })
 }
 

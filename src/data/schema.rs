@@ -89,6 +89,30 @@ pub struct Schema {
     pub label: LabelSpec,
     /// Every other CSV column, in the order literals are numbered.
     pub columns: Vec<Column>,
+    /// The privacy unit (issue 28): an identifier column and a public bound on
+    /// rows per unit. Absent (the default, not written) = one row is the unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privacy_unit: Option<PrivacyUnitSpec>,
+}
+
+/// Largest `max_rows` a privacy unit may declare. Every cost grows with it
+/// (pure epsilon x k, rho x k^2), so beyond this the per-row budget is too
+/// small to train anything; the bound also keeps `k` exact in every float.
+pub const MAX_UNIT_ROWS: u32 = 1000;
+
+/// The schema's `"privacy_unit": {"column": ..., "max_rows": k}`: neighbouring
+/// tables differ in all rows of one unit (the rows sharing one identifier),
+/// and each unit keeps at most `max_rows` rows (chosen uniformly at random at
+/// upload, `data::unit`). The column is not a feature and not the label: it
+/// is listed in neither `label` nor `columns` (like the label, it is named
+/// here only), is read only to group rows, and is never stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivacyUnitSpec {
+    /// The identifier column (e.g. `patient_id`).
+    pub column: String,
+    /// The public bound on rows per unit, an integer in `1..=MAX_UNIT_ROWS`.
+    pub max_rows: u32,
 }
 
 /// Which column is the label: for classification, which value is positive; for
@@ -122,6 +146,39 @@ pub struct LabelSpec {
     /// serialise exactly as before multiclass existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<String>>,
+}
+
+impl PrivacyUnitSpec {
+    /// The rules the JSON shape cannot check: a non-empty trimmed column
+    /// name that is neither the label nor any column of `columns` (not even
+    /// `ignore`: the unit column is declared here only), and `max_rows` in
+    /// `1..=MAX_UNIT_ROWS` (serde already refuses a non-integer or negative
+    /// `max_rows`).
+    fn validate(&self, label: &str, columns: &[String]) -> Result<(), DataError> {
+        if self.column.is_empty() {
+            return Err(DataError::schema("privacy_unit: column must not be empty"));
+        }
+        check_trimmed("privacy_unit", "column", &self.column)?;
+        if self.column == label {
+            return Err(DataError::schema(format!(
+                "privacy_unit: the unit column {:?} is the label; an identifier is never the label",
+                self.column
+            )));
+        }
+        if columns.contains(&self.column) {
+            return Err(DataError::schema(format!(
+                "privacy_unit: the unit column {:?} must not also be listed in columns (not even as ignore): it is never a feature",
+                self.column
+            )));
+        }
+        if !(1..=MAX_UNIT_ROWS).contains(&self.max_rows) {
+            return Err(DataError::schema(format!(
+                "privacy_unit: max_rows must be an integer in 1..={MAX_UNIT_ROWS}, got {}",
+                self.max_rows
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The kind of a label column.
@@ -723,6 +780,9 @@ impl Schema {
                 "no feature column (all columns are ignore)",
             ));
         }
+        if let Some(unit) = &self.privacy_unit {
+            unit.validate(&label.column, &names)?;
+        }
         let n_literals = self.n_literals();
         if n_literals > MAX_LITERALS {
             return Err(DataError::schema(format!(
@@ -730,6 +790,12 @@ impl Schema {
             )));
         }
         Ok(())
+    }
+
+    /// The privacy unit's bound on rows per unit: 1 (a row is the unit)
+    /// when the schema declares none.
+    pub fn unit_max_rows(&self) -> u32 {
+        self.privacy_unit.as_ref().map_or(1, |u| u.max_rows)
     }
 
     /// How many literals the schema encodes to (the encoder's `d`), computed without
@@ -1126,6 +1192,57 @@ mod tests {
         // The quadratic check made 8e9 comparisons (tens of seconds); the set takes
         // milliseconds, so the bound is loose enough for a loaded machine.
         assert!(start.elapsed().as_secs_f64() < 5.0, "{:?}", start.elapsed());
+    }
+
+    /// The privacy unit: optional, round-trips, and its refusals (issue 28).
+    #[test]
+    fn privacy_unit_parses_and_is_refused_where_it_must_be() {
+        let with_unit = |unit: &str| {
+            format!(
+                r#"{{"label": {{"column": "y", "positive": "1"}}, "columns": [{{"name": "a", "type": "boolean"}}, {{"name": "z", "type": "ignore"}}], "privacy_unit": {unit}}}"#
+            )
+        };
+        let s = Schema::from_json(&with_unit(r#"{"column": "pid", "max_rows": 4}"#)).unwrap();
+        assert_eq!(
+            s.privacy_unit,
+            Some(PrivacyUnitSpec {
+                column: "pid".into(),
+                max_rows: 4
+            })
+        );
+        assert_eq!(s.unit_max_rows(), 4);
+        assert_eq!(Schema::from_json(&s.to_json_pretty()).unwrap(), s);
+        // Absent: not written, so schemas without a unit serialise as before.
+        let plain = Schema::from_json(&with_column(r#"{"name": "a", "type": "boolean"}"#)).unwrap();
+        assert_eq!(plain.unit_max_rows(), 1);
+        assert!(!plain.to_json_pretty().contains("privacy_unit"));
+        let err = |unit: &str| Schema::from_json(&with_unit(unit)).unwrap_err().to_string();
+        let e = err(r#"{"column": "pid", "max_rows": 0}"#);
+        assert!(
+            e.contains("max_rows must be an integer in 1..=1000, got 0"),
+            "{e}"
+        );
+        let e = err(r#"{"column": "pid", "max_rows": 1001}"#);
+        assert!(e.contains("max_rows"), "{e}");
+        for bad in ["2.5", "-1", "\"4\""] {
+            let e = err(&format!(r#"{{"column": "pid", "max_rows": {bad}}}"#));
+            assert!(
+                e.starts_with("schema") || e.contains("max_rows"),
+                "{bad}: {e}"
+            );
+        }
+        let e = err(r#"{"column": "a", "max_rows": 2}"#);
+        assert!(e.contains("must not also be listed in columns"), "{e}");
+        let e = err(r#"{"column": "z", "max_rows": 2}"#);
+        assert!(e.contains("not even as ignore"), "{e}");
+        let e = err(r#"{"column": "y", "max_rows": 2}"#);
+        assert!(e.contains("is the label"), "{e}");
+        let e = err(r#"{"column": "", "max_rows": 2}"#);
+        assert!(e.contains("column must not be empty"), "{e}");
+        let e = err(r#"{"column": "pid"}"#);
+        assert!(e.contains("max_rows"), "{e}");
+        let e = err(r#"{"column": "pid", "max_rows": 2, "salt": 1}"#);
+        assert!(e.contains("salt"), "{e}");
     }
 
     #[test]

@@ -72,6 +72,7 @@ pub fn schema() -> Schema {
                 })
             })
             .collect(),
+        privacy_unit: None,
     }
 }
 

@@ -34,7 +34,9 @@ use crate::data::{
     Dataset, Domains, Encoder, LocalDp, MAX_LABEL_BOUND, MIN_LABEL_RANGE, Protocol, Task,
 };
 use crate::privacy::randomized_response::{Debias, effective_epsilon};
-use crate::privacy::{Budget, Composition, NoiseRng, PrivacyCost, PrivacyError, mechanisms};
+use crate::privacy::{
+    Budget, Composition, Neighbouring, NoiseRng, PrivacyCost, PrivacyError, mechanisms,
+};
 
 /// A learner's name as the CLI (`--algorithm`), the API (`"algorithm"`) and
 /// the model file spell it.
@@ -346,6 +348,11 @@ pub struct PublicFacts {
     /// post-processing, and only learners that debias the randomized rows
     /// accept it ([`LOCAL_DP_LEARNERS`]).
     pub local_dp: Option<LocalDp>,
+    /// Who the guarantee protects: a row, or a unit of at most k rows (the
+    /// schema's `privacy_unit`). Every plan's budget is per unit; the
+    /// learners are planned at the per-row budget it implies
+    /// ([`Neighbouring::row_budget`]).
+    pub unit: Neighbouring,
 }
 
 /// How many of a schema's feature columns (the label and ignored columns
@@ -403,6 +410,7 @@ impl PublicFacts {
                 categorical: 8,
             },
             local_dp: None,
+            unit: Neighbouring::ROW,
         }
     }
 
@@ -426,6 +434,7 @@ impl PublicFacts {
             private_bins: binning::count_private(schema),
             kinds: ColumnKinds::of(schema),
             local_dp: None,
+            unit: Neighbouring::units(schema.unit_max_rows()).unwrap_or(Neighbouring::ROW),
         }
     }
 
@@ -451,6 +460,9 @@ pub struct Plan {
     pub defaults_used: bool,
     /// The private binning phase, when the schema asks for private bins.
     pub binning: Option<BinningPlan>,
+    /// Who [`Plan::cost`] protects: the noise is planned at the per-row
+    /// budget, the cost is per unit (`privacy::unit`).
+    pub unit: Neighbouring,
     learner: PlannedLearner,
 }
 
@@ -490,7 +502,48 @@ impl AlgorithmSpec {
     /// `budget` and the public `facts`. Errors before any charge: a bad
     /// parameter, a task the learner cannot do, a noise scale that would not
     /// be usable.
+    ///
+    /// `budget` is per unit (`facts.unit`; a row without a privacy unit).
+    /// Every learner goes through here: its plan at the unit budget says how
+    /// it accounts (pure, composed (epsilon, delta), zCDP), the learner is
+    /// then planned at the per-row budget group privacy turns into `budget`
+    /// ([`Neighbouring::row_budget`]), and its cost converted back to the
+    /// unit ([`Neighbouring::unit_cost`]). With a unit of one row this is
+    /// exactly the row plan.
     pub fn plan(&self, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+        let unit = facts.unit;
+        let rows = PublicFacts {
+            unit: Neighbouring::ROW,
+            ..facts
+        };
+        if unit.is_row() {
+            return self.plan_rows(budget, rows);
+        }
+        if facts.local_dp.is_some() {
+            return Err(LearnError::InvalidParameter(
+                "local-DP rows are randomized per row on the client; a privacy unit of several rows is not supported for them".into(),
+            ));
+        }
+        // A plan's kind of cost can depend on its budget (`auto` with one
+        // candidate takes that candidate's): re-plan until the row plan's
+        // kind is the one its budget was converted for.
+        let mut kind = self.plan_rows(budget, rows)?.cost;
+        for _ in 0..3 {
+            let mut plan = self.plan_rows(unit.row_budget(budget, &kind)?, rows)?;
+            if std::mem::discriminant(&plan.cost) == std::mem::discriminant(&kind) {
+                plan.cost = unit.unit_cost(plan.cost, budget)?;
+                plan.unit = unit;
+                return Ok(plan);
+            }
+            kind = plan.cost;
+        }
+        Err(LearnError::InvalidParameter(
+            "this learner's accounting changes with its budget too often to plan it per privacy unit; give it explicit parameters".into(),
+        ))
+    }
+
+    /// [`AlgorithmSpec::plan`] for one row as the unit.
+    fn plan_rows(&self, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
         // The label's public bounds derive every learner's scales: refuse
         // bounds that overflow them before any charge (a schema stored
         // before upload checked them may still have them; issue 26).
@@ -580,6 +633,7 @@ impl AlgorithmSpec {
             resolved: central.resolved,
             defaults_used: central.defaults_used,
             binning: None,
+            unit: Neighbouring::ROW,
             learner: PlannedLearner::LazyBbLocal { params, local },
         })
     }
@@ -608,6 +662,7 @@ fn plan_naive_bayes(spec: NaiveBayesSpec, facts: PublicFacts) -> Result<Plan, Le
         resolved: AlgorithmSpec::LdpNaiveBayes(spec),
         defaults_used: true,
         binning: None,
+        unit: Neighbouring::ROW,
         learner: PlannedLearner::NaiveBayes(plan),
     })
 }
@@ -677,6 +732,7 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
             || spec.kappa.is_none()
             || (t.is_some() && spec.internal_nodes.is_none()),
         binning: None,
+        unit: Neighbouring::ROW,
         learner: PlannedLearner::LazyBb {
             params,
             calibration,
@@ -714,6 +770,7 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
         resolved: AlgorithmSpec::DpEbm(plan.params.to_spec()),
         defaults_used: !spec.any_given(),
         binning: None,
+        unit: Neighbouring::ROW,
         learner: PlannedLearner::Ebm(plan),
     })
 }
@@ -726,6 +783,7 @@ fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<P
         resolved: AlgorithmSpec::DpLinear(plan.params.to_spec()),
         defaults_used: !spec.any_given(),
         binning: None,
+        unit: Neighbouring::ROW,
         learner: PlannedLearner::Linear(plan),
     })
 }
@@ -739,6 +797,7 @@ fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result
         resolved: AlgorithmSpec::Dpboost(plan.params.to_spec()),
         defaults_used: !spec.any_given(),
         binning: None,
+        unit: Neighbouring::ROW,
         learner: PlannedLearner::DpBoost(plan),
     })
 }
@@ -751,6 +810,7 @@ fn plan_auto(spec: AutoSpec, budget: Budget, facts: PublicFacts) -> Result<Plan,
         resolved: AlgorithmSpec::Auto(plan.to_spec()),
         defaults_used: spec.validation_share.is_none(),
         binning: None,
+        unit: Neighbouring::ROW,
         learner: PlannedLearner::Auto(plan),
     })
 }
@@ -769,6 +829,19 @@ impl Plan {
             && let Value::Object(map) = &mut noise
         {
             map.insert("binning".into(), b.noise_json());
+        }
+        // With a privacy unit the scales above are the per-row plan's (the
+        // noise actually drawn); say so. Absent for rows: unchanged output.
+        if !self.unit.is_row()
+            && let Value::Object(map) = &mut noise
+        {
+            map.insert(
+                "privacy_unit".into(),
+                json!({
+                    "max_rows": self.unit.max_rows(),
+                    "note": "the scales above are those of the per-row budget that group privacy over max_rows rows turns into the job's per-unit budget (docs/privacy.md, \"The privacy unit\")",
+                }),
+            );
         }
         noise
     }
@@ -901,7 +974,7 @@ impl Plan {
         rng: &mut NoiseRng,
         on_step: &mut dyn FnMut(u32) -> bool,
     ) -> Result<Model, LearnError> {
-        let model = match &self.binning {
+        let mut model = match &self.binning {
             None => self.fit_learner(data, encoder, rng, on_step)?,
             Some(phase) => {
                 let (encoder, data, columns) = binning::run(phase, data, encoder, rng)?;
@@ -910,6 +983,14 @@ impl Plan {
                 model
             }
         };
+        if !self.unit.is_row() {
+            let column = encoder
+                .schema()
+                .privacy_unit
+                .as_ref()
+                .map(|u| u.column.as_str());
+            model.attach_unit(self.unit, column, self.cost.charge());
+        }
         // The one way out of every learner: a model that could not be
         // stored and read back is an error, never a stored `null`.
         model.check_storable()?;
@@ -1043,6 +1124,253 @@ mod tests {
 
     fn facts(task: Task) -> PublicFacts {
         PublicFacts::adult_shaped(32_561, task)
+    }
+
+    /// Every learner that plans a central run, with its parameters fixed
+    /// where a default would depend on epsilon (so that plans at two
+    /// budgets differ only in their noise).
+    fn every_central_learner() -> Vec<AlgorithmSpec> {
+        let lazybb = LazyBbSpec {
+            tau: Some(15),
+            lambda: Some(0.25),
+            kappa: Some(0.25),
+            ..LazyBbSpec::default()
+        };
+        vec![
+            AlgorithmSpec::Lazybb(lazybb),
+            AlgorithmSpec::Lazybb(LazyBbSpec {
+                weak_learner: Some(WeakLearnerName::TopDown),
+                internal_nodes: Some(2),
+                ..lazybb
+            }),
+            AlgorithmSpec::DpEbm(EbmSpec {
+                epochs: Some(50),
+                ..EbmSpec::default()
+            }),
+            AlgorithmSpec::DpLinear(LinearSpec {
+                epochs: Some(20),
+                ..LinearSpec::default()
+            }),
+            AlgorithmSpec::Dpboost(DpBoostSpec::default()),
+            AlgorithmSpec::Auto(AutoSpec::default()),
+        ]
+    }
+
+    fn with_unit(facts: PublicFacts, k: u32) -> PublicFacts {
+        PublicFacts {
+            unit: Neighbouring::units(k).unwrap(),
+            ..facts
+        }
+    }
+
+    /// Acceptance (issue 28): a unit of one row plans exactly what no unit
+    /// does, for every learner, pure and approximate, with private bins
+    /// too: the same noise, the same cost, the same everything.
+    #[test]
+    fn a_unit_of_one_row_plans_exactly_as_rows() {
+        let schema = |unit: &str| {
+            Schema::from_json(&format!(
+                r#"{{"label": {{"column": "y", "positive": "1"}}, "columns": [
+                {{"name": "age", "type": "numeric", "min": 17, "max": 90, "bins": 10}},
+                {{"name": "b", "type": "boolean"}}]{unit}}}"#
+            ))
+            .unwrap()
+        };
+        let plain = PublicFacts::new(&Encoder::new(&schema("")).unwrap(), 5000);
+        let one = PublicFacts::new(
+            &Encoder::new(&schema(
+                r#", "privacy_unit": {"column": "pid", "max_rows": 1}"#,
+            ))
+            .unwrap(),
+            5000,
+        );
+        assert_eq!(plain, one);
+        for spec in every_central_learner() {
+            for budget in [
+                Budget::new(1.0, 0.0).unwrap(),
+                Budget::new(1.0, 1e-6).unwrap(),
+            ] {
+                for facts in [facts(Task::Binary), plain] {
+                    let rows = spec.plan(budget, facts).unwrap();
+                    let unit = spec.plan(budget, with_unit(facts, 1)).unwrap();
+                    assert_eq!(rows, unit, "{spec:?} {budget:?}");
+                    assert_eq!(rows.noise(), unit.noise());
+                    assert_eq!(rows.cost, unit.cost);
+                }
+            }
+        }
+    }
+
+    /// With units of k rows every learner is the row plan at the per-row
+    /// budget group privacy gives (its noise description, bar the note, is
+    /// exactly that plan's), and it is charged the per-unit budget asked.
+    #[test]
+    fn a_unit_of_k_rows_is_the_row_plan_at_the_group_budget() {
+        for k in [2, 5] {
+            let n = Neighbouring::units(k).unwrap();
+            for spec in every_central_learner() {
+                for budget in [
+                    Budget::new(2.0, 0.0).unwrap(),
+                    Budget::new(2.0, 1e-6).unwrap(),
+                ] {
+                    let facts = facts(Task::Binary);
+                    let unit = spec.plan(budget, with_unit(facts, k)).unwrap();
+                    let kind = spec.plan(budget, facts).unwrap().cost;
+                    let mut row_budget = n.row_budget(budget, &kind).unwrap();
+                    let mut rows = spec.plan(row_budget, facts).unwrap();
+                    if std::mem::discriminant(&rows.cost) != std::mem::discriminant(&kind) {
+                        // auto: one candidate at the smaller budget.
+                        row_budget = n.row_budget(budget, &rows.cost).unwrap();
+                        rows = spec.plan(row_budget, facts).unwrap();
+                    }
+                    let mut noise = unit.noise();
+                    assert_eq!(noise["privacy_unit"]["max_rows"], k);
+                    noise.as_object_mut().unwrap().remove("privacy_unit");
+                    assert_eq!(noise, rows.noise(), "{spec:?} {budget:?}");
+                    assert_eq!(unit.steps, rows.steps);
+                    // What the same learner is charged without a unit (a
+                    // pure learner asked for a delta is charged none).
+                    let charged = unit.cost.charge();
+                    assert!(
+                        charged.epsilon() <= budget.epsilon() && charged.delta() <= budget.delta()
+                    );
+                    if std::mem::discriminant(&rows.cost) == std::mem::discriminant(&kind) {
+                        assert_eq!(charged, kind.charge(), "{spec:?} {budget:?}");
+                    }
+                    assert_eq!(unit.cost, n.unit_cost(rows.cost, budget).unwrap());
+                    assert_eq!(unit.unit, n);
+                }
+            }
+        }
+    }
+
+    /// The noise grows by the claimed factor, read off each learner's plan:
+    /// pure runs (Laplace, report-noisy-max) at epsilon / k, so their
+    /// per-round epsilons shrink k times and their scales grow k times;
+    /// zCDP runs at rho / k^2, so their standard deviations grow k times.
+    #[test]
+    fn every_learners_noise_grows_by_the_claimed_factor() {
+        let k = 4u32;
+        let kf = f64::from(k);
+        let close = |a: f64, b: f64, tol: f64| (a / b - 1.0).abs() < tol;
+        let facts = facts(Task::Binary);
+        let pure = Budget::new(2.0, 0.0).unwrap();
+        let approx = Budget::new(2.0, 1e-6).unwrap();
+        let specs = every_central_learner();
+        let plan = |spec: &AlgorithmSpec, b: Budget, k: u32| {
+            spec.plan(b, with_unit(facts, k)).unwrap().noise()
+        };
+        // LazyBB (both weak learners): the per-round epsilon and eta / k.
+        for spec in &specs[..2] {
+            let (row, unit) = (plan(spec, pure, 1), plan(spec, pure, k));
+            let f = |v: &Value, key: &str| v[key].as_f64().unwrap();
+            assert!(close(
+                f(&row, "epsilon_per_round"),
+                kf * f(&unit, "epsilon_per_round"),
+                1e-12
+            ));
+            let (r, u) = (f(&row, "eta"), f(&unit, "eta"));
+            assert!(close(r, kf * u, 1e-6), "eta {r} {u}");
+        }
+        // DP-EBM: pure, each phase's epsilon / k; zCDP, every sigma x k.
+        let (row, unit) = (plan(&specs[2], pure, 1), plan(&specs[2], pure, k));
+        for key in ["epsilon_binning", "epsilon_intercept", "epsilon_training"] {
+            let (r, u) = (row[key].as_f64().unwrap(), unit[key].as_f64().unwrap());
+            assert!(close(r, kf * u, 1e-12), "{key}: {r} {u}");
+        }
+        for key in ["sigma_binning", "sigma_intercept", "sigma_training"] {
+            let (r, u) = (row[key].as_f64().unwrap(), unit[key].as_f64().unwrap());
+            assert!(close(u, kf * r, 0.02), "{key}: {r} {u}");
+        }
+        let (row, unit) = (plan(&specs[2], approx, 1), plan(&specs[2], approx, k));
+        for key in ["sigma_binning", "sigma_intercept", "sigma_training"] {
+            let (r, u) = (row[key].as_f64().unwrap(), unit[key].as_f64().unwrap());
+            assert!(close(u, kf * r, 1e-3), "{key}: {r} {u}");
+        }
+        assert!(close(
+            row["rho"].as_f64().unwrap(),
+            kf * kf * unit["rho"].as_f64().unwrap(),
+            1e-6
+        ));
+        // dp-linear: every sigma x k (pure and zCDP).
+        for b in [pure, approx] {
+            let (row, unit) = (plan(&specs[3], b, 1), plan(&specs[3], b, k));
+            for key in ["sigma_curvature", "sigma_gradient"] {
+                let (r, u) = (row[key].as_f64().unwrap(), unit[key].as_f64().unwrap());
+                assert!(close(u, kf * r, 0.02), "{key}: {r} {u}");
+            }
+        }
+        // DPBoost: every phase's epsilon / k, the leaf scale x k.
+        let (row, unit) = (plan(&specs[4], pure, 1), plan(&specs[4], pure, k));
+        for key in [
+            "epsilon_init",
+            "epsilon_ensemble",
+            "epsilon_level",
+            "epsilon_leaves",
+        ] {
+            let (r, u) = (row[key].as_f64().unwrap(), unit[key].as_f64().unwrap());
+            assert!(close(r, kf * u, 1e-9), "{key}: {r} {u}");
+        }
+        // auto: every candidate's share of epsilon / k (at a budget where
+        // its candidate rule keeps every candidate at both).
+        let large = Budget::new(40.0, 0.0).unwrap();
+        let (row, unit) = (plan(&specs[5], large, 1), plan(&specs[5], large, k));
+        let (rc, uc) = (
+            row["candidates"].as_array().unwrap(),
+            unit["candidates"].as_array().unwrap(),
+        );
+        assert_eq!(rc.len(), uc.len());
+        for (r, u) in rc.iter().zip(uc) {
+            let (r, u) = (
+                r["epsilon"].as_f64().unwrap(),
+                u["epsilon"].as_f64().unwrap(),
+            );
+            assert!(close(r, kf * u, 1e-9), "{r} {u}");
+        }
+    }
+
+    /// A statistical test on the noise actually drawn: DP-EBM's and
+    /// dp-linear's release noise at units of k = 2 rows has k^2 = 4 times
+    /// the variance of the row plan's, in released units (the grids may
+    /// differ). 20000 draws each: the variance ratio's relative standard
+    /// error is under 2.5% (Laplace kurtosis 6), so a 12% band is about 5
+    /// standard errors, and a wrong factor (2, or 16) is far outside it.
+    #[test]
+    fn drawn_noise_variance_grows_k_squared() {
+        let facts = facts(Task::Binary);
+        let specs = every_central_learner();
+        let mut rng = NoiseRng::seeded(28);
+        let sample_var = |noise: crate::privacy::Noise, grid: f64, rng: &mut NoiseRng| {
+            let n = 20_000;
+            let xs: Vec<f64> = (0..n)
+                .map(|_| noise.draw(rng).unwrap() as f64 / grid)
+                .collect();
+            let mean = xs.iter().sum::<f64>() / n as f64;
+            xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0)
+        };
+        for budget in [
+            Budget::new(1.0, 0.0).unwrap(),
+            Budget::new(1.0, 1e-6).unwrap(),
+        ] {
+            for spec in [&specs[2], &specs[3]] {
+                let noise_of = |k: u32| {
+                    let plan = spec.plan(budget, with_unit(facts, k)).unwrap();
+                    match plan.learner {
+                        PlannedLearner::Ebm(p) => (p.leaf_noise, f64::from(p.scale)),
+                        PlannedLearner::Linear(p) => (p.gradient_noise, f64::from(p.scale)),
+                        _ => unreachable!(),
+                    }
+                };
+                let (row, row_grid) = noise_of(1);
+                let (unit, unit_grid) = noise_of(2);
+                let ratio =
+                    sample_var(unit, unit_grid, &mut rng) / sample_var(row, row_grid, &mut rng);
+                assert!(
+                    (ratio / 4.0 - 1.0).abs() < 0.12,
+                    "{spec:?} {budget:?}: {ratio}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{LearnError, Model, Output};
 use crate::data::{Dataset, Task};
-use crate::privacy::{NoiseRng, metrics};
+use crate::privacy::{Neighbouring, NoiseRng, metrics};
 
 /// What an evaluation releases.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -55,6 +55,13 @@ pub fn private_metrics(
 ) -> Result<PrivateMetrics, LearnError> {
     let outputs = model.predictor().predict_all(data);
     let n_rows = data.n_rows();
+    // A privacy unit of k rows (the schema's, which the data was read and
+    // bounded with) changes the histogram by up to 2k and the sum of
+    // squared errors by up to k times its row sensitivity: the noise is
+    // drawn at epsilon / k, which is epsilon per unit (docs/privacy.md,
+    // "The privacy unit").
+    let unit = Neighbouring::units(model.schema().unit_max_rows()).unwrap_or(Neighbouring::ROW);
+    let row_epsilon = unit.row_epsilon(epsilon);
     match model.task() {
         Task::Binary => {
             let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
@@ -66,7 +73,7 @@ pub fn private_metrics(
                 };
                 (p, labels.get(i))
             });
-            let h = metrics::noisy_score_histogram(rows, epsilon, rng)?;
+            let h = metrics::noisy_score_histogram(rows, row_epsilon, rng)?;
             Ok(PrivateMetrics::Classification {
                 accuracy: h.accuracy(),
                 roc_auc: h.roc_auc(),
@@ -86,7 +93,7 @@ pub fn private_metrics(
                     Output::Classes(_) => (f64::NAN, y),
                 })
                 .collect();
-            let mse = metrics::noisy_mean_squared_error(&rows, min, max, epsilon, rng)?;
+            let mse = metrics::noisy_mean_squared_error(&rows, min, max, row_epsilon, rng)?;
             Ok(PrivateMetrics::Regression {
                 rmse: mse.sqrt(),
                 n_rows,

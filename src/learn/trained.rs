@@ -20,7 +20,7 @@ use super::linear::{self, LinearFile, LinearInspection, LinearPredictor};
 use super::model::{LazyBbModel, MODEL_FORMAT, Prediction, Predictor};
 use super::naive_bayes::{self, NaiveBayesFile};
 use crate::data::{Dataset, Encoder, Schema, Task};
-use crate::privacy::{Budget, mechanisms};
+use crate::privacy::{Budget, Neighbouring, mechanisms};
 
 use super::finite::first_non_finite;
 
@@ -488,6 +488,54 @@ impl Model {
             Model::Auto(f) => f.winner.attach_binning(binning, charged),
             // Not reached: local DP refuses private bins (`data::Domains`).
             Model::NaiveBayes(_) => {}
+        }
+    }
+
+    /// State the guarantee per privacy unit (issue 28): the job's per-unit
+    /// `charged` epsilon and delta, and who is protected. The statement's
+    /// per-round and per-phase amounts stay those of the per-row plan the
+    /// noise was drawn with; the sentence says so. Nothing changes for a
+    /// unit of one row (the caller does not call this then).
+    pub fn attach_unit(&mut self, unit: Neighbouring, column: Option<&str>, charged: Budget) {
+        let neighbouring = format!(
+            "{}; the row count n is public; the per-round and per-phase amounts below are those of the per-row plan, and group privacy over {} rows gives the totals (docs/privacy.md, \"The privacy unit\")",
+            unit.describe(column),
+            unit.max_rows()
+        );
+        macro_rules! attach {
+            ($p:expr) => {{
+                $p.epsilon = charged.epsilon();
+                $p.delta = charged.delta();
+                $p.neighbouring = neighbouring.clone();
+            }};
+        }
+        match self {
+            Model::LazyBb(m) => attach!(m.privacy),
+            Model::Ebm(f) => attach!(f.privacy),
+            Model::Linear(f) => attach!(f.privacy),
+            Model::DpBoost(f) => attach!(f.privacy),
+            Model::Auto(f) => {
+                attach!(f.privacy);
+                // The winner's statement covers its run on the training
+                // part at the per-row budget: its amounts stay per row.
+                f.winner.set_neighbouring(format!(
+                    "substitution of one row, at the per-row budget of the auto job, whose statement is {} (docs/privacy.md, \"The privacy unit\")",
+                    unit.describe(column)
+                ));
+            }
+            // Not reached: local DP refuses a privacy unit.
+            Model::NaiveBayes(_) => {}
+        }
+    }
+
+    fn set_neighbouring(&mut self, text: String) {
+        match self {
+            Model::LazyBb(m) => m.privacy.neighbouring = text,
+            Model::Ebm(f) => f.privacy.neighbouring = text,
+            Model::Linear(f) => f.privacy.neighbouring = text,
+            Model::DpBoost(f) => f.privacy.neighbouring = text,
+            Model::Auto(f) => f.privacy.neighbouring = text,
+            Model::NaiveBayes(f) => f.privacy.neighbouring = text,
         }
     }
 

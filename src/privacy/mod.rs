@@ -43,12 +43,14 @@ pub mod rng;
 pub mod selection;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod unit;
 pub mod zcdp;
 
 pub use calibration::{Budget, Composition, RoundBudget};
 pub use cost::PrivacyCost;
 pub use noise::Noise;
 pub use rng::NoiseRng;
+pub use unit::Neighbouring;
 
 /// Errors from the privacy layer.
 #[derive(Debug, thiserror::Error, PartialEq)]

@@ -43,6 +43,11 @@ pub struct DatasetInfo {
     /// The owner's declaration that the rows were randomized on the client
     /// (`privboost randomize`): the local epsilons. `null` for raw rows.
     pub local_dp: Option<LocalDp>,
+    /// The neighbouring relation, fixed for the dataset's life: the privacy
+    /// unit's column and bound (`null` and 1: one row is the unit).
+    pub unit_column: Option<String>,
+    /// The public bound on rows per unit (1 without a unit).
+    pub unit_max_rows: i64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -60,6 +65,8 @@ struct DatasetRow {
     public_test_data_at: Option<String>,
     accounting: String,
     local_dp_json: Option<String>,
+    unit_column: Option<String>,
+    unit_max_rows: i64,
 }
 
 impl DatasetRow {
@@ -88,6 +95,8 @@ impl DatasetRow {
                 public_test_data_at: self.public_test_data_at,
                 accounting: self.accounting,
                 local_dp,
+                unit_column: self.unit_column,
+                unit_max_rows: self.unit_max_rows,
             },
         ))
     }
@@ -97,7 +106,7 @@ impl DatasetRow {
 macro_rules! select_datasets {
     ($rest:literal) => {
         concat!(
-            "SELECT d.seq, d.id, d.owner_id, d.name, d.schema_json, d.n_rows, d.n_literals, d.state, d.created_at, d.deleted_at, d.public_test_data_at, d.accounting, d.local_dp_json FROM datasets d ",
+            "SELECT d.seq, d.id, d.owner_id, d.name, d.schema_json, d.n_rows, d.n_literals, d.state, d.created_at, d.deleted_at, d.public_test_data_at, d.accounting, d.local_dp_json, d.unit_column, d.unit_max_rows FROM datasets d ",
             $rest
         )
     };
@@ -180,8 +189,18 @@ pub(crate) async fn create(
             }
         }
         let id = new_id("ds");
+        // The neighbouring relation, from the schema the rows were bounded
+        // with; recorded once, never updated.
+        // (Only that field is read: the API checked the whole schema.)
+        let unit: Option<crate::data::PrivacyUnitSpec> =
+            serde_json::from_str::<serde_json::Value>(new.schema_json)
+                .ok()
+                .and_then(|v| v.get("privacy_unit").cloned())
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(format!("privacy_unit: {e}")))?;
         sqlx::query(
-        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting, local_dp_json, content_digest) VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8, $9, $10, $11)",
+        "INSERT INTO datasets (id, owner_id, name, schema_json, n_rows, n_literals, rejected_rows, state, created_at, accounting, local_dp_json, content_digest, unit_column, unit_max_rows) VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8, $9, $10, $11, $12, $13)",
     )
     .bind(&id)
     .bind(new.owner_id)
@@ -199,6 +218,8 @@ pub(crate) async fn create(
             .map_err(|e| StoreError::Corrupt(format!("local_dp: {e}")))?,
     )
     .bind(new.content_digest)
+    .bind(unit.as_ref().map(|u| u.column.clone()))
+    .bind(unit.as_ref().map_or(1, |u| i64::from(u.max_rows)))
     .execute(&mut *tx)
     .await?;
         // A header row, then the bytes one chunk at a time, each made from

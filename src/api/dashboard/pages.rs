@@ -347,6 +347,9 @@ pub(super) fn dataset(
                     dt { "Total δ" } dd { (text(&budget["total"]["delta"])) }
                     dt { "Spent δ" } dd #spent-delta { (text(&budget["spent"]["delta"])) }
                     dt { "Remaining δ" } dd #remaining-delta { (text(&budget["remaining"]["delta"])) }
+                    @if let Some(column) = d["unit_column"].as_str() {
+                        dt { "Protects" } dd #privacy-unit { "per person (unit " code { (column) } ", at most " (text(&d["unit_max_rows"])) " rows each)" }
+                    }
                 }
                 h3 { "Burn-down" }
                 p.note { "Epsilon charged (net of refunds) after each ledger entry, against the total then in force." }

@@ -90,6 +90,7 @@ pub(super) fn read<R: Read>(
         },
         skipped,
         errors,
+        unit_dropped: 0,
     })
 }
 

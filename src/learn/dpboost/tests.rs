@@ -234,6 +234,7 @@ fn bad_parameters_are_refused_before_any_charge() {
         private_bins: 0,
         kinds: Default::default(),
         local_dp: None,
+        unit: crate::privacy::Neighbouring::ROW,
     };
     let budget = Budget::new(1.0, 0.0).unwrap();
     for (spec, field) in [
