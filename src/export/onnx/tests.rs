@@ -77,7 +77,10 @@ fn fit(schema: &str, spec: serde_json::Value) -> (Model, Encoder, Dataset) {
     (model, encoder, data)
 }
 
-fn elem_and_dims(v: &ValueInfoProto) -> (i32, Vec<Option<i64>>) {
+/// A tensor's element type and dimensions (`None`: the batch size).
+type Typed = (i32, Vec<Option<i64>>);
+
+fn elem_and_dims(v: &ValueInfoProto) -> Typed {
     let t = v.r#type.as_ref().unwrap().tensor_type.as_ref().unwrap();
     let dims = t.shape.as_ref().unwrap().dim.iter().map(|d| d.dim_value);
     (t.elem_type.unwrap(), dims.collect())
@@ -100,7 +103,7 @@ fn a_classifier_graph_has_one_input_per_column_and_the_statement() {
     let (model, _, _) = fit(CLASSIFIER, json!({"algorithm": "dp-linear"}));
     let proto = onnx_model(&model).unwrap();
     let graph = proto.graph.as_ref().unwrap();
-    let inputs: Vec<(&str, (i32, Vec<Option<i64>>))> = graph
+    let inputs: Vec<(&str, Typed)> = graph
         .input
         .iter()
         .map(|v| (v.name.as_deref().unwrap(), elem_and_dims(v)))
@@ -113,7 +116,7 @@ fn a_classifier_graph_has_one_input_per_column_and_the_statement() {
             ("smoker", (data_type::DOUBLE, vec![None, Some(1)])),
         ]
     );
-    let outputs: Vec<(&str, (i32, Vec<Option<i64>>))> = graph
+    let outputs: Vec<(&str, Typed)> = graph
         .output
         .iter()
         .map(|v| (v.name.as_deref().unwrap(), elem_and_dims(v)))
