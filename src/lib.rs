@@ -27,6 +27,7 @@ pub mod api;
 pub mod audit;
 pub mod data;
 pub mod eval;
+pub mod export;
 pub mod jobs;
 pub mod learn;
 pub mod privacy;

@@ -1708,4 +1708,53 @@ fn eval_lazybb_on_regression_names_the_reason() {
             "{algorithm:?}: {line}"
         );
     }
+
+/// `privboost export` (issue 29): the ONNX file is the library's export of
+/// the model; an unknown format and a model that cannot be exported are one
+/// `error:` line and no file.
+#[test]
+fn export_writes_the_onnx_file_and_refuses_with_one_line() {
+    let dir = Dir::new();
+    let model_path = tiny_model(&dir);
+    let out = dir.path("m.onnx");
+    privboost([
+        "export",
+        "--model",
+        arg(&model_path),
+        "--format",
+        "onnx",
+        "--out",
+        arg(&out),
+    ])
+    .success();
+    let text = std::fs::read_to_string(&model_path).unwrap();
+    let model = privboost::learn::Model::from_json(&text).unwrap();
+    let expected =
+        privboost::export::export(&model, privboost::export::ExportFormat::Onnx).unwrap();
+    assert_eq!(std::fs::read(&out).unwrap(), expected);
+
+    let bad = dir.path("bad.onnx");
+    let line = privboost([
+        "export",
+        "--model",
+        arg(&model_path),
+        "--format",
+        "pmml",
+        "--out",
+        arg(&bad),
+    ])
+    .error(&[&bad]);
+    assert!(line.contains("pmml") && line.contains("onnx"), "{line}");
+
+    // A feature column named like the graph's output: refused, naming it.
+    let (run, renamed) = train_tiny_with_schema(
+        &dir,
+        "label,y\n1,yes\n0,no\n1,yes\n0,no\n",
+        r#"{"label": {"column": "y", "positive": "yes"},
+            "columns": [{"name": "label", "type": "boolean"}]}"#,
+        &["--epsilon", "1", "--rounds", "3"],
+    );
+    run.success();
+    let line = privboost(["export", "--model", arg(&renamed), "--out", arg(&bad)]).error(&[&bad]);
+    assert!(line.contains("\"label\""), "{line}");
 }

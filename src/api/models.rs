@@ -24,6 +24,7 @@ use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, PageQuery, Routes, page_json};
 use crate::data::Encoder;
+use crate::export::{ExportError, ExportFormat, export};
 use crate::learn::{Model, ModelEdit, ModelPredictor, Output};
 use crate::store::deployments::{self, Deployment, Put, Rollback};
 use crate::store::keys::Role;
@@ -32,6 +33,7 @@ use crate::store::models::{self, ModelRecord};
 pub(super) fn routes(r: Routes) -> Routes {
     r.at(Method::GET, "/v1/models", list)
         .at(Method::GET, "/v1/models/{id}", get)
+        .at(Method::GET, "/v1/models/{id}/export", export_model)
         .at(Method::DELETE, "/v1/models/{id}", delete_model)
         .at(Method::POST, "/v1/models/{id}/predict", predict_model)
         .at(Method::POST, "/v1/models/{id}/edits", edit_model)
@@ -218,6 +220,49 @@ async fn get(
         super::coarsen_time(&mut body["model"]["created_at"]);
     }
     Ok(axum::Json(body))
+}
+
+/// `?format=onnx`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportQuery {
+    format: Option<String>,
+}
+
+/// `GET /v1/models/{id}/export?format=onnx`: the model as a file for
+/// another runtime (docs/export.md). Whoever may read the model may export
+/// it (404 otherwise, as for reading it); export reads only the released
+/// model and its public schema, so it charges nothing. A model or format
+/// that cannot be exported is refused with 422 naming why.
+async fn export_model(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    AppQuery(q): AppQuery<ExportQuery>,
+) -> Result<Response, ApiError> {
+    let (record, loaded) = visible_model(&state, &caller, &id).await?;
+    let name = q.format.as_deref().unwrap_or("onnx");
+    let format = ExportFormat::parse(name)
+        .map_err(|e| ApiError::Validation(vec![FieldError::new("format", e.to_string())]))?;
+    let bytes = export(&loaded.model, format).map_err(|e| match e {
+        ExportError::Unsupported(m) => ApiError::Validation(vec![FieldError::new("model", m)]),
+        ExportError::Model(e) => ApiError::Internal(format!("stored model: {e}")),
+    })?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, format.media_type().to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!(
+                    "attachment; filename=\"{}.{}\"",
+                    record.id,
+                    format.extension()
+                ),
+            ),
+        ],
+        bytes,
+    )
+        .into_response())
 }
 
 /// `{"rows": [{column: value, ...}, ...]}`.

@@ -12,6 +12,7 @@ mod edit;
 mod eval;
 mod evaluate;
 mod experiment;
+mod export;
 mod files;
 mod inspect;
 mod predict;
@@ -36,6 +37,8 @@ enum Command {
     Edit(edit::EditArgs),
     /// Predict the rows of a CSV file with a model.
     Predict(predict::PredictArgs),
+    /// Export a model to another runtime's format (ONNX; free post-processing).
+    Export(export::ExportArgs),
     /// Show a model's inspection (vote table or shape functions) and privacy statement.
     Inspect(inspect::InspectArgs),
     /// Measure accuracy and AUC (owner-side: train/test or k-fold CV, grids, baselines).
@@ -60,6 +63,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Train(args) => train::run(args),
         Command::Edit(args) => edit::run(args),
         Command::Predict(args) => predict::run(args),
+        Command::Export(args) => export::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Evaluate(args) => evaluate::run(args),

@@ -23,6 +23,7 @@ pub mod dpboost;
 pub mod ebm;
 pub mod family;
 pub mod finite;
+pub mod form;
 pub mod lazybb;
 pub mod linear;
 pub mod metrics;
@@ -33,6 +34,7 @@ pub mod trained;
 pub use lazybb::{baselines, hypothesis, inspect, model, params, projection};
 
 pub use family::{AlgorithmName, AlgorithmSpec, ColumnKinds, LazyBbSpec, Plan, PublicFacts};
+pub use form::{FormNode, FormOutput, FormTree, LiteralForm};
 pub use hypothesis::Hypothesis;
 pub use inspect::{Inspection, inspect};
 pub use lazybb::{Ensemble, train};

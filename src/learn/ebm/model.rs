@@ -207,6 +207,11 @@ impl EbmModel {
 }
 
 impl EbmPredictor {
+    /// The folded form `(base, delta per literal)` (for export).
+    pub(crate) fn parts(&self) -> (f64, &[f64]) {
+        (self.base, &self.delta)
+    }
+
     /// The raw score of one row (logit, or the value for a regressor).
     pub fn raw(&self, active: &[u32]) -> f64 {
         self.base + active.iter().map(|&l| self.delta[l as usize]).sum::<f64>()

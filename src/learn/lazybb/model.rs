@@ -478,6 +478,13 @@ pub struct Prediction {
 }
 
 impl Predictor {
+    /// The folded form (for export): `tau`, the base, `2 v_l` per literal
+    /// and the trees, so that the vote sum is `base + sum over the true
+    /// literals of 2 v_l + sum over the trees of +-1`.
+    pub(crate) fn parts(&self) -> (u32, i32, &[i32], &[Hypothesis]) {
+        (self.tau, self.base, &self.dense, &self.trees)
+    }
+
     /// Fold `ensemble` over `d` literals.
     pub fn new(ensemble: &[Hypothesis], d: usize) -> Predictor {
         let mut votes = vec![0i32; d];

@@ -231,6 +231,11 @@ impl LinearModel {
 }
 
 impl LinearPredictor {
+    /// The folded form `(base, delta per literal)` (for export).
+    pub(crate) fn parts(&self) -> (f64, &[f64]) {
+        (self.base, &self.delta)
+    }
+
     /// The task.
     pub fn task(&self) -> Task {
         self.task
