@@ -1708,6 +1708,7 @@ fn eval_lazybb_on_regression_names_the_reason() {
             "{algorithm:?}: {line}"
         );
     }
+}
 
 /// `privboost export` (issue 29): the ONNX file is the library's export of
 /// the model; an unknown format and a model that cannot be exported are one

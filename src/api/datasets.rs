@@ -20,7 +20,7 @@
 //! the file. Nothing is stored unless the whole upload is valid; the
 //! rejected-row positions go only to the uploading owner, in the response.
 
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -41,7 +41,8 @@ use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, Config, MAX_EPSILON, PageQuery, Routes, idempotency_key, page_json, replay};
 use crate::data::sampled_column::{SampledColumn, read_reports};
 use crate::data::{
-    Encoder, LabelMode, LocalDp, OnBadRow, Protocol, ReadOptions, Schema, read_csv_with,
+    DataError, Encoder, Format, LabelMode, LocalDp, OnBadRow, Protocol, ReadOptions, Schema,
+    read_arrow_ipc_with, read_csv_with, read_parquet_with,
 };
 use crate::privacy::budget_units::{self, DeltaUnits, EpsilonUnits, RhoUnits};
 use crate::privacy::filter::{Accounting, Charge, LossKind};
@@ -379,14 +380,40 @@ async fn upload(
                 },
                 max_errors: MAX_REPORTED_ERRORS,
             };
+            // The format: the part's Content-Type if it tells one, else
+            // the first bytes (`PAR1`, `ARROW1`), else CSV.
+            let declared = field.content_type().and_then(Format::from_media_type);
+            let mut head: Vec<Bytes> = Vec::new();
+            let mut head_len = 0;
+            while declared.is_none() && head_len < 6 {
+                match field.chunk().await.map_err(multipart_error)? {
+                    Some(chunk) => {
+                        head_len += chunk.len();
+                        head.push(chunk);
+                    }
+                    None => break,
+                }
+            }
+            let format = declared.unwrap_or_else(|| {
+                let bytes: Vec<u8> = head
+                    .iter()
+                    .flat_map(|c| c.iter().copied())
+                    .take(6)
+                    .collect();
+                Format::sniff(&bytes)
+            });
             let (tx, rx) = mpsc::channel::<Bytes>(UPLOAD_CHANNEL_CHUNKS);
             let too_many_lines = Arc::new(AtomicBool::new(false));
-            let channel_reader = ChannelReader {
+            let mut channel_reader = ChannelReader {
                 rx,
                 current: Bytes::new(),
                 lines: 0,
-                // The header line, then one line per row.
-                max_lines: state.config.max_upload_rows.saturating_add(1),
+                // The header line, then one line per row (a CSV's; a
+                // Parquet or Arrow file's row count is in its footer).
+                max_lines: match format {
+                    Format::Csv => state.config.max_upload_rows.saturating_add(1),
+                    _ => usize::MAX,
+                },
                 too_many_lines: too_many_lines.clone(),
             };
             let sampled = checked
@@ -395,13 +422,42 @@ async fn upload(
                 .map(|l| SampledColumn::new(&checked.schema, l.epsilon))
                 .transpose()
                 .map_err(|e| ApiError::Internal(format!("sampled-column protocol: {e}")))?;
-            let reader = tokio::task::spawn_blocking(move || match sampled {
+            if sampled.is_some() && format != Format::Csv {
+                return Err(ApiError::Validation(vec![FieldError::new(
+                    "data",
+                    "a sampled-column report file is CSV (privboost randomize writes it)",
+                )]));
+            }
+            let max_rows = state.config.max_upload_rows;
+            let reader = tokio::task::spawn_blocking(move || match (format, sampled) {
                 // A sampled-column upload is a report file (one column's
                 // pair per row), stored with marker literals.
-                Some(protocol) => read_reports(channel_reader, &encoder, &protocol, &options),
-                None => read_csv_with(channel_reader, &encoder, &options),
+                (_, Some(protocol)) => read_reports(channel_reader, &encoder, &protocol, &options),
+                (Format::Csv, None) => read_csv_with(channel_reader, &encoder, &options),
+                // Parquet and Arrow files are read from their footer, so
+                // they are spooled to an unnamed temporary file (within the
+                // upload's byte limit; the kernel frees it whatever happens
+                // to the process, so a killed upload leaves nothing), then
+                // read batch by batch like a file on disk.
+                (format, None) => {
+                    let mut spool = tempfile::tempfile()?;
+                    std::io::copy(&mut channel_reader, &mut spool)?;
+                    drop(channel_reader);
+                    spool.seek(SeekFrom::Start(0))?;
+                    if format == Format::Parquet {
+                        read_parquet_with(spool, &encoder, &options, max_rows)
+                    } else {
+                        read_arrow_ipc_with(spool, &encoder, &options, max_rows)
+                    }
+                }
             });
             let mut streamed = Ok(());
+            for chunk in head {
+                hasher.update(&chunk);
+                if tx.send(chunk).await.is_err() {
+                    break;
+                }
+            }
             loop {
                 match field.chunk().await {
                     Ok(Some(chunk)) => {
@@ -434,8 +490,17 @@ async fn upload(
             if too_many_lines.load(Ordering::Relaxed) {
                 return Err(too_many_rows());
             }
-            let report = result.map_err(|e| {
-                ApiError::InvalidData(format!("the CSV was refused, nothing was stored: {e}"))
+            let report = result.map_err(|e| match (e, format) {
+                (DataError::TooManyRows { .. }, _) => too_many_rows(),
+                (e, Format::Csv) => {
+                    ApiError::InvalidData(format!("the CSV was refused, nothing was stored: {e}"))
+                }
+                (e, Format::Parquet) => ApiError::InvalidData(format!(
+                    "the Parquet file was refused, nothing was stored: {e}"
+                )),
+                (e, Format::ArrowIpc) => ApiError::InvalidData(format!(
+                    "the Arrow IPC file was refused, nothing was stored: {e}"
+                )),
             })?;
             if report.dataset.n_rows() > state.config.max_upload_rows {
                 return Err(too_many_rows());

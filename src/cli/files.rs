@@ -2,12 +2,15 @@
 //! in every error, and atomic writes so that a failure never leaves half a file.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 use anyhow::Context;
 use privboost::data::sampled_column::{SampledColumn, read_reports};
-use privboost::data::{Dataset, Encoder, LabelMode, ReadOptions, Schema, read_csv};
+use privboost::data::{
+    Dataset, Encoder, Format, LabelMode, ReadOptions, Schema, read_arrow_ipc_with, read_csv,
+    read_parquet_with, to_csv,
+};
 use privboost::learn::Model;
 
 /// Read and validate a schema file.
@@ -17,11 +20,37 @@ pub fn load_schema(path: &Path) -> anyhow::Result<Schema> {
     Schema::from_json(&text).with_context(|| format!("schema {}", path.display()))
 }
 
-/// Read a CSV file with a header row and encode it.
+/// Read a data file and encode it: a CSV with a header row, or a Parquet
+/// or Arrow IPC file (told by its extension or its first bytes,
+/// [`Format::of_path`]).
 pub fn load_dataset(path: &Path, encoder: &Encoder, label: LabelMode) -> anyhow::Result<Dataset> {
+    let format =
+        Format::of_path(path).with_context(|| format!("cannot open data {}", path.display()))?;
     let file = File::open(path).with_context(|| format!("cannot open data {}", path.display()))?;
-    read_csv(BufReader::new(file), encoder, label)
-        .with_context(|| format!("data {}", path.display()))
+    let options = ReadOptions::new(label);
+    match format {
+        Format::Csv => read_csv(BufReader::new(file), encoder, label),
+        Format::Parquet => {
+            read_parquet_with(file, encoder, &options, usize::MAX).map(|r| r.dataset)
+        }
+        Format::ArrowIpc => {
+            read_arrow_ipc_with(file, encoder, &options, usize::MAX).map(|r| r.dataset)
+        }
+    }
+    .with_context(|| format!("data {}", path.display()))
+}
+
+/// A data file as CSV text, for the commands that read rows without a
+/// schema (`schema propose`, `randomize`): a CSV as it is, a Parquet or
+/// Arrow IPC file rendered batch by batch ([`to_csv`]).
+pub fn open_csv_text(path: &Path) -> anyhow::Result<Box<dyn Read>> {
+    let format =
+        Format::of_path(path).with_context(|| format!("cannot open data {}", path.display()))?;
+    let file = File::open(path).with_context(|| format!("cannot open data {}", path.display()))?;
+    Ok(match format {
+        Format::Csv => Box::new(BufReader::new(file)),
+        other => Box::new(to_csv(file, other).with_context(|| format!("data {}", path.display()))?),
+    })
 }
 
 /// Read a sampled-column report file (`randomize --protocol

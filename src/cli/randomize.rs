@@ -117,8 +117,7 @@ pub fn run(args: RandomizeArgs) -> anyhow::Result<()> {
 
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
-        .from_path(&args.input)
-        .with_context(|| format!("cannot open data {}", args.input.display()))?;
+        .from_reader(files::open_csv_text(&args.input)?);
     let header = reader
         .headers()
         .with_context(|| format!("data {}: header", args.input.display()))?
@@ -182,8 +181,7 @@ fn run_sampled(args: &RandomizeArgs) -> anyhow::Result<()> {
     let mut rng = NoiseRng::from_os()?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
-        .from_path(&args.input)
-        .with_context(|| format!("cannot open data {}", args.input.display()))?;
+        .from_reader(files::open_csv_text(&args.input)?);
     let header = reader
         .headers()
         .with_context(|| format!("data {}: header", args.input.display()))?

@@ -1,7 +1,5 @@
 //! `privboost schema propose`: a starting schema for the data owner to edit.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -41,9 +39,8 @@ pub fn run(args: SchemaArgs) -> anyhow::Result<()> {
             label,
             positive,
         } => {
-            let reader =
-                File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
-            let schema = privboost::data::propose_schema(BufReader::new(reader), &label, &positive)
+            let reader = super::files::open_csv_text(&file)?;
+            let schema = privboost::data::propose_schema(reader, &label, &positive)
                 .with_context(|| format!("data {}", file.display()))?;
             println!("{}", serde_json::to_string_pretty(&schema)?);
             eprintln!(

@@ -33,6 +33,32 @@ pub enum DataError {
         /// What is wrong, listing the column names concerned.
         message: String,
     },
+    /// The columns of a Parquet or Arrow file do not match the schema
+    /// (missing, extra or duplicate columns, or a column of the wrong type).
+    #[error("{format} columns: {message}")]
+    Columns {
+        /// `Parquet` or `Arrow IPC`.
+        format: &'static str,
+        /// What is wrong, naming the columns concerned.
+        message: String,
+    },
+    /// The input is not a readable Parquet or Arrow file (no footer, a
+    /// corrupt page, an unsupported codec). The message is the structure's
+    /// problem, never a cell's value.
+    #[error("not a readable {format} file: {message}")]
+    Format {
+        /// `Parquet` or `Arrow IPC`.
+        format: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The input has more rows than the caller allows (a service's upload
+    /// limit), known before its rows are decoded.
+    #[error("the input has more than {max} rows")]
+    TooManyRows {
+        /// The limit.
+        max: usize,
+    },
     /// A data row (CSV record or JSON prediction row) could not be encoded.
     #[error("row {row}{}{}: {message}", line_suffix(.line), column_suffix(.column))]
     Row {

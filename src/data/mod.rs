@@ -95,7 +95,8 @@ pub use literal::Literal;
 pub use local_dp::{ColumnDomain, DomainValue, Domains, LiteralRr, LocalDp, Protocol};
 pub use propose::propose_schema;
 pub use reader::{
-    LabelMode, MAX_RECORD_BYTES, OnBadRow, ReadOptions, ReadReport, read_csv, read_csv_with,
+    Format, LabelMode, MAX_RECORD_BYTES, OnBadRow, ReadOptions, ReadReport, read_arrow_ipc_with,
+    read_csv, read_csv_with, read_parquet_with, to_csv,
 };
 pub use schema::{
     Bins, BooleanColumn, CategoricalColumn, Column, IgnoreColumn, LabelKind, LabelSpec, MAX_BINS,

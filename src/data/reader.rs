@@ -45,12 +45,14 @@ use super::unit::{self, UnitHasher, UnitKey};
 use crate::privacy::NoiseRng;
 
 mod chunks;
+mod columnar;
 #[cfg(test)]
 mod sequential;
 #[cfg(test)]
 mod tests_parallel;
 
 use chunks::{Chunk, Fields, HeaderError, Input, Piece};
+pub use columnar::{Format, read_arrow_ipc_with, read_parquet_with, to_csv};
 
 /// Longest record (a whole CSV row, header included) the reader accepts, in bytes,
 /// counted from the end of the previous record (so blank lines before it count).
@@ -694,15 +696,7 @@ fn encode_chunk(chunk: &Chunk, context: &Context<'_>) -> ChunkResult {
         true
     });
     let good = starts.len();
-    let w = words_for(good);
-    let mut bits = vec![0u64; encoder.n_literals() * w];
-    starts.push(active.len());
-    for (r, row) in starts.windows(2).enumerate() {
-        let (word, bit) = (r / 64, 1u64 << (r % 64));
-        for &l in &active[row[0]..row[1]] {
-            bits[l as usize * w + word] |= bit;
-        }
-    }
+    let bits = column_block(&active, &mut starts, encoder.n_literals());
     ChunkResult {
         records,
         good,
@@ -721,6 +715,22 @@ fn encode_chunk(chunk: &Chunk, context: &Context<'_>) -> ChunkResult {
     }
 }
 
+/// The column-major bits (`words_for(rows)` words a column) of rows whose
+/// literals are `active[starts[r]..starts[r + 1]]` (the last row's run ends
+/// at the end of `active`; `starts` gets that end pushed).
+fn column_block(active: &[u32], starts: &mut Vec<usize>, n_literals: usize) -> Vec<u64> {
+    let w = words_for(starts.len());
+    let mut bits = vec![0u64; n_literals * w];
+    starts.push(active.len());
+    for (r, row) in starts.windows(2).enumerate() {
+        let (word, bit) = (r / 64, 1u64 << (r % 64));
+        for &l in &active[row[0]..row[1]] {
+            bits[l as usize * w + word] |= bit;
+        }
+    }
+    bits
+}
+
 /// Check the header against the schema and locate the fields.
 fn layout(
     header: &csv::ByteRecord,
@@ -732,6 +742,17 @@ fn layout(
         .map(|f| std::str::from_utf8(f).map(str::trim))
         .collect::<Result<Vec<&str>, _>>()
         .map_err(|_| DataError::header("the header row is not valid UTF-8"))?;
+    layout_names(&names, encoder, mode, "the CSV").map_err(DataError::header)
+}
+
+/// Check column names (a CSV header's, a Parquet file's) against the schema
+/// and locate the fields; `source` names the input in a message ("the CSV").
+fn layout_names(
+    names: &[&str],
+    encoder: &Encoder,
+    mode: LabelMode,
+    source: &str,
+) -> Result<Layout, String> {
     let mut position = HashMap::new();
     // In header order, each once (a set as well: a header may repeat many names).
     let mut duplicates = Vec::new();
@@ -742,10 +763,7 @@ fn layout(
         }
     }
     if !duplicates.is_empty() {
-        return Err(DataError::header(format!(
-            "duplicate columns {}",
-            list(&duplicates)
-        )));
+        return Err(format!("duplicate columns {}", list(&duplicates)));
     }
     let schema = encoder.schema();
     let label_name = schema.label_column();
@@ -759,19 +777,19 @@ fn layout(
         absent.insert(0, label_name);
     }
     if !absent.is_empty() {
-        return Err(DataError::header(format!(
-            "columns declared in the schema but not in the CSV: {}",
+        return Err(format!(
+            "columns declared in the schema but not in {source}: {}",
             list(&absent)
-        )));
+        ));
     }
     let unit_name = schema.privacy_unit.as_ref().map(|u| u.column.as_str());
     if mode == LabelMode::Required
         && let Some(unit) = unit_name
         && !position.contains_key(unit)
     {
-        return Err(DataError::header(format!(
-            "the privacy unit column {unit:?} is not in the CSV"
-        )));
+        return Err(format!(
+            "the privacy unit column {unit:?} is not in {source}"
+        ));
     }
     let declared: HashSet<&str> = schema.columns.iter().map(|c| c.name()).collect();
     let extra: Vec<&str> = names
@@ -780,10 +798,10 @@ fn layout(
         .filter(|n| *n != label_name && Some(*n) != unit_name && !declared.contains(n))
         .collect();
     if !extra.is_empty() {
-        return Err(DataError::header(format!(
+        return Err(format!(
             "columns not in the schema: {} (declare them with \"type\": \"ignore\" to skip them)",
             list(&extra)
-        )));
+        ));
     }
     let mut features: Vec<(usize, usize)> = names
         .iter()
@@ -848,15 +866,21 @@ fn encode_record(
     let Some(i) = layout.label else {
         return Ok(None);
     };
+    encode_label_field(record.get(i), encoder).map(Some)
+}
+
+/// Encode one raw label field (not yet decoded or trimmed; a Parquet null
+/// is an empty field). Errors carry row 0.
+fn encode_label_field(raw: &[u8], encoder: &Encoder) -> Result<Label, DataError> {
     let name = encoder.schema().label_column();
-    let value = std::str::from_utf8(record.get(i))
+    let value = std::str::from_utf8(raw)
         .map(str::trim)
         .map_err(|_| DataError::cell(0, name, "not valid UTF-8"))?;
-    Ok(Some(match encoder.schema().task() {
+    Ok(match encoder.schema().task() {
         Task::Binary => Label::Binary(encoder.encode_label(value, 0)?),
         Task::Regression { .. } => Label::Numeric(encoder.encode_target(value, 0)?),
         Task::Multiclass { .. } => Label::Class(encoder.encode_class(value, 0)?),
-    }))
+    })
 }
 
 /// The unit key of one record (with a unit in the layout): the keyed hash

@@ -88,9 +88,15 @@ impl Model {
     /// exporter writes several outputs.)
     pub fn literal_form(&self) -> Result<LiteralForm, LearnError> {
         let n_literals = self.encoder()?.n_literals();
+        let multiclass = || {
+            LearnError::InvalidParameter(
+                "ONNX export of a multiclass model is not supported yet (one output per class is still to be written)".into(),
+            )
+        };
         let logistic_or_clamp = |task: Task| match task {
-            Task::Binary => FormOutput::Logistic,
-            Task::Regression { min, max } => FormOutput::Clamp { min, max },
+            Task::Binary => Ok(FormOutput::Logistic),
+            Task::Regression { min, max } => Ok(FormOutput::Clamp { min, max }),
+            Task::Multiclass { .. } => Err(multiclass()),
         };
         let additive = |(base, delta): (f64, &[f64]), output| LiteralForm {
             base,
@@ -111,15 +117,15 @@ impl Model {
             }
             Model::Ebm(f) => additive(
                 f.model.predictor(f.task, n_literals).parts(),
-                logistic_or_clamp(f.task),
+                logistic_or_clamp(f.task)?,
             ),
             Model::Linear(f) => additive(
                 f.model.predictor(f.task, n_literals).parts(),
-                logistic_or_clamp(f.task),
+                logistic_or_clamp(f.task)?,
             ),
             Model::NaiveBayes(f) => additive(
                 f.model.predictor(f.task, n_literals).parts(),
-                logistic_or_clamp(f.task),
+                logistic_or_clamp(f.task)?,
             ),
             Model::DpBoost(f) => LiteralForm {
                 base: f.model.initial_score,
@@ -151,6 +157,7 @@ impl Model {
                 output: match f.task {
                     Task::Binary => FormOutput::Logistic,
                     Task::Regression { min, max } => FormOutput::Unscale { min, max },
+                    Task::Multiclass { .. } => return Err(multiclass()),
                 },
             },
             Model::Auto(f) => f.winner.literal_form()?,

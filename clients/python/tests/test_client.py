@@ -385,3 +385,24 @@ def test_a_zcdp_filter_dataset_fits_more_small_jobs(owner, mushroom):
     basic = owner.budget_fits(mushroom["id"], job_epsilon=0.01)
     assert basic["accounting"] == "basic"
     assert "filter" not in basic
+
+
+def test_dataframes_go_up_as_parquet_with_pyarrow_and_csv_without(owner, monkeypatch):
+    """With pyarrow a DataFrame is sent as Parquet (the server's row errors then
+    name rows without lines: a Parquet file has none); without it, as CSV."""
+    pytest.importorskip("pyarrow")
+    from privboost.client import _frame_as_parquet
+
+    frame = pd.read_csv(DATA / "mushroom" / "mushroom.csv", dtype=str, keep_default_na=False).head(200).copy()
+    assert _frame_as_parquet(frame, MUSHROOM_SCHEMA)[:4] == b"PAR1"
+    label = MUSHROOM_SCHEMA["label"]["column"]
+    frame.loc[5, label] = "neither"
+    reason = f'column "{label}": label is neither the positive nor the negative value'
+    created = owner.upload_dataset("mushroom-parquet", frame, MUSHROOM_SCHEMA, epsilon=0.1, skip_bad_rows=True)
+    assert (created["accepted_rows"], created["rejected_rows"]) == (199, 1)
+    assert created["rejected"] == [f"row 6, {reason}"]
+    monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)
+    assert _frame_as_parquet(frame, MUSHROOM_SCHEMA) is None
+    created = owner.upload_dataset("mushroom-csv", frame, MUSHROOM_SCHEMA, epsilon=0.1, skip_bad_rows=True)
+    assert (created["accepted_rows"], created["rejected_rows"]) == (199, 1)
+    assert created["rejected"] == [f"row 6 (line 7), {reason}"]

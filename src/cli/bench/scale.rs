@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use privboost::data::{Dataset, Encoder, LabelMode, read_csv};
+use privboost::data::{Dataset, Encoder, LabelMode, ReadOptions, read_csv, read_parquet_with};
 use privboost::eval::synthetic;
 use privboost::learn::PublicFacts;
 use privboost::privacy::{Budget, NoiseRng};
@@ -43,8 +43,18 @@ struct ScaleReport {
     /// Peak RSS (VmHWM) once the table is encoded; None off Linux.
     peak_rss_bytes_after_ingest: Option<u64>,
     training: Vec<TrainingRow>,
-    /// Peak RSS (VmHWM) at the end of the run; None off Linux.
+    /// Peak RSS (VmHWM) after training, before the Parquet ingest; None
+    /// off Linux.
     peak_rss_bytes: Option<u64>,
+    /// The same table as Parquet (integer columns, snappy, the writer's
+    /// default row groups), written from the CSV after training (not timed).
+    parquet_bytes: u64,
+    /// Reading and encoding the Parquet file through the reader `train`
+    /// uses for `.parquet`; the rows are checked to encode exactly as the
+    /// CSV's did.
+    parquet_ingest_seconds: f64,
+    parquet_ingest_rows_per_second: f64,
+    parquet_ingest_cpu_seconds: Option<f64>,
 }
 
 /// One learner's training time.
@@ -127,7 +137,6 @@ pub fn run(args: &BenchArgs, rows: usize) -> anyhow::Result<()> {
     let cpu_before = cpu_seconds();
     let (data, ingest_time) = ingest(&temp.0, csv_bytes, &encoder)?;
     let ingest_cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
-    drop(temp);
     let peak_after_ingest = peak_rss_bytes();
     let ingest_rate = rows as f64 / ingest_time.as_secs_f64();
 
@@ -140,6 +149,36 @@ pub fn run(args: &BenchArgs, rows: usize) -> anyhow::Result<()> {
         .iter()
         .map(|&algorithm| time_learner(args, algorithm, iterations, &data, &encoder))
         .collect::<anyhow::Result<Vec<_>>>()?;
+
+    let peak_rss = peak_rss_bytes();
+
+    // The same table as Parquet, ingested the way `train` reads a
+    // `.parquet` file; it must encode to the same rows.
+    let parquet_path = temp.0.with_extension("parquet");
+    let parquet_temp = TempFile(parquet_path);
+    csv_to_parquet(&temp.0, &parquet_temp.0)?;
+    drop(temp);
+    let parquet_bytes = std::fs::metadata(&parquet_temp.0)?.len();
+    let cpu_before = cpu_seconds();
+    let start = Instant::now();
+    let file = File::open(&parquet_temp.0)
+        .with_context(|| format!("cannot open {}", parquet_temp.0.display()))?;
+    let parquet_data = read_parquet_with(
+        file,
+        &encoder,
+        &ReadOptions::new(LabelMode::Required),
+        usize::MAX,
+    )
+    .context("synthetic table as Parquet")?
+    .dataset;
+    let parquet_time = start.elapsed();
+    let parquet_cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b);
+    anyhow::ensure!(
+        parquet_data == data,
+        "the Parquet copy of the table encodes differently from the CSV"
+    );
+    drop(parquet_data);
+    drop(parquet_temp);
 
     let report = ScaleReport {
         rows,
@@ -154,7 +193,11 @@ pub fn run(args: &BenchArgs, rows: usize) -> anyhow::Result<()> {
         ingest_cpu_seconds: ingest_cpu,
         peak_rss_bytes_after_ingest: peak_after_ingest,
         training,
-        peak_rss_bytes: peak_rss_bytes(),
+        peak_rss_bytes: peak_rss,
+        parquet_bytes,
+        parquet_ingest_seconds: parquet_time.as_secs_f64(),
+        parquet_ingest_rows_per_second: rows as f64 / parquet_time.as_secs_f64(),
+        parquet_ingest_cpu_seconds: parquet_cpu,
     };
     print_report(&report);
     if let Some(path) = &args.json {
@@ -178,6 +221,56 @@ fn ingest(path: &Path, bytes: u64, encoder: &Encoder) -> anyhow::Result<(Dataset
     let time = start.elapsed();
     progress.finish_and_clear();
     Ok((data, time))
+}
+
+/// Write the synthetic CSV at `csv` as Parquet at `out`: every column
+/// (the label too) as Int64, as pandas would type it, snappy (pandas'
+/// default), row groups of the writer's default size.
+fn csv_to_parquet(csv: &Path, out: &Path) -> anyhow::Result<()> {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::Compression;
+    use parquet::file::properties::WriterProperties;
+
+    let mut reader = csv::Reader::from_path(csv)?;
+    let names: Vec<String> = reader.headers()?.iter().map(str::to_owned).collect();
+    let schema = Arc::new(Schema::new(
+        names
+            .iter()
+            .map(|n| Field::new(n, DataType::Int64, false))
+            .collect::<Vec<_>>(),
+    ));
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let file = File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props))?;
+    let mut columns: Vec<Vec<i64>> = vec![Vec::new(); names.len()];
+    let mut record = csv::ByteRecord::new();
+    let flush = |columns: &mut Vec<Vec<i64>>, writer: &mut ArrowWriter<File>| {
+        let arrays: Vec<ArrayRef> = columns
+            .iter_mut()
+            .map(|c| Arc::new(Int64Array::from(std::mem::take(c))) as ArrayRef)
+            .collect();
+        writer.write(&RecordBatch::try_new(schema.clone(), arrays)?)?;
+        anyhow::Ok(())
+    };
+    while reader.read_byte_record(&mut record)? {
+        for (column, field) in columns.iter_mut().zip(record.iter()) {
+            column.push(std::str::from_utf8(field)?.parse()?);
+        }
+        if columns[0].len() == 65_536 {
+            flush(&mut columns, &mut writer)?;
+        }
+    }
+    if !columns[0].is_empty() {
+        flush(&mut columns, &mut writer)?;
+    }
+    writer.close()?;
+    Ok(())
 }
 
 /// Plan `algorithm` once and fit it `iterations` times. LazyBB uses DP-1R
@@ -270,6 +363,22 @@ fn print_report(r: &ScaleReport) {
         r.ingest_rows_per_second,
         r.csv_bytes as f64 / r.ingest_seconds / 1e6
     );
+    println!(
+        "{:<34} {:>10.2} s  ingest {:.2} M rows/s ({:.0} rows/s) from {:.0} MB of Parquet",
+        "ingest (read + encode Parquet)",
+        r.parquet_ingest_seconds,
+        r.parquet_ingest_rows_per_second / 1e6,
+        r.parquet_ingest_rows_per_second,
+        r.parquet_bytes as f64 / 1e6
+    );
+    if let Some(cpu) = r.parquet_ingest_cpu_seconds {
+        println!(
+            "{:<34} {:>10.2} s  CPU time of the Parquet ingest, {:.0}% of one core",
+            "ingest CPU (Parquet)",
+            cpu,
+            100.0 * cpu / r.parquet_ingest_seconds
+        );
+    }
     if let Some(cpu) = r.ingest_cpu_seconds {
         println!(
             "{:<34} {:>10.2} s  CPU time of the ingest (user + system), {:.0}% of one core",

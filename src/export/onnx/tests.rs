@@ -328,6 +328,7 @@ fn every_learners_literal_form_predicts_as_the_model() {
         match model.task() {
             Task::Binary => assert_eq!(outputs, [LABEL, PROBABILITIES]),
             Task::Regression { .. } => assert_eq!(outputs, [VARIABLE]),
+            Task::Multiclass { .. } => panic!("the fixtures are binary or regression"),
         }
     }
 }

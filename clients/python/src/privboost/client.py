@@ -53,6 +53,57 @@ def _job_body(dataset_id: str, epsilon: float | None, delta: float | None, algor
     return body
 
 
+def _frame_as_parquet(frame: pd.DataFrame, schema: Mapping[str, Any]) -> bytes | None:
+    """``frame`` as Parquet bytes, or ``None`` (send CSV) when pyarrow is not
+    installed or a column's type does not fit the schema the way the server
+    checks it (docs/service.md, "Parquet and Arrow"). Numeric columns held
+    as strings are converted when every value is a number or empty."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None
+    kinds = {c.get("name"): c.get("type") for c in schema.get("columns", [])}
+    label = schema.get("label", {})
+    if label.get("column") is not None:
+        kinds[label["column"]] = "label-numeric" if label.get("type") == "numeric" else "label"
+    frame = frame.reset_index(drop=True)
+    columns = {}
+    for name in frame.columns:
+        column = frame[name]
+        kind = kinds.get(str(name))
+        dtype = column.dtype
+        is_bool = pd.api.types.is_bool_dtype(dtype)
+        is_int = pd.api.types.is_integer_dtype(dtype) and not is_bool
+        is_float = pd.api.types.is_float_dtype(dtype)
+        is_text = pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype) or isinstance(
+            dtype, pd.CategoricalDtype
+        )
+        if kind in ("numeric", "label-numeric") and is_text:
+            text = column.astype("string").str.strip()
+            converted = pd.to_numeric(text.replace("", pd.NA), errors="coerce")
+            if (converted.isna() & text.notna() & (text != "")).any():
+                return None  # a value that is not a number (a missing token): CSV says it
+            column, is_float, is_text = converted.astype("float64"), True, False
+        fits = {
+            "numeric": is_float or is_int,
+            "label-numeric": is_float or is_int,
+            "categorical": is_text or is_int,
+            "label": is_text or is_int or is_bool,
+            "boolean": is_bool,
+        }.get(kind, True)
+        if not fits:
+            return None
+        columns[str(name)] = column
+    try:
+        table = pa.Table.from_pandas(pd.DataFrame(columns), preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None  # mixed types in a column: CSV
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
 def _local_dp_fields(local_dp: Mapping[str, Any] | float | None) -> list:
     """The upload's ``local_dp_epsilon`` / ``local_dp_label_epsilon`` / ``local_dp_protocol``
     fields."""
@@ -310,9 +361,14 @@ class Client:
         per budget; docs/privacy.md, "Accounting across jobs"). It is fixed
         for the dataset's life.
 
-        ``data`` is a DataFrame (written as CSV, without its index; NaN as an
-        empty cell, so declare ``"missing": [""]`` for such columns), a path
-        to a CSV file, CSV bytes or a binary file object. ``schema`` is the
+        ``data`` is a DataFrame, a path to a CSV, Parquet or Arrow file, its
+        bytes or a binary file object (the server tells the format by its
+        first bytes). A DataFrame is sent as Parquet when pyarrow is installed
+        and its columns' types fit the schema (numbers for numeric columns,
+        strings or integers for categorical ones, booleans for boolean ones;
+        a NaN is a null, the column's missing value), else as CSV without its
+        index (NaN as an empty cell, so declare ``"missing": [""]`` for such
+        columns). ``schema`` is the
         schema dict or a path to its JSON file. The server refuses (409,
         :class:`Conflict` naming the first dataset) a second upload of the
         same schema and data by the same key, which would give the same rows a
@@ -325,8 +381,14 @@ class Client:
             json.loads(schema_text)  # fail here, not on the server, if it is not JSON
         else:
             schema_text = json.dumps(schema)
+        part = ("data.csv", "text/csv")
         if isinstance(data, pd.DataFrame):
-            stream: Any = io.BytesIO(data.to_csv(index=False).encode("utf-8"))
+            parquet = _frame_as_parquet(data, json.loads(schema_text))
+            if parquet is not None:
+                stream: Any = io.BytesIO(parquet)
+                part = ("data.parquet", "application/vnd.apache.parquet")
+            else:
+                stream = io.BytesIO(data.to_csv(index=False).encode("utf-8"))
         elif isinstance(data, (str, os.PathLike)):
             stream = open(data, "rb")  # noqa: SIM115 - closed below
         elif isinstance(data, bytes):
@@ -343,7 +405,7 @@ class Client:
             *_local_dp_fields(local_dp),
             *([("allow_duplicate", (None, "true"))] if allow_duplicate else []),
             ("schema", (None, schema_text, "application/json")),
-            ("data", ("data.csv", stream, "text/csv")),
+            ("data", (part[0], stream, part[1])),
         ]
         headers = {"Idempotency-Key": idempotency_key or f"py-{uuid.uuid4()}"}
         try:
