@@ -796,7 +796,7 @@ def main(argv=None) -> int:
             errors = [r.get("error") for _, r in recs if r is None or "error" in r]
             if errors:
                 cell["error"] = next((x for x in errors if x), "not run")
-                cell["commands"] = sorted({r["command"] for _, r in recs if r and "command" in r})[:1]
+                cell["commands"] = sorted({shown(r["command"]) for _, r in recs if r and "command" in r})[:1]
                 cells.append(cell)
                 continue
             names = list(dict.fromkeys(n for _, r in recs for n in r["metrics"]))
@@ -809,7 +809,8 @@ def main(argv=None) -> int:
             cell["runs"] = runs
             cell["per_fold"] = [{"fold": k, **{n: r["metrics"][n][1] for n in names}}
                                 for k, r in sorted(recs, key=lambda x: x[0])]
-            cell["commands"] = sorted({r["command"] for _, r in recs if "command" in r})
+            # shown() again: cells cached by older versions recorded absolute paths.
+            cell["commands"] = sorted({shown(r["command"]) for _, r in recs if "command" in r})
             binaries = sorted({r["binary"] for _, r in recs if "binary" in r})
             if binaries:
                 cell["binary_sha256"] = binaries
