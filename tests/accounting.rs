@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 
 /// Upload the small synthetic set with a total (1, 1e-6) and `accounting`.
 async fn upload(s: &TestServer, key: &str, accounting: Option<&str>) -> reqwest::Response {
-    let mut extra = vec![("delta", "1e-6")];
+    // The same rows under both accountings, side by side: the owner means
+    // the copies (a second upload of the same content is refused otherwise).
+    let mut extra = vec![("delta", "1e-6"), ("allow_duplicate", "true")];
     if let Some(a) = accounting {
         extra.push(("accounting", a));
     }

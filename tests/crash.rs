@@ -159,6 +159,8 @@ impl Run {
             .text("epsilon", total.to_string())
             .text("delta", "1e-6")
             .text("accounting", accounting)
+            // The same Mushroom rows go up many times on purpose.
+            .text("allow_duplicate", "true")
             .text("schema", schema)
             .part(
                 "data",

@@ -62,6 +62,8 @@ async fn upload_small(client: &Client, url: &str, key: &str, epsilon: f64, rows:
     let form = reqwest::multipart::Form::new()
         .text("name", "small")
         .text("epsilon", epsilon.to_string())
+        // Replicas' tests upload the same rows several times on purpose.
+        .text("allow_duplicate", "true")
         .text("schema", SMALL_SCHEMA)
         .part(
             "data",
@@ -195,6 +197,7 @@ async fn a_job_of_a_killed_replica_finishes_on_another_charged_once() {
     let form = reqwest::multipart::Form::new()
         .text("name", "m")
         .text("epsilon", "10")
+        .text("allow_duplicate", "true")
         .text("schema", schema)
         .part(
             "data",
@@ -330,6 +333,7 @@ async fn a_replica_killed_mid_upload_leaves_no_partial_dataset() {
         reqwest::multipart::Form::new()
             .text("name", name)
             .text("epsilon", "1")
+            .text("allow_duplicate", "true")
             .text("schema", SMALL_SCHEMA)
             .part(
                 "data",

@@ -454,6 +454,7 @@ async fn upload(
             let mut streamed = Ok(());
             for chunk in head {
                 hasher.update(&chunk);
+                content.update(&chunk);
                 if tx.send(chunk).await.is_err() {
                     break;
                 }
