@@ -220,10 +220,13 @@ impl BitMatrix {
     /// branch and no skipping of clear bits. A prediction pass over private
     /// rows (a DP evaluation) then takes a time that depends on the sizes
     /// only, as training does (issue 26; docs/privacy.md, "Running time").
-    pub fn add_where_set(&self, j: usize, weight: f64, out: &mut [f64]) {
+    pub fn add_where_set<T>(&self, j: usize, weight: T, out: &mut [T])
+    where
+        T: Copy + std::ops::AddAssign + std::ops::Mul<Output = T> + From<u8>,
+    {
         for (chunk, &word) in out.chunks_mut(64).zip(self.column(j)) {
             for (b, o) in chunk.iter_mut().enumerate() {
-                *o += weight * ((word >> b) & 1) as f64;
+                *o += weight * T::from(((word >> b) & 1) as u8);
             }
         }
     }
