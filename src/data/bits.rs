@@ -214,6 +214,31 @@ impl BitMatrix {
         &self.columns[j]
     }
 
+    /// Add `weight` to `out[r]` for every row `r < out.len()` whose bit is
+    /// set in column `j`, with the same work for every row: each bit of
+    /// each word is visited and contributes `weight` times 0 or 1, no
+    /// branch and no skipping of clear bits. A prediction pass over private
+    /// rows (a DP evaluation) then takes a time that depends on the sizes
+    /// only, as training does (issue 26; docs/privacy.md, "Running time").
+    pub fn add_where_set<T>(&self, j: usize, weight: T, out: &mut [T])
+    where
+        T: Copy + std::ops::AddAssign + std::ops::Mul<Output = T> + From<u8>,
+    {
+        for (chunk, &word) in out.chunks_mut(64).zip(self.column(j)) {
+            for (b, o) in chunk.iter_mut().enumerate() {
+                *o += weight * T::from(((word >> b) & 1) as u8);
+            }
+        }
+    }
+
+    /// Whether row `r` has any of the bits `columns` set, reading every one
+    /// of them (no short circuit: the work does not depend on the row).
+    pub fn any_set(&self, r: usize, columns: &[u32]) -> bool {
+        columns
+            .iter()
+            .fold(false, |any, &j| any | self.get(r, j as usize))
+    }
+
     /// Column j as a [`BitVec`] (a copy).
     pub fn column_bits(&self, j: usize) -> BitVec {
         BitVec {
@@ -406,6 +431,42 @@ mod tests {
         assert_eq!(BitVec::from_words(vec![1 << 4], 5).unwrap().count_ones(), 1);
         assert_eq!(BitVec::from_words(vec![], 5), None);
         assert!(BitVec::zeros(0).is_empty());
+    }
+
+    #[test]
+    fn add_where_set_adds_the_weight_to_the_set_rows_only() {
+        // 70 rows, column 0 set at rows 0, 63, 64 and 69 (both words, the
+        // partial last one included), column 1 at row 5.
+        let mut b = BitMatrixBuilder::new(2);
+        for r in 0..70u32 {
+            let mut active = Vec::new();
+            if [0, 63, 64, 69].contains(&r) {
+                active.push(0);
+            }
+            if r == 5 {
+                active.push(1);
+            }
+            b.push_row(&active);
+        }
+        let m = b.finish();
+        let mut out = vec![1.0; 70];
+        m.add_where_set(0, 2.5, &mut out);
+        m.add_where_set(1, -4.0, &mut out);
+        for (r, v) in out.iter().enumerate() {
+            let expected = match r {
+                0 | 63 | 64 | 69 => 3.5,
+                5 => -3.0,
+                _ => 1.0,
+            };
+            assert_eq!(*v, expected, "row {r}");
+        }
+        // A shorter output takes the first rows only.
+        let mut head = vec![0.0; 64];
+        m.add_where_set(0, 1.0, &mut head);
+        assert_eq!(head.iter().sum::<f64>(), 2.0);
+        // any_set reads every column named, the answer is the OR.
+        assert!(m.any_set(5, &[0, 1]) && m.any_set(64, &[1, 0]));
+        assert!(!m.any_set(6, &[0, 1]) && !m.any_set(0, &[]));
     }
 
     #[test]

@@ -175,12 +175,8 @@ pub fn fit(
             }
             let t = tree::grow(plan, &features, &grad, &hess, &rows, position as u32, rng)?;
             for (r, s) in score.iter_mut().enumerate() {
-                *s += t.leaves[t.leaf_of(|split| {
-                    split
-                        .literals
-                        .iter()
-                        .any(|&l| data.features.get(r, l as usize))
-                })];
+                // No short circuit: every literal of the split is read.
+                *s += t.leaves[t.leaf_of(|split| data.features.any_set(r, &split.literals))];
             }
             trees.push(t);
             done += 1;

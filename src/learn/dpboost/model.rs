@@ -274,9 +274,11 @@ impl DpBoostFile {
                         .trees
                         .iter()
                         .map(|t| {
-                            t.leaves[t.leaf_of(|s| {
-                                s.literals.iter().any(|&l| data.features.get(r, l as usize))
-                            })]
+                            // Every literal of every split on the path is
+                            // read (the trees are complete, so the path
+                            // length is the depth): work independent of
+                            // the row, for DP evaluations (issue 26).
+                            t.leaves[t.leaf_of(|s| data.features.any_set(r, &s.literals))]
                         })
                         .sum::<f64>();
                 DpBoostModel::unscale(self.task, raw)

@@ -219,18 +219,13 @@ impl EbmPredictor {
 
     /// Raw scores of every row: one pass per literal column.
     pub fn raw_all(&self, data: &Dataset) -> Vec<f64> {
-        let n = data.n_rows();
-        let mut out = vec![self.base; n];
+        // Work that does not depend on the rows (a DP evaluation reads
+        // private rows): `BitMatrix::add_where_set`. Zero weights are the
+        // released model's, public.
+        let mut out = vec![self.base; data.n_rows()];
         for (l, &d) in self.delta.iter().enumerate() {
-            if d == 0.0 {
-                continue;
-            }
-            for (w, &word) in data.features.column(l).iter().enumerate() {
-                let mut bits = word;
-                while bits != 0 {
-                    out[w * 64 + bits.trailing_zeros() as usize] += d;
-                    bits &= bits - 1;
-                }
+            if d != 0.0 {
+                data.features.add_where_set(l, d, &mut out);
             }
         }
         out

@@ -520,14 +520,11 @@ impl Predictor {
     pub fn vote_sums(&self, data: &Dataset) -> Vec<i32> {
         let n = data.n_rows();
         let mut sums = vec![self.base; n];
+        // Every bit visited (`BitMatrix::add_where_set`): a DP evaluation's
+        // pass over private rows takes work independent of the rows.
         for &(literal, doubled) in &self.doubled_votes {
-            for (w, &word) in data.features.column(literal as usize).iter().enumerate() {
-                let mut bits = word;
-                while bits != 0 {
-                    sums[w * 64 + bits.trailing_zeros() as usize] += doubled;
-                    bits &= bits - 1;
-                }
-            }
+            data.features
+                .add_where_set(literal as usize, doubled, &mut sums);
         }
         for tree in &self.trees {
             for (i, sum) in sums.iter_mut().enumerate() {

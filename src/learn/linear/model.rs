@@ -301,23 +301,14 @@ impl LinearPredictor {
 }
 
 /// `base` plus the weights `delta` of each row's true literals, for every
-/// row of `data` (literal by literal over the packed columns).
+/// row of `data` (literal by literal over the packed columns, in work that
+/// does not depend on the rows: [`crate::data::BitMatrix::add_where_set`]).
+/// A zero weight is skipped: the weights are the released model, public.
 fn sums(base: f64, delta: &[f64], data: &Dataset) -> Vec<f64> {
-    let n = data.n_rows();
-    let mut out = vec![base; n];
+    let mut out = vec![base; data.n_rows()];
     for (l, &d) in delta.iter().enumerate().take(data.n_literals()) {
-        if d == 0.0 {
-            continue;
-        }
-        for (w, &word) in data.features.column(l).iter().enumerate() {
-            let mut bits = word;
-            while bits != 0 {
-                let b = bits.trailing_zeros() as usize;
-                if let Some(o) = out.get_mut(w * 64 + b) {
-                    *o += d;
-                }
-                bits &= bits - 1;
-            }
+        if d != 0.0 {
+            data.features.add_where_set(l, d, &mut out);
         }
     }
     out
