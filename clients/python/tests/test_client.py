@@ -103,6 +103,15 @@ def test_public_test_data_is_evaluated_exactly_without_a_charge(owner, analyst, 
     pd.testing.assert_frame_equal(owner.ledger(dataset_id), before)
 
 
+def test_export_model_writes_the_onnx_graph_and_charges_nothing(owner, analyst, mushroom, mushroom_job, tmp_path):
+    spent = owner.budget(mushroom["id"]).loc["spent", "epsilon"]
+    path = tmp_path / "m.onnx"
+    data = analyst.export_model(mushroom_job["model_id"], path)
+    assert data == path.read_bytes() and len(data) > 1000
+    assert b"privboost.privacy" in data  # the statement travels in the metadata
+    assert owner.budget(mushroom["id"]).loc["spent", "epsilon"] == spent
+
+
 def test_wait_draws_the_bar_to_the_end(analyst, mushroom_job, capsys):
     again = analyst.wait(mushroom_job["id"], progress=True)
     assert again["state"] == "succeeded"

@@ -382,8 +382,10 @@ class Client:
         else:
             schema_text = json.dumps(schema)
         part = ("data.csv", "text/csv")
+        # A sampled-column report file is CSV only (the server refuses others).
+        sampled = isinstance(local_dp, Mapping) and local_dp.get("protocol") == "sampled-column"
         if isinstance(data, pd.DataFrame):
-            parquet = _frame_as_parquet(data, json.loads(schema_text))
+            parquet = None if sampled else _frame_as_parquet(data, json.loads(schema_text))
             if parquet is not None:
                 stream: Any = io.BytesIO(parquet)
                 part = ("data.parquet", "application/vnd.apache.parquet")
@@ -602,6 +604,17 @@ class Client:
     def get_model(self, model_id: str) -> dict:
         """A model with its privacy statement, inspection and model file (``model``)."""
         return self._json("GET", "/v1/models/{id}", {"id": model_id})
+
+    def export_model(self, model_id: str, path: str | os.PathLike | None = None, *, format: str = "onnx") -> bytes:
+        """The model as a standard ONNX graph (one input per schema column; docs/export.md).
+
+        Export is post-processing of the released model: it charges nothing. Returns the bytes
+        and, with ``path``, writes them there (e.g. for ``onnxruntime.InferenceSession(path)``).
+        """
+        data = self._request("GET", "/v1/models/{id}/export", {"id": model_id}, params={"format": format}).content
+        if path is not None:
+            Path(path).write_bytes(data)
+        return data
 
     def delete_model(self, model_id: str) -> None:
         """Delete a model (its dataset's owner, or an admin); its id answers 404 from then on.
