@@ -250,9 +250,11 @@ async fn a_job_of_a_killed_replica_finishes_on_another_charged_once() {
         }
     };
     running(a.url.clone(), long.clone()).await;
+    // Kill A while it runs, before B and C start: starting them first left
+    // A time to finish the job on a fast machine (attempts 1, not 2).
+    a.kill();
     let b = cluster.replica(1, &extra);
     let c = cluster.replica(2, &extra);
-    a.kill();
 
     let deadline = Instant::now() + Duration::from_secs(120);
     let done = loop {
