@@ -394,3 +394,44 @@ fn formats_from_magic_bytes_media_types_and_names() {
         Format::Parquet
     );
 }
+
+/// Training rows of a schema with a privacy unit are refused, before any row
+/// is read: contribution bounding is wired into the CSV reader only, and
+/// storing unbounded rows would break the per-person guarantee. Prediction
+/// reads (no label) ignore the unit and work.
+#[test]
+fn a_schema_with_a_privacy_unit_is_refused_for_training() {
+    let schema = r#"{
+      "label": {"column": "y", "positive": "+", "negative": "-"},
+      "privacy_unit": {"column": "person", "max_rows": 2},
+      "columns": [{"name": "age", "type": "numeric", "min": 0, "max": 100, "thresholds": [50]}]
+    }"#;
+    let encoder = Encoder::new(&Schema::from_json(schema).unwrap()).unwrap();
+    let columns = || {
+        vec![
+            ("person", strings(&[Some("p1"), Some("p1"), Some("p1")])),
+            (
+                "age",
+                Arc::new(Float64Array::from(vec![10.0, 60.0, 70.0])) as ArrayRef,
+            ),
+            ("y", strings(&[Some("+"), Some("-"), Some("+")])),
+        ]
+    };
+    let e = read_parquet_with(
+        parquet(columns(), 3),
+        &encoder,
+        &ReadOptions::new(LabelMode::Required),
+        usize::MAX,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("privacy_unit") && e.contains("CSV"), "{e}");
+    let rows = read_parquet_with(
+        parquet(columns(), 3),
+        &encoder,
+        &ReadOptions::new(LabelMode::Optional),
+        usize::MAX,
+    )
+    .unwrap();
+    assert_eq!(rows.dataset.n_rows(), 3);
+}
