@@ -215,7 +215,25 @@ async fn cancelling_a_job_that_never_started_refunds_it() {
     assert_eq!(refund["job_id"], queued["id"]);
     assert_eq!(refund["epsilon"], 2.0);
     // The running one is cancelled between rounds and keeps its charge.
+    // Wait until it runs: on a slow claim (PostgreSQL in CI) it could still
+    // be queued, and a queued job's cancel is refunded.
     let long_id = long["id"].as_str().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let j = expect_status(
+            s.get(&owner, &format!("/v1/jobs/{long_id}")).await,
+            StatusCode::OK,
+        )
+        .await;
+        if j["state"] == "running" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the long job never ran: {j}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let r = s
         .post(&owner, &format!("/v1/jobs/{long_id}/cancel"), &json!({}))
         .await;
