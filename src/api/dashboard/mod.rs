@@ -143,6 +143,8 @@ pub(super) const ROUTES: &[(&str, &str)] = &[
     ("GET", "/dashboard/experiments"),
     ("GET", "/dashboard/static/style.css"),
     ("GET", "/dashboard/static/live.js"),
+    ("GET", "/dashboard/static/favicon.svg"),
+    ("GET", "/favicon.ico"),
 ];
 
 pub(super) fn router(state: AppState) -> Router<AppState> {
