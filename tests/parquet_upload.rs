@@ -202,3 +202,54 @@ async fn the_row_limit_is_read_from_the_footer() {
         .await;
     expect_status(r, StatusCode::CREATED).await;
 }
+
+/// A schema with a privacy unit over Parquet (issue 28): integer
+/// identifiers, units of 1..10 rows bounded to 4 at upload as for CSV; the
+/// owner is told how many rows the bound dropped.
+#[tokio::test]
+async fn a_parquet_upload_with_a_privacy_unit_is_bounded_per_unit() {
+    const UNIT_SCHEMA: &str = r#"{
+      "label": {"column": "y", "positive": "1", "negative": "0"},
+      "columns": [{"name": "x", "type": "numeric", "min": 0, "max": 100, "bins": 4}],
+      "privacy_unit": {"column": "patient_id", "max_rows": 4}
+    }"#;
+    let size = |u: i64| 1 + u % 10;
+    let (mut ids, mut xs, mut ys) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..10 {
+        for u in 0..60i64 {
+            if round < size(u) {
+                let x = (u * 37 + round * 11) % 100;
+                ids.push(u);
+                xs.push(x);
+                ys.push(i64::from(x > 50));
+            }
+        }
+    }
+    let total = ids.len();
+    let kept: i64 = (0..60).map(|u| size(u).min(4)).sum();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("patient_id", Arc::new(Int64Array::from(ids))),
+        ("x", Arc::new(Int64Array::from(xs))),
+        ("y", Arc::new(Int64Array::from(ys))),
+    ];
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), false))
+            .collect::<Vec<_>>(),
+    ));
+    let batch =
+        RecordBatch::try_new(schema.clone(), columns.into_iter().map(|c| c.1).collect()).unwrap();
+    let mut bytes = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut bytes, schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let r = s.upload(&owner, "visits", 2.0, UNIT_SCHEMA, bytes).await;
+    let body = expect_status(r, StatusCode::CREATED).await;
+    assert_eq!(body["accepted_rows"], kept, "{body}");
+    assert_eq!(body["unit_dropped_rows"], total as i64 - kept, "{body}");
+    assert_eq!(body["dataset"]["n_rows"], kept, "{body}");
+}

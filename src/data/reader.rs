@@ -261,13 +261,7 @@ fn read<R: Read>(
     }
     let layout = layout(&header, encoder, options.label)?;
     // A key per upload, from the OS CSPRNG, dropped when the read ends.
-    let hasher = match layout.unit {
-        Some(_) => Some(
-            UnitHasher::from_os()
-                .map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))?,
-        ),
-        None => None,
-    };
+    let hasher = layout.unit.map(|_| unit_hasher()).transpose()?;
     let context = Context {
         layout: &layout,
         encoder,
@@ -606,15 +600,7 @@ impl Assembly {
         };
         // Contribution bounding, after parsing, before anything else sees
         // the rows (`super::unit`).
-        let (dataset, unit_dropped) = match self.units {
-            Some(units) => {
-                let mut rng = NoiseRng::from_os()
-                    .map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))?;
-                unit::bound_dataset(dataset, &units, encoder.schema().unit_max_rows(), &mut rng)
-                    .map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))?
-            }
-            None => (dataset, 0),
-        };
+        let (dataset, unit_dropped) = bound_units(dataset, self.units.as_deref(), encoder)?;
         Ok(ReadReport {
             dataset,
             skipped: self.skipped,
@@ -895,20 +881,57 @@ fn unit_key(
     let (Some(i), Some(hasher)) = (layout.unit, hasher) else {
         return Ok(None);
     };
-    let cell = record.get(i).trim_ascii();
-    if cell.is_empty() {
-        let name = encoder
-            .schema()
-            .privacy_unit
-            .as_ref()
-            .map_or("", |u| u.column.as_str());
-        return Err(DataError::cell(
-            0,
-            name,
-            "the privacy unit identifier is empty",
-        ));
+    unit_key_of_cell(Some(record.get(i)), encoder, hasher).map(Some)
+}
+
+/// The keyed hash of one unit identifier cell, trimmed, as every reader
+/// (CSV, Parquet, Arrow) computes it. An empty or null identifier is a row
+/// error (it would otherwise make every such row one unit); the message
+/// never has the value.
+fn unit_key_of_cell(
+    cell: Option<&[u8]>,
+    encoder: &Encoder,
+    hasher: &UnitHasher,
+) -> Result<UnitKey, DataError> {
+    match cell.map(<[u8]>::trim_ascii) {
+        Some(cell) if !cell.is_empty() => Ok(hasher.key_of(cell)),
+        _ => {
+            let name = encoder
+                .schema()
+                .privacy_unit
+                .as_ref()
+                .map_or("", |u| u.column.as_str());
+            Err(DataError::cell(
+                0,
+                name,
+                "the privacy unit identifier is empty",
+            ))
+        }
     }
-    Ok(Some(hasher.key_of(cell)))
+}
+
+/// A fresh upload key for unit identifiers, from the OS CSPRNG (dropped
+/// when the read ends, so the stored keys cannot be linked across uploads).
+fn unit_hasher() -> Result<UnitHasher, DataError> {
+    UnitHasher::from_os().map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))
+}
+
+/// Contribution bounding (`super::unit`), after parsing, before anything
+/// else sees the rows: with unit keys (one per kept row), each unit keeps
+/// a uniformly random `max_rows` of its rows; returns the rows dropped.
+/// Every reader ends here, so no format stores unbounded rows.
+fn bound_units(
+    dataset: Dataset,
+    units: Option<&[UnitKey]>,
+    encoder: &Encoder,
+) -> Result<(Dataset, usize), DataError> {
+    let Some(units) = units else {
+        return Ok((dataset, 0));
+    };
+    let mut rng =
+        NoiseRng::from_os().map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))?;
+    unit::bound_dataset(dataset, units, encoder.schema().unit_max_rows(), &mut rng)
+        .map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))
 }
 
 /// `"a", "b"` for an error message.

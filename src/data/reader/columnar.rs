@@ -40,7 +40,8 @@ use rayon::prelude::*;
 
 use super::{
     BitMatrixBuilder, DataError, Dataset, Encoder, Label, LabelColumn, Layout, OnBadRow,
-    ReadOptions, ReadReport, column_block, encode_label_field, layout_names,
+    ReadOptions, ReadReport, UnitHasher, UnitKey, bound_units, column_block, encode_label_field,
+    layout_names, unit_hasher, unit_key_of_cell,
 };
 use crate::data::schema::{Column, Task};
 
@@ -231,6 +232,8 @@ pub fn read_arrow_ipc_with(
 enum Role {
     Feature(usize),
     Label,
+    /// The privacy unit's identifier (training rows of a schema with one).
+    Unit,
 }
 
 /// Whether an Arrow type may hold a schema column of this kind (`None`
@@ -268,6 +271,19 @@ fn type_fits(
     }
 }
 
+/// Whether an Arrow type may hold unit identifiers: strings or integers
+/// (hashed as the text a CSV writer would write, so a Parquet copy of a CSV
+/// groups its rows into the same units).
+fn unit_type_fits(data_type: &DataType) -> Result<(), &'static str> {
+    let string =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    match data_type {
+        DataType::Dictionary(_, values) if string(values) => Ok(()),
+        t if string(t) || t.is_integer() => Ok(()),
+        _ => Err("the privacy unit identifier must be a string or an integer"),
+    }
+}
+
 fn read_columnar(
     format: Format,
     opened: Opened,
@@ -290,15 +306,6 @@ fn read_columnar(
     }
     let layout: Layout =
         layout_names(&names, encoder, options.label, "the file").map_err(columns_error)?;
-    // Training rows of a schema with a privacy unit must be bounded per unit
-    // before anything reads them (`super::unit`), which only the CSV reader
-    // does in this version: refuse rather than store unbounded rows.
-    if layout.unit.is_some() {
-        return Err(format_error(
-            format,
-            "a schema with a privacy_unit is read from CSV only in this version (contribution bounding is not yet wired into the Parquet and Arrow reader): send the table as CSV",
-        ));
-    }
     let schema = encoder.schema();
     let task = schema.task();
     // The columns read, in file order (the order of a projection's batch).
@@ -307,15 +314,20 @@ fn read_columnar(
         .iter()
         .map(|&(i, f)| (i, Role::Feature(f)))
         .chain(layout.label.map(|i| (i, Role::Label)))
+        .chain(layout.unit.map(|i| (i, Role::Unit)))
         .collect();
     wanted.sort_by_key(|&(i, _)| i);
     let mut wrong = Vec::new();
     for &(i, role) in &wanted {
-        let column = match role {
-            Role::Feature(_) => schema.columns.iter().find(|c| c.name() == names[i]),
-            Role::Label => None,
+        let fits = match role {
+            Role::Feature(_) => {
+                let column = schema.columns.iter().find(|c| c.name() == names[i]);
+                type_fits(&opened.fields[i].1, column, task)
+            }
+            Role::Label => type_fits(&opened.fields[i].1, None, task),
+            Role::Unit => unit_type_fits(&opened.fields[i].1),
         };
-        if let Err(why) = type_fits(&opened.fields[i].1, column, task) {
+        if let Err(why) = fits {
             wrong.push(format!(
                 "column {:?} is {}: {why}",
                 names[i], opened.fields[i].1
@@ -328,6 +340,10 @@ fn read_columnar(
     let roles: Vec<Role> = wanted.iter().map(|&(_, r)| r).collect();
     let names_read: Vec<&str> = wanted.iter().map(|&(i, _)| names[i]).collect();
     let mut batches = (opened.open)(wanted.iter().map(|&(i, _)| i).collect())?;
+    // A key per upload, from the OS CSPRNG, dropped when the read ends
+    // (as for CSV, `super::unit_hasher`).
+    let hasher = layout.unit.map(|_| unit_hasher()).transpose()?;
+    let mut units: Option<Vec<UnitKey>> = layout.unit.map(|_| Vec::new());
 
     let max_errors = options.max_errors.max(1);
     let mut bits = BitMatrixBuilder::new(encoder.n_literals());
@@ -360,7 +376,7 @@ fn read_columnar(
         }
         let results: Vec<BatchResult> = batch_wave
             .par_iter()
-            .map(|b| encode_batch(b, &roles, &names_read, encoder, max_errors))
+            .map(|b| encode_batch(b, &roles, &names_read, encoder, hasher.as_ref(), max_errors))
             .collect();
         drop(batch_wave);
         for r in results {
@@ -391,6 +407,9 @@ fn read_columnar(
                 }
                 _ => {}
             }
+            if let Some(units) = units.as_mut() {
+                units.extend(r.units);
+            }
             rows += r.records;
         }
     }
@@ -406,17 +425,21 @@ fn read_columnar(
         Some(LabelColumn::Numeric(v)) => (None, Some(v), None),
         Some(LabelColumn::Class(c)) => (None, None, Some(c)),
     };
+    let dataset = Dataset {
+        features: bits.finish(),
+        labels,
+        targets,
+        classes,
+        one_hot_groups: encoder.one_hot_groups().to_vec(),
+    };
+    // Contribution bounding before anything else sees the rows, exactly as
+    // for CSV (`super::bound_units`).
+    let (dataset, unit_dropped) = bound_units(dataset, units.as_deref(), encoder)?;
     Ok(ReadReport {
-        dataset: Dataset {
-            features: bits.finish(),
-            labels,
-            targets,
-            classes,
-            one_hot_groups: encoder.one_hot_groups().to_vec(),
-        },
+        dataset,
         skipped,
         errors,
-        unit_dropped: 0,
+        unit_dropped,
     })
 }
 
@@ -455,6 +478,8 @@ struct BatchResult {
     good: usize,
     bits: Vec<u64>,
     labels: Option<BatchLabels>,
+    /// The good rows' unit keys, in row order (empty without a unit).
+    units: Vec<UnitKey>,
     bad: usize,
     /// The first `max_errors` bad rows: the row's index in the batch and the
     /// error (row still unset).
@@ -564,6 +589,7 @@ fn encode_batch(
     roles: &[Role],
     names: &[&str],
     encoder: &Encoder,
+    hasher: Option<&UnitHasher>,
     max_errors: usize,
 ) -> BatchResult {
     let records = batch.num_rows();
@@ -584,10 +610,12 @@ fn encode_batch(
     let mut active: Vec<u32> = Vec::with_capacity(records * roles.len());
     let mut starts = Vec::with_capacity(records);
     let mut errors = Vec::new();
+    let mut units = Vec::new();
     let mut bad = 0;
     for r in 0..records {
         let start = active.len();
         let mut label = None;
+        let mut unit = None;
         let mut encoded = Ok(());
         for ((role, cells), name) in roles.iter().zip(&columns).zip(names) {
             let cells = match cells {
@@ -606,6 +634,10 @@ fn encode_batch(
                 (Role::Label, raw) => {
                     encode_label_field(raw.unwrap_or(b""), encoder).map(|l| label = Some(l))
                 }
+                (Role::Unit, raw) => match hasher {
+                    Some(hasher) => unit_key_of_cell(raw, encoder, hasher).map(|k| unit = Some(k)),
+                    None => Ok(()),
+                },
             };
             if encoded.is_err() {
                 break;
@@ -614,6 +646,7 @@ fn encode_batch(
         match encoded {
             Ok(()) => {
                 starts.push(start);
+                units.extend(unit);
                 match (&mut labels, label) {
                     (Some(BatchLabels::Binary(ys)), Some(Label::Binary(y))) => ys.push(y),
                     (Some(BatchLabels::Numeric(ys)), Some(Label::Numeric(y))) => ys.push(y),
@@ -637,6 +670,7 @@ fn encode_batch(
         good,
         bits,
         labels,
+        units,
         bad,
         errors,
     }

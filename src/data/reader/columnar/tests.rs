@@ -395,43 +395,116 @@ fn formats_from_magic_bytes_media_types_and_names() {
     );
 }
 
-/// Training rows of a schema with a privacy unit are refused, before any row
-/// is read: contribution bounding is wired into the CSV reader only, and
-/// storing unbounded rows would break the per-person guarantee. Prediction
-/// reads (no label) ignore the unit and work.
+/// Training rows of a schema with a privacy unit are bounded per unit as the
+/// CSV reader bounds them (`super::bound_units`): units 1..=10 with u rows
+/// each keep min(u, 3) whole rows, from string or integer identifiers; a
+/// null identifier is a row error that does not show a value; a float
+/// identifier column is refused by name. Prediction reads ignore the unit.
 #[test]
-fn a_schema_with_a_privacy_unit_is_refused_for_training() {
-    let schema = r#"{
-      "label": {"column": "y", "positive": "+", "negative": "-"},
-      "privacy_unit": {"column": "person", "max_rows": 2},
-      "columns": [{"name": "age", "type": "numeric", "min": 0, "max": 100, "thresholds": [50]}]
-    }"#;
-    let encoder = Encoder::new(&Schema::from_json(schema).unwrap()).unwrap();
-    let columns = || {
+fn a_schema_with_a_privacy_unit_is_bounded_per_unit() {
+    let categories: Vec<String> = (1..=10).map(|u| format!("\"{u}\"")).collect();
+    let schema = format!(
+        r#"{{
+      "label": {{"column": "y", "positive": "+", "negative": "-"}},
+      "privacy_unit": {{"column": "person", "max_rows": 3}},
+      "columns": [{{"name": "tag", "type": "categorical", "categories": [{}]}}]
+    }}"#,
+        categories.join(", ")
+    );
+    let encoder = Encoder::new(&Schema::from_json(&schema).unwrap()).unwrap();
+    // Unit u has u rows; its rows carry tag u, so the kept rows per unit can
+    // be counted from the literals (tag u is literal u - 1).
+    let (mut ids, mut tags, mut ys) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..10 {
+        for u in 1..=10i64 {
+            if round < u {
+                ids.push(u);
+                tags.push(u.to_string());
+                ys.push(if round == 0 { "+" } else { "-" });
+            }
+        }
+    }
+    let tag_array = || Arc::new(StringArray::from(tags.clone())) as ArrayRef;
+    let y_array = || Arc::new(StringArray::from(ys.clone())) as ArrayRef;
+    let as_text: Vec<String> = ids.iter().map(|u| format!("person {u}")).collect();
+    let id_columns: [ArrayRef; 2] = [
+        Arc::new(StringArray::from(as_text)),
+        Arc::new(Int64Array::from(ids.clone())),
+    ];
+    let training = ReadOptions::new(LabelMode::Required);
+    for id_column in id_columns {
+        let file = parquet(
+            vec![
+                ("person", id_column),
+                ("tag", tag_array()),
+                ("y", y_array()),
+            ],
+            16,
+        );
+        let report = read_parquet_with(file, &encoder, &training, usize::MAX).unwrap();
+        let kept: usize = (1..=10).map(|u: usize| u.min(3)).sum();
+        assert_eq!(report.dataset.n_rows(), kept);
+        assert_eq!(report.unit_dropped, 55 - kept);
+        assert_eq!(report.skipped, 0);
+        let mut per_unit = [0usize; 10];
+        for r in 0..report.dataset.n_rows() {
+            let active = report.dataset.features.row_active(r);
+            assert_eq!(active.len(), 1);
+            per_unit[active[0] as usize] += 1;
+        }
+        let expected: Vec<usize> = (1..=10).map(|u: usize| u.min(3)).collect();
+        assert_eq!(per_unit.to_vec(), expected);
+    }
+    // A null identifier: a row error naming the column, no value shown.
+    let file = parquet(
         vec![
-            ("person", strings(&[Some("p1"), Some("p1"), Some("p1")])),
+            ("person", strings(&[Some("secret-7"), None])),
+            ("tag", strings(&[Some("1"), Some("2")])),
+            ("y", strings(&[Some("+"), Some("-")])),
+        ],
+        2,
+    );
+    let e = read_parquet_with(file, &encoder, &training, usize::MAX)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("row 2") && e.contains("\"person\"") && e.contains("identifier is empty"),
+        "{e}"
+    );
+    assert!(!e.contains("secret"), "{e}");
+    // A float identifier column is refused by name before any row is read.
+    let file = parquet(
+        vec![
             (
-                "age",
-                Arc::new(Float64Array::from(vec![10.0, 60.0, 70.0])) as ArrayRef,
+                "person",
+                Arc::new(Float64Array::from(vec![1.0])) as ArrayRef,
             ),
-            ("y", strings(&[Some("+"), Some("-"), Some("+")])),
-        ]
-    };
-    let e = read_parquet_with(
-        parquet(columns(), 3),
-        &encoder,
-        &ReadOptions::new(LabelMode::Required),
-        usize::MAX,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("privacy_unit") && e.contains("CSV"), "{e}");
+            ("tag", strings(&[Some("1")])),
+            ("y", strings(&[Some("+")])),
+        ],
+        1,
+    );
+    let e = read_parquet_with(file, &encoder, &training, usize::MAX)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"person\"") && e.contains("unit identifier must be a string or an integer"),
+        "{e}"
+    );
+    // Prediction rows: the unit column may be there, unread.
+    let file = parquet(
+        vec![
+            ("person", strings(&[Some("p1"), Some("p1")])),
+            ("tag", strings(&[Some("1"), Some("1")])),
+        ],
+        2,
+    );
     let rows = read_parquet_with(
-        parquet(columns(), 3),
+        file,
         &encoder,
         &ReadOptions::new(LabelMode::Optional),
         usize::MAX,
     )
     .unwrap();
-    assert_eq!(rows.dataset.n_rows(), 3);
+    assert_eq!(rows.dataset.n_rows(), 2);
 }
