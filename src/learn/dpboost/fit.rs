@@ -154,6 +154,7 @@ pub fn fit(
     let mut score = vec![init; n];
     let mut grad = vec![0i64; n];
     let mut hess = vec![0i64; n];
+    let mut weight = vec![0u8; n];
     let mut trees = Vec::with_capacity(plan.trees() as usize);
     let mut done = 0;
     for _ in 0..plan.params.ensembles {
@@ -162,18 +163,29 @@ pub fn fit(
         for (position, &size) in plan.sizes.iter().enumerate() {
             let subset = &perm[offset..offset + size];
             offset += size;
-            // GDF ([DPB] §3.1): drop rows whose gradient exceeds g* from this
-            // tree only.
-            let mut rows = Vec::with_capacity(size);
+            // GDF ([DPB] §3.1): rows whose gradient exceeds g* leave this
+            // tree only. They are not removed from the subset: they stay in
+            // every pass with weight 0 (gradient and hessian 0, not counted),
+            // so the tree's work is a function of the public subset size,
+            // not of how many rows the filter dropped (docs/privacy.md
+            // "Timing").
             for &r in subset {
                 let g = gradient(task, y[r], score[r]);
-                if g.abs() <= G_STAR {
-                    grad[r] = grid_gradient(g);
-                    hess[r] = grid_hessian(task, grad[r]);
-                    rows.push(r);
-                }
+                let kept = g.abs() <= G_STAR;
+                grad[r] = if kept { grid_gradient(g) } else { 0 };
+                hess[r] = if kept { grid_hessian(task, grad[r]) } else { 0 };
+                weight[r] = u8::from(kept);
             }
-            let t = tree::grow(plan, &features, &grad, &hess, &rows, position as u32, rng)?;
+            let t = tree::grow(
+                plan,
+                &features,
+                &grad,
+                &hess,
+                &weight,
+                subset,
+                position as u32,
+                rng,
+            )?;
             for (r, s) in score.iter_mut().enumerate() {
                 // No short circuit: every literal of the split is read.
                 *s += t.leaves[t.leaf_of(|split| data.features.any_set(r, &split.literals))];

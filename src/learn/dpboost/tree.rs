@@ -144,13 +144,19 @@ pub struct Features {
     pub codes: Vec<Vec<u16>>,
 }
 
-/// Train one tree on `rows` (already filtered) with grid gradients `grad`,
-/// at 0-based ensemble position `position`.
+/// Train one tree on `rows` with grid gradients `grad` and hessians
+/// `hess`, at 0-based ensemble position `position`. `weight[r]` is 1 for a
+/// row in the tree and 0 for one the gradient filter left out (its gradient
+/// and hessian are 0 too): every row of `rows` is visited either way, and
+/// only the counts read the weight, so the work depends on `rows.len()`
+/// (public), not on the filter.
+#[allow(clippy::too_many_arguments)]
 pub fn grow(
     plan: &DpBoostPlan,
     features: &Features,
     grad: &[i64],
     hess: &[i64],
+    weight: &[u8],
     rows: &[usize],
     position: u32,
     rng: &mut NoiseRng,
@@ -177,12 +183,14 @@ pub fn grow(
                     for &r in node {
                         let c = &mut h[usize::from(codes[f][r])];
                         c.0 += grad[r];
-                        c.1 += 1;
+                        c.1 += usize::from(weight[r]);
                     }
                     h
                 })
                 .collect();
-            let total: (i64, usize) = node.iter().fold((0, 0), |a, &r| (a.0 + grad[r], a.1 + 1));
+            let total: (i64, usize) = node.iter().fold((0, 0), |a, &r| {
+                (a.0 + grad[r], a.1 + usize::from(weight[r]))
+            });
             for (g, c) in gains.iter_mut().zip(candidates) {
                 let (mut s, mut n) = (0i64, 0usize);
                 for &code in &c.left_codes {
@@ -194,9 +202,15 @@ pub fn grow(
             }
             let chosen = &candidates[report_noisy_max(rng, &gains, plan.split_scale)?];
             let f = chosen.feature;
+            // A table by base code, so each row's side is one lookup (a
+            // search of `left_codes` would take longer for some codes).
+            let mut goes_left = vec![false; layouts[f].base.len()];
+            for &code in &chosen.left_codes {
+                goes_left[usize::from(code)] = true;
+            }
             let (left, right): (Vec<usize>, Vec<usize>) = node
                 .iter()
-                .partition(|&&r| chosen.left_codes.contains(&codes[f][r]));
+                .partition(|&&r| goes_left[usize::from(codes[f][r])]);
             splits.push(Split {
                 literals: chosen.literals.clone(),
             });
@@ -216,7 +230,8 @@ pub fn grow(
             let (_, scale) = plan.leaf_noise(position);
             for node in &nodes {
                 let s: i64 = node.iter().map(|&r| grad[r]).sum();
-                let v = -(s as f64 / f64::from(1u32 << GRAD_BITS)) / (node.len() as f64 + L2);
+                let count: usize = node.iter().map(|&r| usize::from(weight[r])).sum();
+                let v = -(s as f64 / f64::from(1u32 << GRAD_BITS)) / (count as f64 + L2);
                 leaves.push(eta * release_leaf(rng, v, clip, scale)?);
             }
         }
