@@ -15,7 +15,7 @@ async fn evaluation_is_charged_released_and_refused_over_budget() {
     let (_, owner) = s.key("owner", "alice").await;
     let train = s.upload_mushroom(&owner, 5.0).await;
     // A second copy stands for held-out rows with the same schema.
-    let test = upload_mushroom_copy(&s, &owner, 2.0).await;
+    let test = s.upload_mushroom_copy(&owner, 2.0).await;
     let job = expect_status(
         s.post(
             &owner,
@@ -130,23 +130,3 @@ async fn evaluation_is_charged_released_and_refused_over_budget() {
     .await;
 }
 
-/// Another copy of the shipped Mushroom rows for the same owner (a held-out
-/// or test dataset beside the training one): the owner means the copy, so
-/// the upload says `allow_duplicate` (a second upload of the same content is
-/// refused otherwise).
-async fn upload_mushroom_copy(s: &TestServer, key: &str, epsilon: f64) -> String {
-    let schema = std::fs::read_to_string(common::mushroom_schema()).unwrap();
-    let csv = std::fs::read(common::mushroom_csv()).unwrap();
-    let r = s
-        .upload_form(
-            key,
-            "mushroom-copy",
-            &epsilon.to_string(),
-            &schema,
-            csv,
-            &[("allow_duplicate", "true")],
-        )
-        .await;
-    let body = expect_status(r, StatusCode::CREATED).await;
-    body["dataset"]["id"].as_str().unwrap().into()
-}

@@ -53,8 +53,8 @@ async fn public_test_data_is_exact_uncharged_and_only_the_owner_declares_it() {
     let (_, owner) = s.key("owner", "alice").await;
     let (analyst_id, analyst) = s.key("analyst", "bob").await;
     let train = s.upload_mushroom(&owner, 5.0).await;
-    let public = upload_mushroom_copy(&s, &owner, 1.0).await;
-    let private = upload_mushroom_copy(&s, &owner, 1.0).await;
+    let public = s.upload_mushroom_copy(&owner, 1.0).await;
+    let private = s.upload_mushroom_copy(&owner, 1.0).await;
     // The analyst sees the public dataset and the model (trained on `train`).
     for d in [&public, &train] {
         s.expect(
@@ -217,23 +217,3 @@ async fn public_test_data_is_exact_uncharged_and_only_the_owner_declares_it() {
     assert_eq!(after.last().unwrap()["job_id"], e["id"]);
 }
 
-/// Another copy of the shipped Mushroom rows for the same owner (a held-out
-/// or test dataset beside the training one): the owner means the copy, so
-/// the upload says `allow_duplicate` (a second upload of the same content is
-/// refused otherwise).
-async fn upload_mushroom_copy(s: &TestServer, key: &str, epsilon: f64) -> String {
-    let schema = std::fs::read_to_string(common::mushroom_schema()).unwrap();
-    let csv = std::fs::read(common::mushroom_csv()).unwrap();
-    let r = s
-        .upload_form(
-            key,
-            "mushroom-copy",
-            &epsilon.to_string(),
-            &schema,
-            csv,
-            &[("allow_duplicate", "true")],
-        )
-        .await;
-    let body = expect_status(r, StatusCode::CREATED).await;
-    body["dataset"]["id"].as_str().unwrap().into()
-}

@@ -181,6 +181,25 @@ impl TestServer {
         body["dataset"]["id"].as_str().unwrap().into()
     }
 
+    /// Upload a second copy of the shipped Mushroom data (the duplicate
+    /// check would refuse it without `allow_duplicate`); returns its id.
+    pub async fn upload_mushroom_copy(&self, key: &str, epsilon: f64) -> String {
+        let schema = std::fs::read_to_string(mushroom_schema()).unwrap();
+        let csv = std::fs::read(mushroom_csv()).unwrap();
+        let r = self
+            .upload_form(
+                key,
+                "mushroom-copy",
+                &epsilon.to_string(),
+                &schema,
+                csv,
+                &[("allow_duplicate", "true")],
+            )
+            .await;
+        let body = expect_status(r, StatusCode::CREATED).await;
+        body["dataset"]["id"].as_str().unwrap().into()
+    }
+
     /// Upload the small synthetic data; returns the dataset id.
     pub async fn upload_small(&self, key: &str, epsilon: f64, rows: usize) -> String {
         let r = self

@@ -414,7 +414,7 @@ fn rows_left_out_by_the_filter_change_nothing_released() {
     };
     let n = data.n_rows();
     let task = crate::data::Task::Binary;
-    let dropped = |r: usize| r % 5 == 0;
+    let dropped = |r: usize| r.is_multiple_of(5);
     let grad: Vec<i64> = (0..n)
         .map(|r| {
             if dropped(r) {
