@@ -534,6 +534,52 @@ fn eval_cross_validation_on_mushroom_with_baselines_writes_json() {
     assert!(accuracy >= 0.9, "lazybb mean accuracy {accuracy}{ctx}");
 }
 
+/// With a privacy unit, `eval`'s folds keep each unit's rows together and
+/// say so (issue 28): 40 units of 1..10 rows bounded to 3 at read.
+#[test]
+fn eval_cross_validation_with_a_privacy_unit_folds_by_unit() {
+    let dir = Dir::new();
+    let schema = dir.write(
+        "unit.json",
+        r#"{"label": {"column": "y", "positive": "1", "negative": "0"},
+            "columns": [{"name": "x", "type": "numeric", "min": 0, "max": 100, "bins": 4}],
+            "privacy_unit": {"column": "pid", "max_rows": 3}}"#,
+    );
+    let mut csv = String::from("pid,x,y\n");
+    for round in 0..10 {
+        for u in 0..40 {
+            if round <= u % 10 {
+                let x = (u * 37 + round * 11) % 100;
+                csv.push_str(&format!("p{u},{x},{}\n", u8::from(x > 50)));
+            }
+        }
+    }
+    let data = dir.write("unit.csv", csv);
+    let run = privboost([
+        "eval",
+        "--algorithm",
+        "dp-linear",
+        "--data",
+        arg(&data),
+        "--schema",
+        arg(&schema),
+        "--folds",
+        "5",
+        "--repeats",
+        "1",
+        "--epsilon",
+        "1",
+    ])
+    .success();
+    let ctx = run.context();
+    assert!(
+        run.stdout.contains(
+            "5-fold cross-validation on 108 rows of 40 privacy units, each unit's rows in one fold"
+        ),
+        "{ctx}"
+    );
+}
+
 #[test]
 fn eval_adult_train_test_split_succeeds() {
     let run = privboost([

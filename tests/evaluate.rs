@@ -129,4 +129,3 @@ async fn evaluation_is_charged_released_and_refused_over_budget() {
     )
     .await;
 }
-

@@ -216,4 +216,3 @@ async fn public_test_data_is_exact_uncharged_and_only_the_owner_declares_it() {
     assert_eq!(after.last().unwrap()["epsilon"], 0.4);
     assert_eq!(after.last().unwrap()["job_id"], e["id"]);
 }
-

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use privboost::data::unit::UnitKey;
 use privboost::data::{Dataset, Encoder, LabelMode, Task};
 use privboost::eval::{self, Method, MethodResult, Protocol, paper_grid};
 use privboost::learn::params;
@@ -136,6 +137,8 @@ pub struct EvalArgs {
 struct EvalFiles {
     encoder: Encoder,
     data: Dataset,
+    /// With a privacy unit, each row's unit key (folds keep units whole).
+    units: Option<Vec<UnitKey>>,
     test: Option<Dataset>,
 }
 
@@ -143,7 +146,8 @@ impl EvalFiles {
     fn load(args: &EvalArgs) -> anyhow::Result<EvalFiles> {
         let schema = files::load_schema(&args.schema)?;
         let encoder = Encoder::new(&schema)?;
-        let data = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
+        let report = files::load_report(&args.data, &encoder, LabelMode::Required)?;
+        let (data, units) = (report.dataset, report.units);
         let test = match &args.test {
             Some(path) => Some(files::load_dataset(path, &encoder, LabelMode::Required)?),
             None => None,
@@ -151,6 +155,7 @@ impl EvalFiles {
         Ok(EvalFiles {
             encoder,
             data,
+            units,
             test,
         })
     }
@@ -175,11 +180,23 @@ impl EvalFiles {
                     data: &self.data,
                     folds: args.folds,
                     split_seed: args.split_seed,
+                    units: self.units.as_deref(),
                 },
                 format!(
-                    "{}-fold cross-validation on {} rows (split seed {})",
+                    "{}-fold cross-validation on {} rows{} (split seed {})",
                     args.folds,
                     self.data.n_rows(),
+                    match &self.encoder.schema().privacy_unit {
+                        Some(u) => format!(
+                            " of {} privacy units, each unit's rows in one fold (unit {:?}, at most {} rows each)",
+                            self.units.as_ref().map_or(0, |k| {
+                                k.iter().collect::<std::collections::HashSet<_>>().len()
+                            }),
+                            u.column,
+                            u.max_rows
+                        ),
+                        None => String::new(),
+                    },
                     args.split_seed
                 ),
             ),

@@ -85,6 +85,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         data: &mushroom,
         folds: 5,
         split_seed: 1,
+        units: None,
     };
     let methods = 3 * epsilons.len() + 3;
     let total = eval::task_count(&adult, methods, repeats)

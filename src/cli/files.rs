@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::Context;
 use privboost::data::sampled_column::{SampledColumn, read_reports};
 use privboost::data::{
-    Dataset, Encoder, Format, LabelMode, ReadOptions, Schema, read_arrow_ipc_with, read_csv,
-    read_parquet_with, to_csv,
+    Dataset, Encoder, Format, LabelMode, ReadOptions, ReadReport, Schema, read_arrow_ipc_with,
+    read_csv_with, read_parquet_with, to_csv,
 };
 use privboost::learn::Model;
 
@@ -24,18 +24,20 @@ pub fn load_schema(path: &Path) -> anyhow::Result<Schema> {
 /// or Arrow IPC file (told by its extension or its first bytes,
 /// [`Format::of_path`]).
 pub fn load_dataset(path: &Path, encoder: &Encoder, label: LabelMode) -> anyhow::Result<Dataset> {
+    load_report(path, encoder, label).map(|r| r.dataset)
+}
+
+/// [`load_dataset`] with its read report: the rows, and with a privacy
+/// unit each kept row's unit key (for evaluation folds by unit).
+pub fn load_report(path: &Path, encoder: &Encoder, label: LabelMode) -> anyhow::Result<ReadReport> {
     let format =
         Format::of_path(path).with_context(|| format!("cannot open data {}", path.display()))?;
     let file = File::open(path).with_context(|| format!("cannot open data {}", path.display()))?;
     let options = ReadOptions::new(label);
     match format {
-        Format::Csv => read_csv(BufReader::new(file), encoder, label),
-        Format::Parquet => {
-            read_parquet_with(file, encoder, &options, usize::MAX).map(|r| r.dataset)
-        }
-        Format::ArrowIpc => {
-            read_arrow_ipc_with(file, encoder, &options, usize::MAX).map(|r| r.dataset)
-        }
+        Format::Csv => read_csv_with(BufReader::new(file), encoder, &options),
+        Format::Parquet => read_parquet_with(file, encoder, &options, usize::MAX),
+        Format::ArrowIpc => read_arrow_ipc_with(file, encoder, &options, usize::MAX),
     }
     .with_context(|| format!("data {}", path.display()))
 }

@@ -163,6 +163,11 @@ pub struct ReadReport {
     /// Rows left out by the privacy unit's contribution bound (`super::unit`;
     /// 0 without a unit). Data-dependent: for the owner only.
     pub unit_dropped: usize,
+    /// The kept rows' unit keys, in row order, with a privacy unit (`None`
+    /// without one): keyed hashes under this read's own key, so they group
+    /// rows by person for evaluation folds (`eval::Protocol`) and mean
+    /// nothing after the read. The service never stores them.
+    pub units: Option<Vec<UnitKey>>,
 }
 
 /// Read a CSV with a header row and encode it, refusing it at the first bad row.
@@ -600,12 +605,13 @@ impl Assembly {
         };
         // Contribution bounding, after parsing, before anything else sees
         // the rows (`super::unit`).
-        let (dataset, unit_dropped) = bound_units(dataset, self.units.as_deref(), encoder)?;
+        let (dataset, unit_dropped, units) = bound_units(dataset, self.units, encoder)?;
         Ok(ReadReport {
             dataset,
             skipped: self.skipped,
             errors: self.errors,
             unit_dropped,
+            units,
         })
     }
 }
@@ -918,20 +924,23 @@ fn unit_hasher() -> Result<UnitHasher, DataError> {
 
 /// Contribution bounding (`super::unit`), after parsing, before anything
 /// else sees the rows: with unit keys (one per kept row), each unit keeps
-/// a uniformly random `max_rows` of its rows; returns the rows dropped.
-/// Every reader ends here, so no format stores unbounded rows.
+/// a uniformly random `max_rows` of its rows; returns the rows dropped and
+/// the kept rows' keys. Every reader ends here, so no format stores
+/// unbounded rows.
 fn bound_units(
     dataset: Dataset,
-    units: Option<&[UnitKey]>,
+    units: Option<Vec<UnitKey>>,
     encoder: &Encoder,
-) -> Result<(Dataset, usize), DataError> {
+) -> Result<(Dataset, usize, Option<Vec<UnitKey>>), DataError> {
     let Some(units) = units else {
-        return Ok((dataset, 0));
+        return Ok((dataset, 0, None));
     };
     let mut rng =
         NoiseRng::from_os().map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))?;
-    unit::bound_dataset(dataset, units, encoder.schema().unit_max_rows(), &mut rng)
-        .map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))
+    let (dataset, dropped, kept) =
+        unit::bound_dataset(dataset, units, encoder.schema().unit_max_rows(), &mut rng)
+            .map_err(|e| DataError::Io(std::io::Error::other(e.to_string())))?;
+    Ok((dataset, dropped, Some(kept)))
 }
 
 /// `"a", "b"` for an error message.

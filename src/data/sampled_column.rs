@@ -445,6 +445,7 @@ pub fn read_reports<R: Read>(
         skipped,
         errors,
         unit_dropped: 0,
+        units: None,
     })
 }
 

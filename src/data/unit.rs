@@ -122,19 +122,21 @@ pub fn bound(
 }
 
 /// `data` with each unit cut to at most `max_rows` rows ([`bound`]); the
-/// dataset itself when nothing is dropped. Returns the rows dropped too.
+/// dataset itself when nothing is dropped. Returns the rows dropped and the
+/// kept rows' keys too.
 pub fn bound_dataset(
     data: Dataset,
-    units: &[UnitKey],
+    units: Vec<UnitKey>,
     max_rows: u32,
     rng: &mut NoiseRng,
-) -> Result<(Dataset, usize), PrivacyError> {
+) -> Result<(Dataset, usize, Vec<UnitKey>), PrivacyError> {
     assert_eq!(units.len(), data.n_rows(), "one unit key per row");
-    let b = bound(units, max_rows, rng)?;
+    let b = bound(&units, max_rows, rng)?;
     if b.dropped == 0 {
-        return Ok((data, 0));
+        return Ok((data, 0, units));
     }
-    Ok((data.subset(&b.kept), b.dropped))
+    let kept = b.kept.iter().map(|&r| units[r]).collect();
+    Ok((data.subset(&b.kept), b.dropped, kept))
 }
 
 #[cfg(test)]

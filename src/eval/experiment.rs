@@ -249,6 +249,7 @@ mod tests {
             data: &mushroom,
             folds: 5,
             split_seed: 1,
+            units: None,
         };
         for (encoder, protocol, table) in [
             (&encoder, &adult_protocol, &ADULT_TABLE_8[..]),

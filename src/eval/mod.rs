@@ -8,12 +8,15 @@
 //! Tuning parameters on private data this way is not accounted for
 //! (PAPERS.md §4 item 12).
 
+use std::collections::HashMap;
+
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::data::unit::UnitKey;
 use crate::data::{Dataset, Encoder};
 use crate::learn::{
     self, Ensemble, LazyBbParams, LearnError, Predictor, PrivacyMode, SensitivityBound,
@@ -47,7 +50,8 @@ pub enum Protocol<'a> {
         /// Test rows.
         test: &'a Dataset,
     },
-    /// k-fold cross-validation over shuffled rows.
+    /// k-fold cross-validation over shuffled rows, or over shuffled units
+    /// when `units` is given.
     CrossValidation {
         /// All rows.
         data: &'a Dataset,
@@ -56,6 +60,11 @@ pub enum Protocol<'a> {
         /// Seed of the row shuffle that assigns folds. This is not privacy
         /// noise: it only fixes the evaluation split, so runs are comparable.
         split_seed: u64,
+        /// Each row's privacy unit (`ReadReport::units`), for a schema with
+        /// a `privacy_unit`: then whole units are assigned to folds, so no
+        /// person has rows on both sides of a split (a model scored on rows
+        /// of people it trained on would look better than it is).
+        units: Option<&'a [UnitKey]>,
     },
 }
 
@@ -329,30 +338,79 @@ pub(crate) fn splits(protocol: &Protocol<'_>) -> Result<Vec<(Dataset, Dataset)>,
             data,
             folds,
             split_seed,
+            units,
         } => {
-            let n = data.n_rows();
-            if folds < 2 || folds > n {
-                return Err(EvalError::Invalid(format!(
-                    "folds must be between 2 and the number of rows ({n}), got {folds}"
-                )));
-            }
-            let mut order: Vec<usize> = (0..n).collect();
-            order.shuffle(&mut StdRng::seed_from_u64(split_seed));
+            let fold_of = match units {
+                None => row_folds(data.n_rows(), folds, split_seed)?,
+                Some(units) => unit_folds(units, data.n_rows(), folds, split_seed)?,
+            };
             Ok((0..folds)
                 .map(|k| {
                     let (mut train, mut test) = (Vec::new(), Vec::new());
-                    for (position, &row) in order.iter().enumerate() {
-                        if position % folds == k {
+                    for (row, &fold) in fold_of.iter().enumerate() {
+                        if fold == k {
                             test.push(row)
                         } else {
                             train.push(row)
                         }
                     }
-                    train.sort_unstable();
-                    test.sort_unstable();
                     (data.subset(&train), data.subset(&test))
                 })
                 .collect())
         }
     }
+}
+
+/// Each row's fold: rows shuffled by `split_seed`, then dealt round-robin.
+fn row_folds(n: usize, folds: usize, split_seed: u64) -> Result<Vec<usize>, EvalError> {
+    if folds < 2 || folds > n {
+        return Err(EvalError::Invalid(format!(
+            "folds must be between 2 and the number of rows ({n}), got {folds}"
+        )));
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut StdRng::seed_from_u64(split_seed));
+    let mut fold_of = vec![0; n];
+    for (position, &row) in order.iter().enumerate() {
+        fold_of[row] = position % folds;
+    }
+    Ok(fold_of)
+}
+
+/// Each row's fold when rows belong to units: the distinct units (in order
+/// of first row) shuffled by `split_seed` and dealt round-robin, each row
+/// in its unit's fold.
+fn unit_folds(
+    units: &[UnitKey],
+    n: usize,
+    folds: usize,
+    split_seed: u64,
+) -> Result<Vec<usize>, EvalError> {
+    if units.len() != n {
+        return Err(EvalError::Invalid(format!(
+            "{} unit keys for {n} rows",
+            units.len()
+        )));
+    }
+    let mut index: HashMap<UnitKey, usize> = HashMap::new();
+    let mut distinct = Vec::new();
+    for &u in units {
+        index.entry(u).or_insert_with(|| {
+            distinct.push(u);
+            distinct.len() - 1
+        });
+    }
+    let count = distinct.len();
+    if folds < 2 || folds > count {
+        return Err(EvalError::Invalid(format!(
+            "folds must be between 2 and the number of privacy units ({count}), got {folds}"
+        )));
+    }
+    let mut order: Vec<usize> = (0..count).collect();
+    order.shuffle(&mut StdRng::seed_from_u64(split_seed));
+    let mut unit_fold = vec![0; count];
+    for (position, &u) in order.iter().enumerate() {
+        unit_fold[u] = position % folds;
+    }
+    Ok(units.iter().map(|u| unit_fold[index[u]]).collect())
 }

@@ -56,6 +56,7 @@ fn mushroom_table_10_and_grid_accuracy() {
         data: &sets[0],
         folds: 5,
         split_seed: 1,
+        units: None,
     };
     let table_10 = [lazybb(1.0, 29, 0.30, 0.25), Method::OneRule];
     let results = evaluate(&protocol, &encoder, &table_10, 2, &seeded(200), &|| ()).unwrap();
@@ -85,6 +86,7 @@ fn folds_partition_the_rows() {
         data: &sets[0],
         folds: 5,
         split_seed: 7,
+        units: None,
     };
     let folds = splits(&protocol).unwrap();
     let test_rows: usize = folds.iter().map(|(_, test)| test.n_rows()).sum();
@@ -97,6 +99,46 @@ fn folds_partition_the_rows() {
         data: &sets[0],
         folds: 1,
         split_seed: 7,
+        units: None,
     };
     assert!(splits(&bad).is_err());
+}
+
+/// With privacy units, whole units go to folds: 200 rows of 60 units
+/// (unit u has rows where row % 60 == u, so 3 or 4 rows, interleaved), 5
+/// folds of 12 units each; every unit's rows share a fold; fewer units than
+/// folds is refused naming units. Without units the rows' folds are the
+/// round-robin deal of the shuffled rows, as before units existed.
+#[test]
+fn folds_keep_each_unit_whole() {
+    let units: Vec<UnitKey> = (0..200u128).map(|r| (r % 60) * 1_000_003).collect();
+    let fold_of = unit_folds(&units, 200, 5, 7).unwrap();
+    let mut fold_of_unit = std::collections::HashMap::new();
+    for (row, &fold) in fold_of.iter().enumerate() {
+        assert_eq!(
+            *fold_of_unit.entry(units[row]).or_insert(fold),
+            fold,
+            "row {row}"
+        );
+    }
+    for k in 0..5 {
+        assert_eq!(fold_of_unit.values().filter(|&&f| f == k).count(), 12);
+    }
+    let e = unit_folds(&units[..6], 6, 7, 7).unwrap_err().to_string();
+    assert!(e.contains("number of privacy units (6)"), "{e}");
+    let rows = row_folds(10, 5, 7).unwrap();
+    for k in 0..5 {
+        assert_eq!(rows.iter().filter(|&&f| f == k).count(), 2);
+    }
+    let (_, sets) = load("breast-cancer", &["wdbc.csv"]);
+    let keys: Vec<UnitKey> = (0..569u128).map(|r| r / 3).collect();
+    let by_unit = Protocol::CrossValidation {
+        data: &sets[0],
+        folds: 5,
+        split_seed: 7,
+        units: Some(&keys),
+    };
+    let folds = splits(&by_unit).unwrap();
+    let test_rows: usize = folds.iter().map(|(_, test)| test.n_rows()).sum();
+    assert_eq!(test_rows, 569);
 }

@@ -434,12 +434,13 @@ fn read_columnar(
     };
     // Contribution bounding before anything else sees the rows, exactly as
     // for CSV (`super::bound_units`).
-    let (dataset, unit_dropped) = bound_units(dataset, units.as_deref(), encoder)?;
+    let (dataset, unit_dropped, units) = bound_units(dataset, units, encoder)?;
     Ok(ReadReport {
         dataset,
         skipped,
         errors,
         unit_dropped,
+        units,
     })
 }
 

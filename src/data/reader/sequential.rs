@@ -91,6 +91,7 @@ pub(super) fn read<R: Read>(
         skipped,
         errors,
         unit_dropped: 0,
+        units: None,
     })
 }
 
