@@ -2,14 +2,16 @@
 //! uploads (a value outside the class list is refused with its row and
 //! without the value), learners that cannot do multiclass are refused
 //! before any charge, dp-linear trains and predicts a class with one
-//! probability per class summing to 1, and a private evaluation of the
-//! model is refused before its charge.
+//! probability per class summing to 1, the model serves on the Open
+//! Inference Protocol and the MLflow-style route alike, and a private
+//! evaluation releases its accuracy, macro-F1 and a noisy confusion matrix
+//! for one charge.
 
 mod common;
 
 use common::{TestServer, expect_status};
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const SCHEMA: &str = r#"{
   "label": {"column": "grade", "classes": ["low", "mid", "high"]},
@@ -59,7 +61,7 @@ async fn a_multiclass_table_trains_predicts_and_refuses_before_any_charge() {
     assert_eq!(body["dataset"]["n_rows"], 3000);
 
     let before = s.ledger(&owner, &dataset).await;
-    for algorithm in ["dp-ebm", "lazybb", "dpboost", "auto"] {
+    for algorithm in ["dp-ebm", "lazybb", "dpboost"] {
         let request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": algorithm});
         let problem = expect_status(
             s.post(&owner, "/v1/jobs", &request).await,
@@ -109,18 +111,205 @@ async fn a_multiclass_table_trains_predicts_and_refuses_before_any_charge() {
         assert!(probabilities[i] > 0.5, "{p}");
     }
 
-    // Its quality cannot be released privately yet: refused, not charged.
+    serves_over_oip_and_mlflow(&s, &owner, &model_id, &predicted).await;
+
+    // The model resource's inspection shows every class's coefficients.
+    let resource = expect_status(
+        s.get(&owner, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    let classes = resource["inspection"]["classes"].as_array().unwrap();
+    let names: Vec<&str> = classes
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["low", "mid", "high"], "{resource}");
+    assert!(
+        classes
+            .iter()
+            .all(|c| !c["coefficients"].as_array().unwrap().is_empty())
+    );
+
+    // `auto` trains k classes: the multiclass learners in their fixed order
+    // (dp-linear alone today), with the rule recorded in the model.
+    let request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "auto"});
+    let job = expect_status(
+        s.post(&owner, "/v1/jobs", &request).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let auto_id = job["model_id"].as_str().unwrap().to_owned();
+    let auto = expect_status(
+        s.get(&owner, &format!("/v1/models/{auto_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    let selection = &auto["model"]["selection"];
+    assert_eq!(selection["candidates"][0]["label"], "dp-linear", "{auto}");
+    assert!(
+        selection["rule"].as_str().unwrap().contains("not fitted"),
+        "{auto}"
+    );
+    let predicted_auto = expect_status(
+        s.post(&owner, &format!("/v1/models/{auto_id}/predict"), &rows)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(
+        predicted_auto["predictions"][2]["class"], "high",
+        "{predicted_auto}"
+    );
+
+    // Its quality released privately: accuracy, macro-F1 and a noisy 3 x 3
+    // confusion matrix, charged once to the dataset's ledger.
     let before = s.ledger(&owner, &dataset).await;
-    let problem = expect_status(
+    let e = expect_status(
         s.post(
             &owner,
             &format!("/v1/models/{model_id}/evaluate"),
             &json!({"dataset_id": dataset, "epsilon": 0.5}),
         )
         .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(e["state"], "done", "{e}");
+    let result = &e["result"];
+    assert_eq!(result["task"], "multiclass", "{e}");
+    assert_eq!(result["n_rows"], 3000);
+    assert_eq!(result["classes"], json!(["low", "mid", "high"]));
+    // The model is right on the 2700 unshifted rows: noise of scale 4 per
+    // cell moves the accuracy by well under 0.02 on 3000 rows.
+    let accuracy = result["accuracy"].as_f64().unwrap();
+    assert!((accuracy - 0.9).abs() < 0.02, "{e}");
+    let f1 = result["macro_f1"].as_f64().unwrap();
+    assert!((f1 - 0.9).abs() < 0.03, "{e}");
+    let confusion = result["confusion"].as_array().unwrap();
+    assert_eq!(confusion.len(), 3);
+    // Actual "low" rows are predicted "low" 900 times (+ noise).
+    assert!((confusion[0][0].as_i64().unwrap() - 900).abs() < 60, "{e}");
+    let after = s.ledger(&owner, &dataset).await;
+    assert_eq!(after.len(), before.len() + 1);
+    assert_eq!(after.last().unwrap()["epsilon"], 0.5);
+
+    // An epsilon whose noise the sampler cannot draw: refused, not charged.
+    let problem = expect_status(
+        s.post(
+            &owner,
+            &format!("/v1/models/{model_id}/evaluate"),
+            &json!({"dataset_id": dataset, "epsilon": 5e-324}),
+        )
+        .await,
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
-    assert!(problem.to_string().contains("multiclass"), "{problem}");
-    assert_eq!(s.ledger(&owner, &dataset).await, before, "nothing charged");
+    assert!(problem.to_string().contains("epsilon"), "{problem}");
+    assert_eq!(s.ledger(&owner, &dataset).await, after, "nothing charged");
+}
+
+/// The model deployed as `grades` answers the same classes and
+/// probabilities on the Open Inference Protocol (JSON and binary outputs,
+/// probabilities as an [n, 3] tensor, the class names in the metadata) and
+/// on the MLflow-style invocations route as on `/predict`.
+async fn serves_over_oip_and_mlflow(
+    s: &TestServer,
+    owner: &str,
+    model_id: &str,
+    predicted: &Value,
+) {
+    let r = s
+        .client
+        .put(s.at("/v1/deployments/grades"))
+        .bearer_auth(owner)
+        .json(&json!({"model_id": model_id}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let (_, analyst) = s.key("analyst", "bob").await;
+    let classes = json!(["low", "mid", "high"]);
+
+    let meta = expect_status(s.get(&analyst, "/v2/models/grades").await, StatusCode::OK).await;
+    assert_eq!(
+        meta["outputs"],
+        json!([
+            {"name": "class", "datatype": "BYTES", "shape": [-1], "parameters": {"classes": classes}},
+            {"name": "probabilities", "datatype": "FP64", "shape": [-1, 3], "parameters": {"classes": classes}},
+        ]),
+        "{meta}"
+    );
+
+    let want_class: Vec<Value> = (0..3)
+        .map(|i| predicted["predictions"][i]["class"].clone())
+        .collect();
+    let want_probabilities: Vec<f64> = (0..3)
+        .flat_map(|i| {
+            predicted["predictions"][i]["probabilities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let inputs = json!([
+        {"name": "level", "datatype": "BYTES", "shape": [3], "data": ["a", "b", "c"]},
+        {"name": "flag", "datatype": "BOOL", "shape": [3], "data": [true, false, true]},
+    ]);
+    let out = expect_status(
+        s.post(
+            &analyst,
+            "/v2/models/grades/infer",
+            &json!({"inputs": inputs}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(out["outputs"][0]["name"], "class");
+    assert_eq!(out["outputs"][0]["shape"], json!([3]));
+    assert_eq!(out["outputs"][0]["data"], json!(want_class));
+    assert_eq!(out["outputs"][1]["name"], "probabilities");
+    assert_eq!(out["outputs"][1]["datatype"], "FP64");
+    assert_eq!(out["outputs"][1]["shape"], json!([3, 3]));
+    assert_eq!(out["outputs"][1]["data"], json!(want_probabilities));
+
+    // Binary outputs: the probabilities are 9 little-endian f64, row-major.
+    let request = json!({
+        "inputs": inputs,
+        "outputs": [{"name": "probabilities", "parameters": {"binary_data": true}}],
+    });
+    let r = s.post(&analyst, "/v2/models/grades/infer", &request).await;
+    assert_eq!(r.status(), 200);
+    let json_len: usize = r.headers()["inference-header-content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let bytes = r.bytes().await.unwrap();
+    let head: Value = serde_json::from_slice(&bytes[..json_len]).unwrap();
+    assert_eq!(head["outputs"][0]["shape"], json!([3, 3]));
+    assert_eq!(head["outputs"][0]["parameters"]["binary_data_size"], 72);
+    let got: Vec<f64> = bytes[json_len..]
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, want_probabilities);
+
+    let body = json!({"dataframe_split": {"columns": ["level", "flag"],
+        "data": [["a", "1"], ["b", "0"], ["c", "1"]]}});
+    let r = s
+        .client
+        .post(s.at("/v1/deployments/grades/invocations"))
+        .bearer_auth(&analyst)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let got = expect_status(r, StatusCode::OK).await;
+    assert_eq!(got["predictions"], predicted["predictions"], "{got}");
 }

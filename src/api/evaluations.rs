@@ -141,10 +141,10 @@ async fn evaluate(
                 "required: the epsilon to spend from the dataset's budget (only public test data is evaluated without it)",
             )]));
         };
-        // A model whose quality cannot be released privately yet
-        // (multiclass) is refused here, before the charge.
-        check_private_metrics(&loaded.model)
-            .map_err(|e| ApiError::Validation(vec![FieldError::new("model_id", e.to_string())]))?;
+        // The release's noise scale at this epsilon per row (after the
+        // schema's privacy unit) is checked here, before the charge.
+        check_private_metrics(&loaded.model, epsilon.to_f64_down())
+            .map_err(|e| ApiError::Validation(vec![FieldError::new("epsilon", e.to_string())]))?;
         evaluations::admit(&state.pool, &record.id, &dataset.id, &caller.id, epsilon).await?
     };
     let admitted = match admission {

@@ -127,7 +127,9 @@ fn column_datatype(c: &Column) -> Option<&'static str> {
     }
 }
 
-/// The output names and datatypes of a task.
+/// The output names and datatypes of a task. A multiclass model answers
+/// the class (BYTES, shape `[n]`) and its probabilities (FP64, shape
+/// `[n, k]`, one column per class in the schema's order).
 fn task_outputs(task: Task) -> &'static [(&'static str, &'static str)] {
     match task {
         Task::Binary => &[
@@ -136,9 +138,7 @@ fn task_outputs(task: Task) -> &'static [(&'static str, &'static str)] {
             ("probability", "FP64"),
         ],
         Task::Regression { .. } => &[("value", "FP64")],
-        // The class only, so far: the [n, k] probabilities tensor with the
-        // class names in the metadata is still to come (issue 27, stage D).
-        Task::Multiclass { .. } => &[("class", "BYTES")],
+        Task::Multiclass { .. } => &[("class", "BYTES"), ("probabilities", "FP64")],
     }
 }
 
@@ -155,9 +155,26 @@ fn metadata(name: &str, number: Option<i64>, record: &ModelRecord, loaded: &Load
             column_datatype(c).map(|t| json!({"name": c.name(), "datatype": t, "shape": [-1]}))
         })
         .collect();
+    // A multiclass model's class names, in the order of the probabilities'
+    // second dimension, in each output's `parameters.classes` (the v2
+    // protocol's metadata tensor has no field for them; MLServer and
+    // Triton carry extra facts in `parameters`).
+    let classes = match loaded.model.task() {
+        Task::Multiclass { .. } => Some(loaded.model.schema().class_names().to_vec()),
+        _ => None,
+    };
     let outputs: Vec<Value> = task_outputs(loaded.model.task())
         .iter()
-        .map(|(n, t)| json!({"name": n, "datatype": t, "shape": [-1]}))
+        .map(|(n, t)| {
+            let mut o = json!({"name": n, "datatype": t, "shape": [-1]});
+            if let Some(classes) = &classes {
+                if *n == "probabilities" {
+                    o["shape"] = json!([-1, classes.len()]);
+                }
+                o["parameters"] = json!({ "classes": classes });
+            }
+            o
+        })
         .collect();
     json!({
         "name": name,
@@ -421,10 +438,12 @@ fn rows_of(request: &InferRequest, binary: &Bytes) -> Result<Vec<Map<String, Val
         .collect())
 }
 
-/// One output tensor: its name, datatype and values.
+/// One output tensor: its name, datatype and values (row-major), and for a
+/// matrix its number of columns.
 enum Tensor {
     Bytes(Vec<String>),
     Fp64(Vec<f64>),
+    Fp64Matrix(Vec<f64>, usize),
 }
 
 fn output_tensor(name: &str, predictions: &[PredictionOut<'_>]) -> Option<Tensor> {
@@ -451,6 +470,22 @@ fn output_tensor(name: &str, predictions: &[PredictionOut<'_>]) -> Option<Tensor
             PredictionOut::Value { .. } | PredictionOut::Classes { .. } => None,
         })
         .map(Tensor::Fp64),
+        "probabilities" => {
+            let k = match predictions.first()? {
+                PredictionOut::Classes { probabilities, .. } => probabilities.len(),
+                _ => return None,
+            };
+            let mut flat = Vec::with_capacity(predictions.len() * k);
+            for p in predictions {
+                match p {
+                    PredictionOut::Classes { probabilities, .. } if probabilities.len() == k => {
+                        flat.extend_from_slice(probabilities)
+                    }
+                    _ => return None,
+                }
+            }
+            Some(Tensor::Fp64Matrix(flat, k))
+        }
         "value" => fp(|p| match p {
             PredictionOut::Value { value } => Some(*value),
             PredictionOut::Class { .. } | PredictionOut::Classes { .. } => None,
@@ -464,14 +499,24 @@ impl Tensor {
     fn datatype(&self) -> &'static str {
         match self {
             Tensor::Bytes(_) => "BYTES",
-            Tensor::Fp64(_) => "FP64",
+            Tensor::Fp64(_) | Tensor::Fp64Matrix(..) => "FP64",
         }
     }
 
+    /// The shape for `n` rows: `[n]`, or `[n, k]` for a matrix.
+    fn shape(&self, n: usize) -> Value {
+        match self {
+            Tensor::Fp64Matrix(_, k) => json!([n, k]),
+            Tensor::Bytes(_) | Tensor::Fp64(_) => json!([n]),
+        }
+    }
+
+    /// The values flattened in row-major order, as the protocol's JSON
+    /// tensor data allows.
     fn data(&self) -> Value {
         match self {
             Tensor::Bytes(v) => json!(v),
-            Tensor::Fp64(v) => json!(v),
+            Tensor::Fp64(v) | Tensor::Fp64Matrix(v, _) => json!(v),
         }
     }
 
@@ -485,7 +530,7 @@ impl Tensor {
                     out.extend_from_slice(s.as_bytes());
                 }
             }
-            Tensor::Fp64(v) => v
+            Tensor::Fp64(v) | Tensor::Fp64Matrix(v, _) => v
                 .iter()
                 .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
         }
@@ -550,7 +595,8 @@ async fn run_infer(
     for (out_name, as_binary) in &wanted {
         let tensor = output_tensor(out_name, &predictions)
             .ok_or_else(|| bad(format!("unknown output {out_name:?} for this model")))?;
-        let mut o = json!({"name": out_name, "datatype": tensor.datatype(), "shape": [n]});
+        let mut o =
+            json!({"name": out_name, "datatype": tensor.datatype(), "shape": tensor.shape(n)});
         if *as_binary {
             let bytes = tensor.binary();
             o["parameters"] = json!({"binary_data_size": bytes.len()});

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::Args;
 use privboost::data::LabelMode;
-use privboost::learn::{PrivateMetrics, private_metrics};
+use privboost::learn::{PrivateMetrics, check_private_metrics, private_metrics};
 use privboost::privacy::{NoiseRng, metrics};
 
 use super::files;
@@ -46,6 +46,7 @@ pub fn run(args: EvaluateArgs) -> anyhow::Result<()> {
     }
     metrics::check_epsilon(args.epsilon).context("--epsilon")?;
     let model = files::load_model(&args.model)?;
+    check_private_metrics(&model, args.epsilon).context("--epsilon")?;
     let encoder = model.encoder()?;
     let rows = files::load_dataset(&args.data, &encoder, LabelMode::Required)?;
     let mut rng = NoiseRng::from_os().context("the OS random number generator")?;
@@ -68,6 +69,32 @@ pub fn run(args: EvaluateArgs) -> anyhow::Result<()> {
                 |a| format!("{a:.4}"),
             );
             println!("accuracy {accuracy:.4}, ROC AUC {auc} (noisy, epsilon-DP) on {n_rows} rows");
+            println!("epsilon spent: {epsilon} (pure DP, delta 0)");
+            println!("mechanism: {mechanism}");
+        }
+        PrivateMetrics::Multiclass {
+            accuracy,
+            macro_f1,
+            classes,
+            confusion,
+            n_rows,
+            epsilon,
+            mechanism,
+        } => {
+            let f1 = macro_f1.map_or(
+                "undefined (no class has rows after noise)".to_owned(),
+                |f| format!("{f:.4}"),
+            );
+            println!(
+                "accuracy {accuracy:.4}, macro-F1 {f1} (noisy, epsilon-DP) on {n_rows} rows, {} classes",
+                classes.len()
+            );
+            println!("noisy confusion matrix (rows: actual class, columns: predicted class):");
+            println!("\t{}", classes.join("\t"));
+            for (class, row) in classes.iter().zip(&confusion) {
+                let cells: Vec<String> = row.iter().map(i64::to_string).collect();
+                println!("{class}\t{}", cells.join("\t"));
+            }
             println!("epsilon spent: {epsilon} (pure DP, delta 0)");
             println!("mechanism: {mechanism}");
         }

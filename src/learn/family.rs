@@ -142,9 +142,12 @@ impl AlgorithmName {
         match self {
             AlgorithmName::Lazybb | AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
             AlgorithmName::DpLinear => true,
-            AlgorithmName::DpEbm | AlgorithmName::Dpboost | AlgorithmName::Auto => {
+            AlgorithmName::DpEbm | AlgorithmName::Dpboost => {
                 !matches!(task, Task::Multiclass { .. })
             }
+            // Over the learners that support the task (auto::candidates);
+            // with none, its plan refuses by name.
+            AlgorithmName::Auto => true,
         }
     }
 }

@@ -26,6 +26,27 @@ pub enum PrivateMetrics {
         /// How the noise was added.
         mechanism: &'static str,
     },
+    /// Multiclass classification: accuracy, macro-averaged F1 and the
+    /// confusion matrix, all from one noisy confusion matrix.
+    Multiclass {
+        /// Noisy share of rows whose predicted class is right.
+        accuracy: f64,
+        /// Noisy macro-averaged F1 (over the classes with predicted or
+        /// actual rows after noise); `None` when no class has any.
+        macro_f1: Option<f64>,
+        /// The class names (schema order): the confusion matrix's rows and
+        /// columns.
+        classes: Vec<String>,
+        /// The noisy confusion matrix, `confusion[actual][predicted]` (counts
+        /// of rows; may be negative: the metrics count those as 0).
+        confusion: Vec<Vec<i64>>,
+        /// Rows evaluated (public).
+        n_rows: usize,
+        /// The epsilon spent.
+        epsilon: f64,
+        /// How the noise was added.
+        mechanism: &'static str,
+    },
     /// Regression: RMSE from a noisy sum of clamped squared errors.
     Regression {
         /// Noisy root mean squared error, in label units.
@@ -41,6 +62,8 @@ pub enum PrivateMetrics {
 
 /// The mechanism's description for a classifier.
 const CLASSIFICATION_MECHANISM: &str = "exact discrete Laplace noise of scale 2/epsilon on the counts of rows per (label, probability bin of width 0.01); L1 sensitivity 2 under substitution (docs/privacy.md, \"Releasing a model's quality on private rows\")";
+/// The mechanism's description for a multiclass classifier.
+const MULTICLASS_MECHANISM: &str = "exact discrete Laplace noise of scale 2/epsilon on each cell of the k x k confusion matrix (rows by actual class, columns by predicted class); L1 sensitivity 2 under substitution; accuracy and macro-F1 are computed from the noisy matrix (docs/privacy.md, \"Releasing a model's quality on private rows\")";
 /// The mechanism's description for a regressor.
 const REGRESSION_MECHANISM: &str = "exact discrete Laplace noise of scale 2^16/epsilon on the sum of squared errors (predictions and labels clamped to the public label range, in units of the squared range, on the grid 2^-16); sensitivity 2^16 under substitution (docs/privacy.md, \"Releasing a model's quality on private rows\")";
 
@@ -101,26 +124,49 @@ pub fn private_metrics(
                 mechanism: REGRESSION_MECHANISM,
             })
         }
-        // Refused before any charge by `check_private_metrics`.
-        Task::Multiclass { .. } => Err(multiclass_refusal()),
+        Task::Multiclass { k } => {
+            let actual = data.classes.as_ref().ok_or(LearnError::NoLabels)?;
+            let rows = outputs.iter().zip(actual).map(|(o, &a)| {
+                let predicted = match o {
+                    Output::Classes(p) => p.index,
+                    // Not a multiclass output: counted nowhere (within the
+                    // sensitivity, privacy::metrics::confusion_counts).
+                    Output::Class(_) | Output::Value(_) => usize::MAX,
+                };
+                (predicted, usize::from(a))
+            });
+            let m = metrics::noisy_confusion(rows, k, n_rows, row_epsilon, rng)?;
+            Ok(PrivateMetrics::Multiclass {
+                accuracy: m.accuracy(),
+                macro_f1: m.macro_f1(),
+                classes: model.schema().class_names().to_vec(),
+                confusion: m
+                    .counts
+                    .iter()
+                    .map(|r| r.iter().map(|&c| c as i64).collect())
+                    .collect(),
+                n_rows,
+                epsilon,
+                mechanism: MULTICLASS_MECHANISM,
+            })
+        }
     }
 }
 
-/// The refusal of a private evaluation of a multiclass model (its k-class
-/// metrics and their sensitivity are still to come, issue 27).
-fn multiclass_refusal() -> LearnError {
-    LearnError::InvalidParameter(
-        "a private evaluation of a multiclass model is not available yet (issue 27); evaluate on public test data or with privboost eval".into(),
-    )
-}
-
-/// Whether [`private_metrics`] can release `model`'s quality: called before
-/// the charge, so that a refusal costs nothing.
-pub fn check_private_metrics(model: &Model) -> Result<(), LearnError> {
-    match model.task() {
-        Task::Multiclass { .. } => Err(multiclass_refusal()),
-        Task::Binary | Task::Regression { .. } => Ok(()),
-    }
+/// Whether [`private_metrics`] can release `model`'s quality at `epsilon`:
+/// the noise scale of the task's release at the epsilon per row (the
+/// schema's privacy unit divides it) must be one the exact sampler draws.
+/// Called before the charge, so that a refusal costs nothing.
+pub fn check_private_metrics(model: &Model, epsilon: f64) -> Result<(), LearnError> {
+    let unit = Neighbouring::units(model.schema().unit_max_rows()).unwrap_or(Neighbouring::ROW);
+    let row_epsilon = unit.row_epsilon(epsilon);
+    let sensitivity = match model.task() {
+        // The score histogram and the confusion matrix: L1 2.
+        Task::Binary | Task::Multiclass { .. } => 2.0,
+        Task::Regression { .. } => metrics::MSE_GRID as f64,
+    };
+    metrics::scale_for(sensitivity, row_epsilon)?;
+    Ok(())
 }
 
 /// What an evaluation on public test data returns: the exact metrics, no

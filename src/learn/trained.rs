@@ -705,7 +705,9 @@ impl Model {
         match self {
             Model::LazyBb(m) => ModelInspection::LazyBb(inspect(m, encoder)),
             Model::Ebm(f) => ModelInspection::Ebm(EbmInspection::new(f, encoder)),
-            Model::Linear(f) => ModelInspection::Linear(f.model.inspect()),
+            Model::Linear(f) => {
+                ModelInspection::Linear(f.model.inspect_classes(f.schema.class_names()))
+            }
             Model::DpBoost(f) => ModelInspection::DpBoost(DpBoostInspection::new(f, encoder)),
             Model::Auto(f) => f.winner.inspect(encoder),
             Model::NaiveBayes(f) => ModelInspection::Linear(f.model.inspect()),

@@ -232,3 +232,34 @@ def test_a_fit_in_server_mode_leaves_the_client_parameter_unchanged(owner):
     clf = PrivboostClassifier(epsilon=50.0, feature_bounds=(-10.0, 10.0), client=owner,
                               dataset={"epsilon": 50.0})
     check_estimators_overwrite_params("PrivboostClassifier", clf)
+
+
+def _three_grades(n: int):
+    """`level` decides the grade (a -> low, b -> mid, c -> high), one row in ten moved to the next grade."""
+    levels = [["a", "b", "c"][i % 3] for i in range(n)]
+    grades = [["low", "mid", "high"][(i % 3 + (i % 10 == 0)) % 3] for i in range(n)]
+    return pd.DataFrame({"level": levels}), pd.Series(grades, name="grade")
+
+
+def test_local_multiclass_classifier_takes_the_schema_class_order(binary):
+    """k classes with dp-linear: classes_ is the schema's list in its (unsorted) order, predict_proba is
+    (n, k) in that order and sums to 1, predict is its argmax; a binary learner refuses a multiclass y."""
+    X, y = _three_grades(3000)
+    schema = {"label": {"column": "grade", "classes": ["low", "mid", "high"]},
+              "columns": [{"name": "level", "type": "categorical", "categories": ["a", "b", "c"]}]}
+    clf = PrivboostClassifier(algorithm="dp-linear", epsilon=5.0, schema=schema, binary=binary).fit(X, y)
+    assert list(clf.classes_) == ["low", "mid", "high"]
+    rows = pd.DataFrame({"level": ["a", "b", "c"]})
+    proba = clf.predict_proba(rows)
+    assert proba.shape == (3, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert list(clf.predict(rows)) == ["low", "mid", "high"]
+    assert list(clf.classes_[proba.argmax(axis=1)]) == ["low", "mid", "high"]
+    assert clf.decision_function(rows).shape == (3, 3)
+    # Without a schema class list, classes_ is y's sorted distinct values.
+    schema_no_classes = {"columns": schema["columns"]}
+    clf = PrivboostClassifier(algorithm="dp-linear", epsilon=5.0, schema=schema_no_classes, binary=binary).fit(X, y)
+    assert list(clf.classes_) == ["high", "low", "mid"]
+    assert list(clf.predict(rows)) == ["low", "mid", "high"]
+    with pytest.raises(ValueError, match="Only binary classification is supported"):
+        PrivboostClassifier(epsilon=5.0, schema=schema_no_classes, binary=binary).fit(X, y)

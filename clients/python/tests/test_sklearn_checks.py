@@ -1,4 +1,5 @@
-"""scikit-learn's estimator checks on the local-binary mode.
+"""scikit-learn's estimator checks on the local-binary mode: a binary classifier (LazyBB), a
+multiclass one (dp-linear) and a regressor.
 
 Every check that sklearn yields runs, except the ones listed in SKIPPED, each
 with the reason it cannot apply (the same list is in the package README).
@@ -41,6 +42,9 @@ def _estimators():
     binary = binary_path()
     return [
         PrivboostClassifier(epsilon=100.0, rounds=15, feature_bounds=(-10.0, 10.0), bins=20, binary=binary),
+        # Multiclass (issue 27): dp-linear trains k classes, so the checks' multiclass data apply to it.
+        PrivboostClassifier(algorithm="dp-linear", epsilon=100.0, feature_bounds=(-10.0, 10.0), bins=20,
+                            binary=binary),
         PrivboostRegressor(epsilon=1000.0, delta=1e-6, feature_bounds=(-10.0, 10.0),
                            label_bounds=(-4.0, 4.0), bins=20, binary=binary),
     ]

@@ -89,6 +89,10 @@ pub struct Selection {
     pub n_validation: usize,
     /// The winner's released noisy score (none with one candidate).
     pub score: Option<Score>,
+    /// The public rule that made the candidate list, when it is not the
+    /// prior (a multiclass task: [`super::MULTICLASS_RULE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// The privacy statement of an auto model (SPEC §6).
@@ -183,6 +187,8 @@ impl AutoFile {
             n_train: plan.n_train,
             n_validation: plan.n_validation,
             score,
+            rule: matches!(plan.task, Task::Multiclass { .. })
+                .then(|| super::MULTICLASS_RULE.to_owned()),
         };
         let file = AutoFile {
             task: encoder.schema().task(),

@@ -485,3 +485,38 @@ fn abalone_end_to_end() {
     let rmse = (se / test.n_rows() as f64).sqrt();
     assert!(rmse < 3.1, "{rmse}");
 }
+
+/// A multiclass job takes the fixed multiclass order (the prior has no
+/// multiclass entries), filtered to the learners that train k classes:
+/// today dp-linear alone, at any budget (a second candidate, and so
+/// selection, needs a second multiclass learner). Its plan is dp-linear's
+/// on every row with the whole budget, and the order lists only learners
+/// `auto` can run.
+#[test]
+fn multiclass_runs_the_multiclass_learners_in_the_fixed_order() {
+    let task = Task::Multiclass { k: 7 };
+    for b in [budget(0.1, 0.0), budget(1.0, 1e-6), budget(200.0, 0.0)] {
+        let want: Vec<&str> = super::MULTICLASS_ORDER
+            .iter()
+            .copied()
+            .filter(|l| super::spec_of(l).is_some_and(|(_, spec)| spec.name().supports(task)))
+            .take(if 32_561.0 * b.epsilon() / 2.0 >= super::SELECTION_PAYS {
+                2
+            } else {
+                1
+            })
+            .collect();
+        assert_eq!(labels(task, b), want);
+        assert_eq!(labels(task, b)[0], "dp-linear");
+    }
+    for label in super::MULTICLASS_ORDER {
+        assert!(super::spec_of(label).is_some(), "{label}");
+    }
+    let plan = AlgorithmSpec::Auto(AutoSpec::default())
+        .plan(budget(1.0, 0.0), facts(32_561, task))
+        .unwrap();
+    let dp_linear = AlgorithmSpec::DpLinear(Default::default())
+        .plan(budget(1.0, 0.0), facts(32_561, task))
+        .unwrap();
+    assert_eq!(plan.cost, dp_linear.cost);
+}

@@ -59,32 +59,65 @@ pub struct CoefficientOut {
 /// dp-linear's inspection.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinearInspection {
-    /// The intercept (logit, or label units).
+    /// The intercept (logit, or label units); a multiclass model's first
+    /// class's.
     pub intercept: f64,
-    /// Every other coefficient, in block order.
+    /// Every other coefficient, in block order (a multiclass model's first
+    /// class's).
+    pub coefficients: Vec<CoefficientOut>,
+    /// Multiclass: every class's intercept and coefficients (its logit), in
+    /// schema order. Empty (and not written) for a binary classifier or a
+    /// regressor.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassCoefficients>,
+}
+
+/// One class's coefficients of a multiclass dp-linear model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassCoefficients {
+    /// The class name (from the schema).
+    pub class: String,
+    /// The class's intercept (logit).
+    pub intercept: f64,
+    /// The class's other coefficients, in block order.
     pub coefficients: Vec<CoefficientOut>,
 }
 
 impl LinearInspection {
-    /// Human-readable text, largest |coefficient| first.
+    /// Human-readable text, largest |coefficient| first (per class for a
+    /// multiclass model).
     pub fn to_text(&self) -> String {
-        let mut out = format!(
-            "Intercept: {:+.6}\n\nCoefficients (largest first; noisy curvature = rows):\n",
-            self.intercept
+        if self.classes.is_empty() {
+            return coefficients_text(self.intercept, &self.coefficients);
+        }
+        let mut out = String::from(
+            "Multiclass: one logit per class; a class's probability is the softmax of the logits.\n",
         );
-        let mut order: Vec<&CoefficientOut> = self.coefficients.iter().collect();
-        order.sort_by(|a, b| b.coefficient.abs().total_cmp(&a.coefficient.abs()));
-        for c in order {
-            let unit = c
-                .per_unit
-                .map_or_else(String::new, |u| format!("  ({u:+.6} per unit)"));
-            out.push_str(&format!(
-                "  {:+12.6}  {:<48} {:>10.1}{unit}\n",
-                c.coefficient, c.feature, c.curvature
-            ));
+        for c in &self.classes {
+            out.push_str(&format!("\nClass {:?}\n", c.class));
+            out.push_str(&coefficients_text(c.intercept, &c.coefficients));
         }
         out
     }
+}
+
+/// One coefficient table as text, largest |coefficient| first.
+fn coefficients_text(intercept: f64, coefficients: &[CoefficientOut]) -> String {
+    let mut out = format!(
+        "Intercept: {intercept:+.6}\n\nCoefficients (largest first; noisy curvature = rows):\n"
+    );
+    let mut order: Vec<&CoefficientOut> = coefficients.iter().collect();
+    order.sort_by(|a, b| b.coefficient.abs().total_cmp(&a.coefficient.abs()));
+    for c in order {
+        let unit = c
+            .per_unit
+            .map_or_else(String::new, |u| format!("  ({u:+.6} per unit)"));
+        out.push_str(&format!(
+            "  {:+12.6}  {:<48} {:>10.1}{unit}\n",
+            c.coefficient, c.feature, c.curvature
+        ));
+    }
+    out
 }
 
 /// Largest number of literals a model may index (the schema cap).
@@ -207,12 +240,41 @@ impl LinearModel {
         (table[0][0], delta)
     }
 
-    /// The inspection.
+    /// The inspection (a binary classifier's or a regressor's).
     pub fn inspect(&self) -> LinearInspection {
+        self.inspect_classes(&[])
+    }
+
+    /// The inspection, with every class's coefficients under its name from
+    /// `classes` (the schema's class list) for a multiclass model.
+    pub fn inspect_classes(&self, classes: &[String]) -> LinearInspection {
+        let tables = std::iter::once(&self.coefficients).chain(&self.class_coefficients);
+        let classes = if self.class_coefficients.is_empty() {
+            Vec::new()
+        } else {
+            tables
+                .enumerate()
+                .map(|(c, table)| ClassCoefficients {
+                    class: classes.get(c).cloned().unwrap_or_else(|| c.to_string()),
+                    intercept: table[0][0],
+                    coefficients: self.coefficients_of(table),
+                })
+                .collect()
+        };
+        LinearInspection {
+            intercept: self.intercept(),
+            coefficients: self.coefficients_of(&self.coefficients),
+            classes,
+        }
+    }
+
+    /// A coefficient table's coefficients (the intercept left out), in
+    /// block order.
+    fn coefficients_of(&self, table: &[Vec<f64>]) -> Vec<CoefficientOut> {
         let mut coefficients = Vec::new();
         for (b, block) in self.blocks.iter().enumerate().skip(1) {
             for (j, f) in block.features.iter().enumerate() {
-                let w = self.coefficients[b][j];
+                let w = table[b][j];
                 coefficients.push(CoefficientOut {
                     block: block.name.clone(),
                     feature: f.name.clone(),
@@ -223,10 +285,7 @@ impl LinearModel {
                 });
             }
         }
-        LinearInspection {
-            intercept: self.intercept(),
-            coefficients,
-        }
+        coefficients
     }
 }
 

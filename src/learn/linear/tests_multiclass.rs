@@ -284,3 +284,66 @@ fn a_small_multiclass_table_trains_and_predicts() {
         .to_string();
     assert!(e.contains("class coefficient tables"), "{e}");
 }
+
+/// The inspection of a multiclass model names every class and shows its own
+/// intercept and coefficients, which are the model's tables (class 0's in
+/// `coefficients`, the others in `class_coefficients`); the text has one
+/// section per class.
+#[test]
+fn a_multiclass_inspection_shows_every_class() {
+    let schema = Schema::from_json(
+        r#"{"label": {"column": "y", "classes": ["x", "y", "z"]},
+            "columns": [{"name": "c", "type": "categorical", "categories": ["a", "b", "c"]}]}"#,
+    )
+    .unwrap();
+    let encoder = Encoder::new(&schema).unwrap();
+    let mut csv = String::from("c,y\n");
+    for i in 0..3000usize {
+        csv.push_str(&format!(
+            "{},{}\n",
+            ["a", "b", "c"][i % 3],
+            ["x", "y", "z"][i % 3]
+        ));
+    }
+    let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
+    let plan = AlgorithmSpec::DpLinear(LinearSpec::default())
+        .plan(
+            Budget::new(5.0, 0.0).unwrap(),
+            PublicFacts::new(&encoder, data.n_rows()),
+        )
+        .unwrap();
+    let model = plan
+        .fit(&data, &encoder, &mut NoiseRng::seeded(3), &mut |_| true)
+        .unwrap();
+    let Model::Linear(file) = &model else {
+        panic!("a dp-linear model")
+    };
+    let crate::learn::ModelInspection::Linear(inspection) = model.inspect(&encoder) else {
+        panic!("a dp-linear inspection")
+    };
+    let names: Vec<&str> = inspection
+        .classes
+        .iter()
+        .map(|c| c.class.as_str())
+        .collect();
+    assert_eq!(names, ["x", "y", "z"]);
+    let tables: Vec<&Vec<Vec<f64>>> = std::iter::once(&file.model.coefficients)
+        .chain(&file.model.class_coefficients)
+        .collect();
+    for (c, class) in inspection.classes.iter().enumerate() {
+        assert_eq!(class.intercept, tables[c][0][0]);
+        let flat: Vec<f64> = tables[c][1..].iter().flatten().copied().collect();
+        let shown: Vec<f64> = class.coefficients.iter().map(|o| o.coefficient).collect();
+        assert_eq!(shown, flat, "class {c}");
+    }
+    // Class 0's table is also the top-level one (as for a binary model).
+    assert_eq!(inspection.intercept, inspection.classes[0].intercept);
+    assert_eq!(inspection.coefficients, inspection.classes[0].coefficients);
+    let text = inspection.to_text();
+    for name in ["\"x\"", "\"y\"", "\"z\""] {
+        assert!(text.contains(&format!("Class {name}")), "{text}");
+    }
+    let json = serde_json::to_value(&inspection).unwrap();
+    assert_eq!(json["classes"].as_array().unwrap().len(), 3);
+    assert_eq!(json["classes"][2]["class"], "z");
+}

@@ -1,6 +1,8 @@
 """scikit-learn estimators that train differentially private privboost models.
 
-``PrivboostClassifier`` (binary) and ``PrivboostRegressor`` fit either
+``PrivboostClassifier`` (binary; multiclass with a learner of
+``MULTICLASS_LEARNERS``, e.g. ``algorithm="dp-linear"``) and
+``PrivboostRegressor`` fit either
 
 - **locally**, by running the ``privboost`` binary (``privboost train`` and
   ``privboost predict``) on a CSV file and a schema that the estimator
@@ -23,6 +25,10 @@ Privacy caveats (read before calling ``fit`` in a loop):
   read from the data unless ``infer_bounds=True``, which **leaks** the
   minimum and maximum of every column (and the categories seen) outside the
   privacy guarantee; it warns with :class:`PrivacyLeakWarning`.
+- The class names are released in the model. Without a schema label
+  ``{"classes": [...]}`` they are y's distinct values (as the two classes
+  of a binary y are); declare the public class list in ``schema=`` to keep
+  a class that y happens to lack, in the schema's order.
 - Training draws fresh noise from the OS on every fit; there is no seed
   (``random_state``) on purpose, so two fits on the same data differ.
 """
@@ -57,6 +63,10 @@ _WEAK_LEARNERS = {  # accepted spelling -> (CLI value, API value)
     "top-down": ("top-down", "dp-top-down"),
     "dp-top-down": ("top-down", "dp-top-down"),
 }
+
+
+# The learners that train a multiclass label (the server and the binary refuse the others by name).
+MULTICLASS_LEARNERS = frozenset({"dp-linear"})
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -461,7 +471,9 @@ class _PrivboostBase(BaseEstimator):
 
 
 class PrivboostClassifier(ClassifierMixin, _PrivboostBase):
-    """A differentially private binary classifier (LazyBB or DP-EBM), scikit-learn compatible.
+    """A differentially private classifier (binary: LazyBB or DP-EBM; k classes: dp-linear), scikit-learn
+    compatible. ``classes_`` is the class list (y's sorted distinct values, or the schema label's
+    ``classes`` in their order) and ``predict_proba`` has one column per class.
 
     Parameters
     ----------
@@ -547,8 +559,19 @@ class PrivboostClassifier(ClassifierMixin, _PrivboostBase):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = True  # fresh noise from the OS on every fit, by design
-        tags.classifier_tags.multi_class = False
+        # Only the learners that train k classes take a multiclass y (the others refuse it by name).
+        tags.classifier_tags.multi_class = self.algorithm in MULTICLASS_LEARNERS
         return tags
+
+    def _declared_classes(self) -> list[str] | None:
+        """The class list of the schema= label (``{"classes": [...]}``), if it declares one."""
+        label = self.schema.get("label") if isinstance(self.schema, dict) else None
+        classes = label.get("classes") if isinstance(label, dict) else None
+        if classes is None:
+            return None
+        if not isinstance(classes, list) or len(classes) < 2:
+            raise ValueError("schema label 'classes' must be a list of at least 2 class names")
+        return [_class_text(c) for c in classes]
 
     def _encode_target(self, y: Any, frame: pd.DataFrame) -> tuple[dict, np.ndarray]:
         y = np.asarray(y)
@@ -559,30 +582,69 @@ class PrivboostClassifier(ClassifierMixin, _PrivboostBase):
             y = y.ravel()
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
-        if y_type != "binary":
-            raise ValueError(f"Only binary classification is supported. The type of the target is {y_type}.")
+        declared = self._declared_classes()
+        column = self._label_name(list(frame.columns))
+        if declared is not None:
+            # The schema's public class list, in its order: classes_ are its names.
+            if len(set(declared)) != len(declared):
+                raise ValueError(f"the schema's classes {declared!r} repeat a name")
+            texts = [_class_text(v) for v in y.tolist()]
+            unknown = sorted(set(texts) - set(declared))
+            if unknown:
+                raise ValueError(f"y has {len(unknown)} value(s) that are not among the schema's classes")
+            self.classes_ = np.array(declared, dtype=object)
+            self._class_names = declared
+            return {"column": column, "classes": declared}, np.array(texts, dtype=object)
+        if self.algorithm not in MULTICLASS_LEARNERS and y_type != "binary":
+            # scikit-learn's wording (check_classifier_not_supporting_multiclass matches it).
+            raise ValueError(
+                f"Only binary classification is supported. The type of the target is {y_type}. "
+                f"algorithm={self.algorithm!r} is binary; multiclass learners: "
+                f"{', '.join(sorted(MULTICLASS_LEARNERS))}")
+        if y_type not in ("binary", "multiclass"):
+            raise ValueError(
+                f"Only binary and multiclass classification are supported. The type of the target is {y_type}.")
         self.classes_ = np.unique(y)
-        if len(self.classes_) != 2:
-            raise ValueError(f"privboost needs 2 classes in y; got {len(self.classes_)} class")
+        if len(self.classes_) < 2:
+            raise ValueError(f"privboost needs at least 2 classes in y; got {len(self.classes_)} class")
         names = [_class_text(c) for c in self.classes_]
-        if names[0] == names[1]:
+        if len(set(names)) != len(names):
             raise ValueError(f"the classes {self.classes_!r} have the same text; privboost cannot tell them apart")
         self._class_names = names
-        label = {"column": self._label_name(list(frame.columns)), "positive": names[1], "negative": names[0]}
+        if len(names) == 2:
+            label = {"column": column, "positive": names[1], "negative": names[0]}
+        else:
+            label = {"column": column, "classes": names}
         lookup = dict(zip(self.classes_.tolist(), names))
         return label, np.array([lookup[v] for v in y.tolist()], dtype=object)
 
     def _set_target_from_schema(self, label: dict) -> None:
         if label.get("type") == "numeric":
             raise ValueError("this dataset has a numeric label: use PrivboostRegressor")
+        if label.get("classes"):
+            self.classes_ = np.array(label["classes"], dtype=object)
+            self._class_names = list(label["classes"])
+            return
         positive = label["positive"]
         negative = label.get("negative") or f"not {positive}"
         self.classes_ = np.array([negative, positive], dtype=object)
         self._class_names = [negative, positive]
 
+    def _is_multiclass(self) -> bool:
+        return "classes" in self.schema_["label"]
+
     def _positive_probability(self, X: Any) -> tuple[pd.DataFrame, np.ndarray]:
         raw = self._raw_predict(X)
         return raw, raw["probability"].to_numpy(dtype=float)
+
+    def _class_probabilities(self, raw: pd.DataFrame) -> np.ndarray:
+        """A multiclass model's (n, k) probabilities, columns in ``classes_`` order: the server answers a
+        ``probabilities`` list per row, the binary's ``predict`` one ``probability_<class>`` column each."""
+        if "probabilities" in raw.columns:
+            out = np.array(raw["probabilities"].tolist(), dtype=float)
+        else:
+            out = raw[[f"probability_{c}" for c in self._class_names]].to_numpy(dtype=float)
+        return out.reshape(len(raw), len(self._class_names))
 
     def predict(self, X: Any) -> np.ndarray:
         """The predicted class of each row (``classes_[1]`` when the model's probability is >= 0.5)."""
@@ -594,7 +656,11 @@ class PrivboostClassifier(ClassifierMixin, _PrivboostBase):
         return np.array([lookup[c] for c in raw["class"]], dtype=self.classes_.dtype)
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Columns: probability of ``classes_[0]`` and of ``classes_[1]``."""
+        """One column per class of ``classes_``, in its order: for a binary model the probability of
+        ``classes_[0]`` and of ``classes_[1]``; for a multiclass model the k softmax probabilities."""
+        check_is_fitted(self, "model_")
+        if self._is_multiclass():
+            return self._class_probabilities(self._raw_predict(X))
         _, p = self._positive_probability(X)
         return np.column_stack([1.0 - p, p])
 
@@ -604,7 +670,13 @@ class PrivboostClassifier(ClassifierMixin, _PrivboostBase):
             return np.log(self.predict_proba(X))
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """The model's score in [-1, 1]; > 0 leans to ``classes_[1]``."""
+        """Binary: the model's score in [-1, 1]; > 0 leans to ``classes_[1]``. Multiclass: shape (n, k), the log
+        of each class's probability (the model's logits less each row's log-sum-exp; the largest is the
+        predicted class)."""
+        check_is_fitted(self, "model_")
+        if self._is_multiclass():
+            with np.errstate(divide="ignore"):
+                return np.log(self._class_probabilities(self._raw_predict(X)))
         raw = self._raw_predict(X)
         return raw["score"].to_numpy(dtype=float)
 
