@@ -151,8 +151,9 @@ pub struct AlgorithmArgs {
     /// dp-linear: share of the budget for the curvatures [default: 0.2].
     #[arg(long)]
     pub curvature_share: Option<f64>,
-    /// dp-linear: numeric interval columns as `intervals` or `linear`
-    /// [default: intervals for classification, linear for regression].
+    /// dp-linear: numeric interval columns as `intervals`, `linear` or `both`
+    /// [default: both for binary classification with --delta > 0, intervals
+    /// for other classification, linear for regression].
     #[arg(long, value_enum)]
     pub numeric_features: Option<NumericFeaturesArg>,
     /// dp-linear: share of the budget for the lines' private ranges (0: the

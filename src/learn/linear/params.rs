@@ -150,7 +150,9 @@ pub struct LinearSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub curvature_share: Option<f64>,
     /// Numeric columns as interval steps or as straight lines (default:
-    /// intervals for classification, linear for regression).
+    /// [`default_numeric_features_for`]: both for a binary classifier with
+    /// delta > 0, intervals for classification otherwise, linear for
+    /// regression).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numeric_features: Option<NumericFeatures>,
     /// Share of the budget for the private range of each line (numeric
@@ -279,6 +281,20 @@ pub fn default_numeric_features(task: Task) -> NumericFeatures {
     }
 }
 
+/// The default numeric treatment for `task` and the budget (public; fitted
+/// leave-one-dataset-out on the suite, docs/accuracy.md "dp-linear", issue
+/// 25 third round): a binary classifier with `delta > 0` takes both (ranged
+/// lines and interval corrections: in zCDP the cross sums' noise grows with
+/// `sqrt(P)`), with `delta = 0` intervals (the Laplace noise of the cross
+/// sums grows with `P`, and lines lost on every held-out fit); otherwise
+/// [`default_numeric_features`].
+pub fn default_numeric_features_for(task: Task, budget: Budget) -> NumericFeatures {
+    match task {
+        Task::Binary if budget.delta() > 0.0 => NumericFeatures::Both,
+        _ => default_numeric_features(task),
+    }
+}
+
 /// The default share of the budget for the lines' private ranges: 0 without
 /// lines (intervals), else [`RANGE_SHARE`].
 pub fn default_range_share(task: Task, mode: NumericFeatures) -> f64 {
@@ -351,6 +367,12 @@ impl LinearSpec {
         shape: &LinearShape,
     ) -> Result<LinearPlan, LearnError> {
         let mut params = self.check(task)?;
+        if self.numeric_features.is_none() {
+            params.numeric_features = default_numeric_features_for(task, budget);
+            if self.range_share.is_none() {
+                params.range_share = default_range_share(task, params.numeric_features);
+            }
+        }
         if self.epochs.is_none() {
             let (blocks, _) = shape.of(params.numeric_features);
             // The gradient releases' part of the whole budget.

@@ -737,7 +737,7 @@ fn malformed_model_files_are_refused() {
         Model::from_json(&v.to_string()).is_err()
     };
     assert!(refused(
-        &|v| v["model"]["coefficients"][1] = serde_json::json!([1.0])
+        &|v| v["model"]["coefficients"][1] = serde_json::json!([])
     ));
     assert!(refused(
         &|v| v["model"]["blocks"][1]["features"][0]["literals"][0][0] = serde_json::json!(100_000)
@@ -1020,4 +1020,51 @@ fn ranged_line_learns_a_narrow_column() {
     let (public, _) = accuracy(0.0, 5);
     eprintln!("narrow column: ranged {ranged:.3}, public bounds {public:.3}");
     assert!(ranged > 0.9, "{ranged}");
+}
+
+/// The default numeric treatment (issue 25, third round): both, with the
+/// range share, for a binary classifier with delta > 0; intervals (no range
+/// release) at delta = 0 and for multiclass; linear with ranges for
+/// regression; a given treatment or share is kept.
+#[test]
+fn default_treatment_by_budget() {
+    let mode = |spec: LinearSpec, task: Task, delta: f64| {
+        let p = spec
+            .plan_for(task, Budget::new(1.0, delta).unwrap(), 32_561, &ADULT)
+            .unwrap();
+        (
+            p.params.numeric_features,
+            p.params.range_share,
+            p.ranged_lines,
+        )
+    };
+    let d = LinearSpec::default();
+    let regression = Task::Regression { min: 0.0, max: 1.0 };
+    assert_eq!(mode(d, Task::Binary, 1e-6), (NumericFeatures::Both, 0.1, 6));
+    assert_eq!(
+        mode(d, Task::Binary, 0.0),
+        (NumericFeatures::Intervals, 0.0, 0)
+    );
+    assert_eq!(
+        mode(d, Task::Multiclass { k: 3 }, 1e-6),
+        (NumericFeatures::Intervals, 0.0, 0)
+    );
+    assert_eq!(mode(d, regression, 0.0), (NumericFeatures::Linear, 0.1, 6));
+    let given = LinearSpec {
+        numeric_features: Some(NumericFeatures::Linear),
+        range_share: Some(0.0),
+        ..d
+    };
+    assert_eq!(
+        mode(given, Task::Binary, 1e-6),
+        (NumericFeatures::Linear, 0.0, 0)
+    );
+    let share = LinearSpec {
+        range_share: Some(0.3),
+        ..d
+    };
+    assert_eq!(
+        mode(share, Task::Binary, 1e-6),
+        (NumericFeatures::Both, 0.3, 6)
+    );
 }
