@@ -151,10 +151,15 @@ pub struct AlgorithmArgs {
     /// dp-linear: share of the budget for the curvatures [default: 0.2].
     #[arg(long)]
     pub curvature_share: Option<f64>,
-    /// dp-linear: numeric interval columns as `intervals` or `linear`
-    /// [default: intervals for classification, linear for regression].
+    /// dp-linear: numeric interval columns as `intervals`, `linear` or `both`
+    /// [default: both for binary classification with --delta > 0, intervals
+    /// for other classification, linear for regression].
     #[arg(long, value_enum)]
     pub numeric_features: Option<NumericFeaturesArg>,
+    /// dp-linear: share of the budget for the lines' private ranges (0: the
+    /// schema's bounds) [default: 0 with intervals, else 0.1].
+    #[arg(long)]
+    pub range_share: Option<f64>,
     /// DPBoost: trees per ensemble T_e [default: 10].
     #[arg(long)]
     pub trees_per_ensemble: Option<u32>,
@@ -198,6 +203,7 @@ impl AlgorithmArgs {
             residual_clip: None,
             ridge: None,
             curvature_share: None,
+            range_share: None,
             numeric_features: None,
             trees_per_ensemble: None,
             ensembles: None,
@@ -228,6 +234,7 @@ impl AlgorithmArgs {
             ("--ridge", self.ridge.is_some()),
             ("--curvature-share", self.curvature_share.is_some()),
             ("--numeric-features", self.numeric_features.is_some()),
+            ("--range-share", self.range_share.is_some()),
         ];
         let dpboost = [
             ("--trees-per-ensemble", self.trees_per_ensemble.is_some()),
@@ -310,6 +317,7 @@ impl AlgorithmArgs {
                 ridge: self.ridge,
                 curvature_share: self.curvature_share,
                 numeric_features: self.numeric_features.map(NumericFeaturesArg::value),
+                range_share: self.range_share,
             })),
             AlgorithmName::Dpboost => Ok(AlgorithmSpec::Dpboost(DpBoostSpec {
                 trees_per_ensemble: self.trees_per_ensemble,

@@ -109,6 +109,10 @@ pub struct EvalArgs {
     /// dp-linear: numeric interval columns as `intervals`, `linear` or `both`.
     #[arg(long, value_enum)]
     numeric_features: Option<super::algorithm::NumericFeaturesArg>,
+    /// dp-linear: share of the budget for the lines' private ranges (0: the
+    /// schema's bounds).
+    #[arg(long)]
+    range_share: Option<f64>,
     /// DPBoost: trees per ensemble [default: 10].
     #[arg(long)]
     trees_per_ensemble: Option<u32>,
@@ -227,6 +231,7 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         ridge: args.ridge,
         curvature_share: args.curvature_share,
         numeric_features: args.numeric_features,
+        range_share: args.range_share,
         trees_per_ensemble: args.trees_per_ensemble,
         ensembles: args.ensembles,
         max_depth: args.max_depth,

@@ -111,6 +111,7 @@ impl AlgorithmName {
                 "ridge",
                 "curvature_share",
                 "numeric_features",
+                "range_share",
             ],
             AlgorithmName::Dpboost => &[
                 "trees_per_ensemble",
@@ -312,6 +313,7 @@ impl LearnError {
             ("(ridge)", "ridge"),
             ("(curvature_share)", "curvature_share"),
             ("(numeric_features)", "numeric_features"),
+            ("(range_share)", "range_share"),
             ("(trees_per_ensemble)", "trees_per_ensemble"),
             ("(ensembles)", "ensembles"),
             ("(max_depth)", "max_depth"),

@@ -306,3 +306,59 @@ pub fn block_rows(data: &Dataset, block: &Block) -> BlockRows {
         .unzip();
     BlockRows { feature, value }
 }
+
+/// The number of rows on each literal of `block`'s first feature, in the
+/// feature's literal order (for a line block: the column's intervals in
+/// order). Work is `n / 64` words per literal whatever the bits (the
+/// matrix's high bits past `n` are zero). What the range release of
+/// params.rs, item 0, adds noise to: a row is on at most one of a line's
+/// literals, so substituting it moves at most two counts by 1.
+pub fn literal_counts(data: &Dataset, block: &Block) -> Vec<i64> {
+    block.features.first().map_or_else(Vec::new, |f| {
+        f.literals
+            .iter()
+            .map(|&(l, _)| {
+                data.features
+                    .column(l as usize)
+                    .iter()
+                    .map(|w| i64::from(w.count_ones()))
+                    .sum()
+            })
+            .collect()
+    })
+}
+
+/// A line's values mapped from its private range onto `[-1, 1]`
+/// (post-processing of the released counts, params.rs item 0): the range
+/// runs from the lowest to the highest interval midpoint whose noisy count
+/// is at least `threshold`; that span is mapped onto `[-1, 1]` and every
+/// value outside it clamped to its edge, so every value stays in `[-1, 1]`
+/// (the bound every later sensitivity argument uses). The block's `bounds`
+/// become the range in the column's units (so a coefficient per unit stays
+/// `2 w / (hi - lo)`). With fewer than two distinct midpoints inside, the
+/// line keeps the public bounds. Returns whether the line was rescaled.
+pub fn rescale_line(block: &mut Block, noisy_counts: &[f64], threshold: f64) -> bool {
+    let (Some((min, max)), Some(feature)) = (block.bounds, block.features.first_mut()) else {
+        return false;
+    };
+    let (lo, hi) = feature
+        .literals
+        .iter()
+        .zip(noisy_counts)
+        .filter(|(_, c)| **c >= threshold)
+        .fold(
+            (f64::INFINITY, f64::NEG_INFINITY),
+            |(lo, hi), (&(_, z), _)| (lo.min(z), hi.max(z)),
+        );
+    // Also false for no interval inside (lo = inf) and for NaN.
+    if !(hi - lo > 1e-9 && hi - lo <= 2.0) {
+        return false;
+    }
+    for (_, z) in &mut feature.literals {
+        *z = (2.0 * (*z - lo) / (hi - lo) - 1.0).clamp(-1.0, 1.0);
+    }
+    // z = 2 (x - min) / (max - min) - 1 on the public bounds.
+    let x = |z: f64| min + (z + 1.0) / 2.0 * (max - min);
+    block.bounds = Some((x(lo), x(hi)));
+    true
+}

@@ -89,36 +89,64 @@ impl LinearStatement {
             n_rows: plan.n_rows,
             accounting,
             rho: plan.rho,
-            budget_split: format!(
-                "{}% to the curvatures, the rest equally over the gradient releases",
-                p.curvature_share * 100.0
-            ),
+            budget_split: if plan.ranged_lines > 0 {
+                format!(
+                    "{}% to the ranges of the {} lines (a noisy count per interval of each, standard deviation {:.3} rows), then of the rest {}% to the curvatures and the rest of it equally over the gradient releases",
+                    p.range_share * 100.0,
+                    plan.ranged_lines,
+                    plan.range_std(),
+                    p.curvature_share * 100.0
+                )
+            } else {
+                format!(
+                    "{}% to the curvatures, the rest equally over the gradient releases",
+                    p.curvature_share * 100.0
+                )
+            },
             mechanism: format!(
-                "dp-linear ({} regression on the schema's literals, numeric columns as {}): noisy curvature of every feature once, then cyclic block Newton steps, each block's gradient sums released with {}",
+                "dp-linear ({} regression on the schema's literals, numeric columns as {}): {}noisy curvature of every feature once, then cyclic block Newton steps, each block's gradient sums released with {}",
                 match task {
                     Task::Binary => "logistic",
                     Task::Multiclass { .. } => "multinomial logistic",
                     Task::Regression { .. } => "linear",
                 },
                 p.numeric_features.as_str(),
+                if plan.ranged_lines > 0 {
+                    "a private range for every line (noisy counts of its intervals; the line is mapped from the intervals whose count clears a public threshold onto [-1, 1], the rest clamped), then "
+                } else {
+                    ""
+                },
                 m.cited()
             ),
             sigma_curvature: plan.curvature_std(),
             sigma_gradient: plan.gradient_std(),
-            sensitivity: if plan.classes > 0 {
-                format!(
-                    "a row has at most one feature per block, of value in [-1, 1]; each gradient release is the block's {} vectors of softmax-gradient sums, a row's terms over the classes on the grid 1/{} with L1 norm at most 2 and L2 norm at most sqrt(2): each gradient release has L1 sensitivity 4 and L2 sensitivity 2 sqrt(2) whatever the number of classes, the curvature release L1 {} and L2 sqrt({}) (docs/privacy.md, \"DP linear models (dp-linear)\", multiclass)",
-                    plan.classes,
-                    plan.scale,
-                    plan.curvature_sensitivity,
-                    plan.curvature_sensitivity
-                )
-            } else {
-                format!(
-                    "a row has at most one feature per block, of value in [-1, 1]; residuals clamped to [-1, 1] (regression: (y - F) / ((max - min) / 2)) and every term rounded to the grid 1/{}: each gradient release has L1 and L2 sensitivity 2, the curvature release L1 {} and L2 sqrt({}) (docs/privacy.md, \"DP linear models (dp-linear)\")",
-                    plan.scale, plan.curvature_sensitivity, plan.curvature_sensitivity
-                )
-            },
+            sensitivity: format!(
+                "{}{}",
+                if plan.ranged_lines > 0 {
+                    format!(
+                        "range counts: a row is on at most one interval of each of the {} lines, so L1 sensitivity {} and L2 sqrt({}); ",
+                        plan.ranged_lines,
+                        2 * plan.ranged_lines,
+                        2 * plan.ranged_lines
+                    )
+                } else {
+                    String::new()
+                },
+                if plan.classes > 0 {
+                    format!(
+                        "a row has at most one feature per block, of value in [-1, 1]; each gradient release is the block's {} vectors of softmax-gradient sums, a row's terms over the classes on the grid 1/{} with L1 norm at most 2 and L2 norm at most sqrt(2): each gradient release has L1 sensitivity 4 and L2 sensitivity 2 sqrt(2) whatever the number of classes, the curvature release L1 {} and L2 sqrt({}) (docs/privacy.md, \"DP linear models (dp-linear)\", multiclass)",
+                        plan.classes,
+                        plan.scale,
+                        plan.curvature_sensitivity,
+                        plan.curvature_sensitivity
+                    )
+                } else {
+                    format!(
+                        "a row has at most one feature per block, of value in [-1, 1]; residuals clamped to [-1, 1] (regression: (y - F) / ((max - min) / 2)) and every term rounded to the grid 1/{}: each gradient release has L1 and L2 sensitivity 2, the curvature release L1 {} and L2 sqrt({}) (docs/privacy.md, \"DP linear models (dp-linear)\")",
+                        plan.scale, plan.curvature_sensitivity, plan.curvature_sensitivity
+                    )
+                }
+            ),
             sampler: format!(
                 "{}; scales and variances are rationals rounded up",
                 mechanisms::sampler_text(&[m])

@@ -385,6 +385,50 @@ pub(super) fn half_range(min: f64, max: f64) -> f64 {
     ((max - min) / 2.0).max(f64::MIN_POSITIVE)
 }
 
+/// The blocks of the plan's layout, each line's values mapped from its
+/// private range when the plan releases ranges (params.rs, item 0): the
+/// first release of a run, one noisy count per interval literal of every
+/// line ([`features::literal_counts`], sensitivity L1 `2L`, L2 `sqrt(2L)`),
+/// then [`features::rescale_line`] (post-processing). Without ranged lines,
+/// the public layout.
+pub(super) fn ranged_layout(
+    data: &Dataset,
+    encoder: &Encoder,
+    plan: &LinearPlan,
+    rng: &mut NoiseRng,
+) -> Result<Vec<Block>, LearnError> {
+    let mut blocks = features::layout(encoder, plan.params.numeric_features);
+    let lines: Vec<usize> = (0..blocks.len()).filter(|&b| blocks[b].is_line()).collect();
+    if blocks.len() != plan.blocks || (plan.ranged_lines > 0 && lines.len() != plan.ranged_lines) {
+        return Err(LearnError::InvalidParameter(
+            "the schema does not have the planned number of blocks".into(),
+        ));
+    }
+    let Some(noise) = plan.range_noise.filter(|_| plan.ranged_lines > 0) else {
+        return Ok(blocks);
+    };
+    for b in lines {
+        let noisy = noisy_line_counts(data, &blocks[b], noise, rng)?;
+        let threshold = plan.range_threshold(noisy.len());
+        features::rescale_line(&mut blocks[b], &noisy, threshold);
+    }
+    Ok(blocks)
+}
+
+/// One line's noisy interval counts (rows): [`features::literal_counts`]
+/// plus the range noise (params.rs, item 0).
+pub(super) fn noisy_line_counts(
+    data: &Dataset,
+    block: &Block,
+    noise: crate::privacy::Noise,
+    rng: &mut NoiseRng,
+) -> Result<Vec<f64>, LearnError> {
+    features::literal_counts(data, block)
+        .into_iter()
+        .map(|c| Ok((i128::from(c) + noise.draw(rng)?) as f64))
+        .collect()
+}
+
 /// Train dp-linear on `data` (encoded with `encoder`) as `plan` says.
 /// `on_epoch(done)` after each epoch; `false` cancels.
 pub fn fit(
@@ -407,12 +451,7 @@ pub fn fit(
             "the data does not have the planned number of rows".into(),
         ));
     }
-    let blocks: Vec<Block> = features::layout(encoder, plan.params.numeric_features);
-    if blocks.len() != plan.blocks {
-        return Err(LearnError::InvalidParameter(
-            "the schema does not have the planned number of blocks".into(),
-        ));
-    }
+    let blocks = ranged_layout(data, encoder, plan, rng)?;
     let y = targets(data, task)?;
     let rows: Vec<BlockRows> = blocks
         .iter()
@@ -560,12 +599,7 @@ fn fit_multiclass(
         ));
     }
     let y = data.classes.as_ref().ok_or(LearnError::NoLabels)?;
-    let blocks: Vec<Block> = features::layout(encoder, plan.params.numeric_features);
-    if blocks.len() != plan.blocks {
-        return Err(LearnError::InvalidParameter(
-            "the schema does not have the planned number of blocks".into(),
-        ));
-    }
+    let blocks = ranged_layout(data, encoder, plan, rng)?;
     let rows: Vec<BlockRows> = blocks
         .iter()
         .map(|b| features::block_rows(data, b))

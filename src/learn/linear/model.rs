@@ -14,7 +14,8 @@ use crate::data::{Dataset, Task};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinearModel {
-    /// The blocks (public, from the schema); block 0 is the intercept.
+    /// The blocks (from the schema; a ranged line's values and bounds from
+    /// its released range, params.rs item 0); block 0 is the intercept.
     pub blocks: Vec<Block>,
     /// One coefficient per feature of each block.
     pub coefficients: Vec<Vec<f64>>,

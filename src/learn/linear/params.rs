@@ -6,8 +6,23 @@
 //!
 //! Training is cyclic block-coordinate descent (Newton steps with a public
 //! or noisy diagonal curvature) over the blocks of [`super::features`]. Two
-//! kinds of release touch the rows:
+//! kinds of release touch the rows (three with ranged lines):
 //!
+//! 0. **Line ranges** (issue 25, third round), once, first, when there are
+//!    `L > 0` line blocks and `range_share > 0`: for every line column, the
+//!    count of rows on each of its interval literals (the column's
+//!    histogram on the schema's intervals). A row is on at most one literal
+//!    of a column, so substituting it changes at most two counts of each
+//!    column by 1: L1 `<= 2L`, L2^2 `<= 2L`. Integers, so no grid. From the
+//!    noisy counts, post-processing picks each line's range (the intervals
+//!    whose noisy count clears a public threshold,
+//!    [`super::features::ranged_values`]) and maps it onto `[-1, 1]`,
+//!    clamping the rest: every value stays in `[-1, 1]`, so every later
+//!    sensitivity bound below is unchanged (the values are a function of
+//!    released numbers and public cut points only). Budget: the part
+//!    `range_share` of the total off the top; every other release below
+//!    shares the rest `1 - range_share` as described (`epsilon` and `rho`
+//!    below then mean that rest).
 //! 1. **Curvatures**, once: for every feature of every block, the sum of
 //!    `v^2` over the rows whose value in that block is on that feature
 //!    (`v` in `[-1, 1]`; a row count for 0/1 literals), each term rounded to
@@ -54,6 +69,12 @@
 //!   `(2S)^2 / (2 rho_it)` (CKS20 Thm 4: `Delta_2^2 / (2 sigma^2)`-zCDP).
 //!   zCDP composes additively and adaptively (Bun and Steinke 2016, Lemma
 //!   2.3): `rho_c + rho_x + E K rho_it = rho`.
+//!
+//! The range counts: discrete Laplace of scale `2L / epsilon_r` with
+//! `epsilon_r = range_share x epsilon` (pure DP), or the discrete Gaussian
+//! of variance `2L / (2 rho_r) = L / rho_r` with `rho_r = range_share x rho`
+//! (zCDP); both compose with the rest as above (`epsilon_r` plus the rest is
+//! `epsilon`, `rho_r` plus the rest is `rho`).
 //!
 //! Every variance and scale is rounded *up* to a rational, so the noise is
 //! at least what the proof needs. Everything after the noisy sums (the
@@ -129,9 +150,16 @@ pub struct LinearSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub curvature_share: Option<f64>,
     /// Numeric columns as interval steps or as straight lines (default:
-    /// intervals for classification, linear for regression).
+    /// [`default_numeric_features_for`]: both for a binary classifier with
+    /// delta > 0, intervals for classification otherwise, linear for
+    /// regression).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numeric_features: Option<NumericFeatures>,
+    /// Share of the budget for the private range of each line (numeric
+    /// columns as lines), taken before every other release; 0: the lines
+    /// use the schema's public bounds (default: [`default_range_share`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range_share: Option<f64>,
 }
 
 /// Checked parameters (every default filled in).
@@ -148,6 +176,10 @@ pub struct LinearParams {
     pub curvature_share: f64,
     /// How numeric interval columns enter.
     pub numeric_features: NumericFeatures,
+    /// Share of the budget for the lines' private ranges (0: public bounds;
+    /// files before issue 25's third round have none).
+    #[serde(default)]
+    pub range_share: f64,
 }
 
 impl LinearSpec {
@@ -169,10 +201,16 @@ impl LinearSpec {
             learning_rate: self.learning_rate.unwrap_or(1.0),
             ridge: self.ridge.unwrap_or(4.0),
             curvature_share: self.curvature_share.unwrap_or(0.2),
-            numeric_features: self.numeric_features.unwrap_or(match task {
-                Task::Binary | Task::Multiclass { .. } => NumericFeatures::Intervals,
-                Task::Regression { .. } => NumericFeatures::Linear,
-            }),
+            numeric_features: self
+                .numeric_features
+                .unwrap_or(default_numeric_features(task)),
+            range_share: 0.0,
+        };
+        let p = LinearParams {
+            range_share: self
+                .range_share
+                .unwrap_or(default_range_share(task, p.numeric_features)),
+            ..p
         };
         let bad = |m: String| Err(LearnError::InvalidParameter(m));
         if !(1..=MAX_EPOCHS).contains(&p.epochs) {
@@ -201,6 +239,12 @@ impl LinearSpec {
                 p.curvature_share
             ));
         }
+        if !(0.0..1.0).contains(&p.range_share) {
+            return bad(format!(
+                "range share (range_share) must be in [0, 1), got {}",
+                p.range_share
+            ));
+        }
         Ok(p)
     }
 
@@ -211,6 +255,7 @@ impl LinearSpec {
             || self.ridge.is_some()
             || self.curvature_share.is_some()
             || self.numeric_features.is_some()
+            || self.range_share.is_some()
     }
 }
 
@@ -223,9 +268,45 @@ impl LinearParams {
             ridge: Some(self.ridge),
             curvature_share: Some(self.curvature_share),
             numeric_features: Some(self.numeric_features),
+            range_share: Some(self.range_share),
         }
     }
 }
+
+/// The default numeric treatment for `task` (public).
+pub fn default_numeric_features(task: Task) -> NumericFeatures {
+    match task {
+        Task::Binary | Task::Multiclass { .. } => NumericFeatures::Intervals,
+        Task::Regression { .. } => NumericFeatures::Linear,
+    }
+}
+
+/// The default numeric treatment for `task` and the budget (public; fitted
+/// leave-one-dataset-out on the suite, docs/accuracy.md "dp-linear", issue
+/// 25 third round): a binary classifier with `delta > 0` takes both (ranged
+/// lines and interval corrections: in zCDP the cross sums' noise grows with
+/// `sqrt(P)`), with `delta = 0` intervals (the Laplace noise of the cross
+/// sums grows with `P`, and lines lost on every held-out fit); otherwise
+/// [`default_numeric_features`].
+pub fn default_numeric_features_for(task: Task, budget: Budget) -> NumericFeatures {
+    match task {
+        Task::Binary if budget.delta() > 0.0 => NumericFeatures::Both,
+        _ => default_numeric_features(task),
+    }
+}
+
+/// The default share of the budget for the lines' private ranges: 0 without
+/// lines (intervals), else [`RANGE_SHARE`].
+pub fn default_range_share(task: Task, mode: NumericFeatures) -> f64 {
+    let _ = task;
+    match mode {
+        NumericFeatures::Intervals => 0.0,
+        NumericFeatures::Linear | NumericFeatures::Both => RANGE_SHARE,
+    }
+}
+
+/// The default range share with lines.
+pub const RANGE_SHARE: f64 = 0.1;
 
 /// The default epochs' noise target for classification: the noise standard
 /// deviation of one gradient sum at most this fraction of `n` (fitted
@@ -286,9 +367,23 @@ impl LinearSpec {
         shape: &LinearShape,
     ) -> Result<LinearPlan, LearnError> {
         let mut params = self.check(task)?;
+        if self.numeric_features.is_none() {
+            params.numeric_features = default_numeric_features_for(task, budget);
+            if self.range_share.is_none() {
+                params.range_share = default_range_share(task, params.numeric_features);
+            }
+        }
         if self.epochs.is_none() {
             let (blocks, _) = shape.of(params.numeric_features);
-            params.epochs = default_epochs(task, budget, n_rows, blocks, params.curvature_share)?;
+            // The gradient releases' part of the whole budget.
+            let ranged = shape.lines_of(params.numeric_features) > 0 && params.range_share > 0.0;
+            let rest = if ranged {
+                1.0 - params.range_share
+            } else {
+                1.0
+            };
+            let share = 1.0 - (1.0 - params.curvature_share) * rest;
+            params.epochs = default_epochs(task, budget, n_rows, blocks, share)?;
         }
         params.plan_classes(budget, n_rows, shape, task.n_classes().unwrap_or(0))
     }
@@ -352,7 +447,26 @@ pub struct LinearPlan {
     /// [`GRADIENT_L2_SQ_MULTICLASS`].
     #[serde(default)]
     pub classes: usize,
+    /// Lines whose range is released (item 0): `lines` when the range share
+    /// is positive, else 0.
+    #[serde(default)]
+    pub ranged_lines: usize,
+    /// Noise on each range count (rows; none without ranged lines).
+    #[serde(default)]
+    pub range_noise: Option<Noise>,
 }
+
+/// A line's interval is inside its private range when its noisy count
+/// clears a threshold that an empty interval's noise exceeds, on any of the
+/// line's `B` intervals, with probability at most this (a public error
+/// rate, not fitted): `b ln(B / (2 alpha))` for the discrete Laplace of scale
+/// `b`, `sigma sqrt(2 ln(B / (2 alpha)))` for the discrete Gaussian (the
+/// tails `P(X >= t) <= e^(-t/b) / 2` and `<= e^(-t^2 / (2 sigma^2)) / 2`,
+/// and a union bound over the `B` intervals).
+pub const RANGE_FALSE_RATE: f64 = 0.1;
+/// ... and at least this fraction of `n` (public): sparse tails are clamped
+/// to the range's edge rather than stretching it (not fitted).
+pub const RANGE_MIN_FRACTION: f64 = 0.005;
 
 /// The L1 sensitivity of one multiclass gradient release in grid steps
 /// `S`: a row's terms over the k classes are integers `q_c` with
@@ -422,6 +536,13 @@ impl LinearParams {
         }
         let (blocks, d_c) = shape.of(self.numeric_features);
         let lines = shape.lines_of(self.numeric_features);
+        // Item 0: the ranged lines take `range_share` off the top.
+        let ranged = if self.range_share > 0.0 { lines } else { 0 };
+        let rest = if ranged > 0 {
+            1.0 - self.range_share
+        } else {
+            1.0
+        };
         // Pairs of the joint group (intercept and lines): the cross sums.
         let pairs = (lines + 1) * lines / 2;
         let k = blocks as f64;
@@ -442,66 +563,87 @@ impl LinearParams {
         // likewise P = 0).
         let d_c_f = (d_c.max(1)) as f64;
         let p_f = (pairs.max(1)) as f64;
-        let (rho, scale, curvature_noise, cross_noise, gradient_noise) = if budget.delta() == 0.0 {
-            let s = f64::from(LAPLACE_GRID);
-            let eps_c = share * (1.0 - cross) * budget.epsilon();
-            let eps_x = share * cross * budget.epsilon();
-            let eps_it = (1.0 - share) * budget.epsilon() / (e * k);
-            let (cn, cd) = scale_up(d_c_f * s / eps_c).ok_or_else(too_noisy)?;
-            let (gn, gd) = scale_up(g_l1 * s / eps_it).ok_or_else(too_noisy)?;
-            let cross_noise = if pairs > 0 {
-                let (xn, xd) = scale_up(2.0 * p_f * s / eps_x).ok_or_else(too_noisy)?;
-                Some(Noise::Laplace { num: xn, den: xd })
+        let r_f = ranged as f64;
+        let (rho, scale, curvature_noise, cross_noise, gradient_noise, range_noise) =
+            if budget.delta() == 0.0 {
+                let s = f64::from(LAPLACE_GRID);
+                let eps = rest * budget.epsilon();
+                let eps_c = share * (1.0 - cross) * eps;
+                let eps_x = share * cross * eps;
+                let eps_it = (1.0 - share) * eps / (e * k);
+                // Item 0: L1 sensitivity 2L over the counts (rows, no grid).
+                let range_noise = if ranged > 0 {
+                    let eps_r = self.range_share * budget.epsilon();
+                    let (rn, rd) = scale_up(2.0 * r_f / eps_r).ok_or_else(too_noisy)?;
+                    Some(Noise::Laplace { num: rn, den: rd })
+                } else {
+                    None
+                };
+                let (cn, cd) = scale_up(d_c_f * s / eps_c).ok_or_else(too_noisy)?;
+                let (gn, gd) = scale_up(g_l1 * s / eps_it).ok_or_else(too_noisy)?;
+                let cross_noise = if pairs > 0 {
+                    let (xn, xd) = scale_up(2.0 * p_f * s / eps_x).ok_or_else(too_noisy)?;
+                    Some(Noise::Laplace { num: xn, den: xd })
+                } else {
+                    None
+                };
+                (
+                    None,
+                    LAPLACE_GRID,
+                    Noise::Laplace { num: cn, den: cd },
+                    cross_noise,
+                    Noise::Laplace { num: gn, den: gd },
+                    range_noise,
+                )
             } else {
-                None
+                let rho = zcdp::rho_for(budget.epsilon(), budget.delta())?;
+                // Item 0: L2^2 sensitivity 2L, so variance 2L / (2 rho_r).
+                let range_noise = if ranged > 0 {
+                    let rho_r = self.range_share * rho;
+                    let (rn, rd) = variance_up(r_f / rho_r).ok_or_else(too_noisy)?;
+                    Some(Noise::Gaussian { num: rn, den: rd })
+                } else {
+                    None
+                };
+                let rho_c = share * (1.0 - cross) * rest * rho;
+                let rho_x = share * cross * rest * rho;
+                let rho_it = (1.0 - share) * rest * rho / (e * k);
+                // Standard deviations per unit grid step.
+                let sd_c = (d_c_f / (2.0 * rho_c)).sqrt();
+                // D^2 / (2 sd^2) = rho_it: sd = sqrt(D^2 / (2 rho_it)).
+                let sd_it = (g_l2_sq / (2.0 * rho_it)).sqrt();
+                let sd_x = if pairs > 0 {
+                    (2.0 * p_f / rho_x).sqrt()
+                } else {
+                    0.0
+                };
+                // The finest power-of-two grid whose variances the exact sampler
+                // takes: sigma in grid units at most 2^14.5.
+                let room = (MAX_VARIANCE.sqrt() / sd_c.max(sd_it).max(sd_x))
+                    .log2()
+                    .floor();
+                let s = if room >= 0.0 {
+                    2f64.powf(room).min(MAX_GAUSSIAN_GRID)
+                } else {
+                    1.0
+                };
+                let (cn, cd) = variance_up((sd_c * s).powi(2)).ok_or_else(too_noisy)?;
+                let (gn, gd) = variance_up((sd_it * s).powi(2)).ok_or_else(too_noisy)?;
+                let cross_noise = if pairs > 0 {
+                    let (xn, xd) = variance_up((sd_x * s).powi(2)).ok_or_else(too_noisy)?;
+                    Some(Noise::Gaussian { num: xn, den: xd })
+                } else {
+                    None
+                };
+                (
+                    Some(rho),
+                    s as u32,
+                    Noise::Gaussian { num: cn, den: cd },
+                    cross_noise,
+                    Noise::Gaussian { num: gn, den: gd },
+                    range_noise,
+                )
             };
-            (
-                None,
-                LAPLACE_GRID,
-                Noise::Laplace { num: cn, den: cd },
-                cross_noise,
-                Noise::Laplace { num: gn, den: gd },
-            )
-        } else {
-            let rho = zcdp::rho_for(budget.epsilon(), budget.delta())?;
-            let rho_c = share * (1.0 - cross) * rho;
-            let rho_x = share * cross * rho;
-            let rho_it = (1.0 - share) * rho / (e * k);
-            // Standard deviations per unit grid step.
-            let sd_c = (d_c_f / (2.0 * rho_c)).sqrt();
-            // D^2 / (2 sd^2) = rho_it: sd = sqrt(D^2 / (2 rho_it)).
-            let sd_it = (g_l2_sq / (2.0 * rho_it)).sqrt();
-            let sd_x = if pairs > 0 {
-                (2.0 * p_f / rho_x).sqrt()
-            } else {
-                0.0
-            };
-            // The finest power-of-two grid whose variances the exact sampler
-            // takes: sigma in grid units at most 2^14.5.
-            let room = (MAX_VARIANCE.sqrt() / sd_c.max(sd_it).max(sd_x))
-                .log2()
-                .floor();
-            let s = if room >= 0.0 {
-                2f64.powf(room).min(MAX_GAUSSIAN_GRID)
-            } else {
-                1.0
-            };
-            let (cn, cd) = variance_up((sd_c * s).powi(2)).ok_or_else(too_noisy)?;
-            let (gn, gd) = variance_up((sd_it * s).powi(2)).ok_or_else(too_noisy)?;
-            let cross_noise = if pairs > 0 {
-                let (xn, xd) = variance_up((sd_x * s).powi(2)).ok_or_else(too_noisy)?;
-                Some(Noise::Gaussian { num: xn, den: xd })
-            } else {
-                None
-            };
-            (
-                Some(rho),
-                s as u32,
-                Noise::Gaussian { num: cn, den: cd },
-                cross_noise,
-                Noise::Gaussian { num: gn, den: gd },
-            )
-        };
         let lambda = self.ridge * described_std(&gradient_noise) / f64::from(scale);
         Ok(LinearPlan {
             params: *self,
@@ -518,6 +660,8 @@ impl LinearParams {
             gradient_noise,
             lambda,
             classes,
+            ranged_lines: ranged,
+            range_noise,
         })
     }
 }
@@ -554,6 +698,27 @@ impl LinearPlan {
     pub fn cross_std(&self) -> f64 {
         self.cross_noise
             .map_or(0.0, |n| described_std(&n) / f64::from(self.scale))
+    }
+
+    /// Standard deviation of the noise on one range count, in rows (0
+    /// without ranged lines).
+    pub fn range_std(&self) -> f64 {
+        self.range_noise.map_or(0.0, |n| described_std(&n))
+    }
+
+    /// The count an interval of a line with `intervals` intervals must
+    /// reach to be inside its range (public): the noise level of
+    /// [`RANGE_FALSE_RATE`], and at least [`RANGE_MIN_FRACTION`] of `n`.
+    pub fn range_threshold(&self, intervals: usize) -> f64 {
+        let log = (intervals.max(1) as f64 / (2.0 * RANGE_FALSE_RATE))
+            .ln()
+            .max(0.0);
+        let noise = match self.range_noise {
+            None => 0.0,
+            Some(Noise::Laplace { num, den }) => num as f64 / den as f64 * log,
+            Some(Noise::Gaussian { num, den }) => (num as f64 / den as f64 * 2.0 * log).sqrt(),
+        };
+        noise.max(RANGE_MIN_FRACTION * self.n_rows as f64)
     }
 
     /// Standard deviation of the noise on one curvature, in rows.

@@ -112,6 +112,7 @@ fn pure_calibration_with_lines_by_hand() {
     let p = LinearSpec {
         epochs: Some(2),
         numeric_features: Some(NumericFeatures::Both),
+        range_share: Some(0.0),
         ..LinearSpec::default()
     }
     .check(Task::Binary)
@@ -136,6 +137,7 @@ fn pure_calibration_with_lines_by_hand() {
     let q = LinearSpec {
         epochs: Some(2),
         numeric_features: Some(NumericFeatures::Both),
+        range_share: Some(0.0),
         ..LinearSpec::default()
     }
     .check(Task::Binary)
@@ -179,6 +181,7 @@ fn cross_noise_has_the_planned_scale() {
         let p = LinearSpec {
             epochs: Some(2),
             numeric_features: Some(NumericFeatures::Both),
+            range_share: Some(0.0),
             ..LinearSpec::default()
         }
         .check(Task::Binary)
@@ -734,7 +737,7 @@ fn malformed_model_files_are_refused() {
         Model::from_json(&v.to_string()).is_err()
     };
     assert!(refused(
-        &|v| v["model"]["coefficients"][1] = serde_json::json!([1.0])
+        &|v| v["model"]["coefficients"][1] = serde_json::json!([])
     ));
     assert!(refused(
         &|v| v["model"]["blocks"][1]["features"][0]["literals"][0][0] = serde_json::json!(100_000)
@@ -753,4 +756,315 @@ fn malformed_model_files_are_refused() {
         &|v| v["task"] = serde_json::json!({"kind": "regression", "min": 0, "max": 1})
     ));
     assert!(!refused(&|_| {}));
+}
+
+/// Issue 25, third round: the range release (params.rs, item 0) by hand.
+/// Adult with both: L = 6 lines, range share 0.1 at pure epsilon = 1, so
+/// the counts get epsilon_r = 0.1 and the Laplace scale 2 x 6 / 0.1 = 120
+/// rows; everything else shares 0.9: the diagonal 0.09 (scale 34 S / 0.09),
+/// and the whole composes to epsilon. In zCDP the counts get variance
+/// 6 / rho_r and the sum of the rho's is rho.
+#[test]
+fn range_calibration_by_hand() {
+    let spec = LinearSpec {
+        epochs: Some(2),
+        numeric_features: Some(NumericFeatures::Both),
+        ..LinearSpec::default()
+    };
+    assert_eq!(spec.check(Task::Binary).unwrap().range_share, 0.1);
+    let p = spec
+        .check(Task::Binary)
+        .unwrap()
+        .plan(Budget::new(1.0, 0.0).unwrap(), 32_561, &ADULT)
+        .unwrap();
+    assert_eq!(p.ranged_lines, 6);
+    assert_eq!(
+        p.range_noise,
+        Some(params::Noise::Laplace { num: 120, den: 1 })
+    );
+    let s = 65_536.0;
+    let b = |n: Option<params::Noise>| match n {
+        Some(params::Noise::Laplace { num, den }) => num as f64 / den as f64,
+        _ => panic!("not Laplace"),
+    };
+    assert!((b(Some(p.curvature_noise)) - 34.0 * s / 0.09).abs() <= 1.0);
+    let total = 12.0 / b(p.range_noise)
+        + 34.0 * s / b(Some(p.curvature_noise))
+        + 42.0 * s / b(p.cross_noise)
+        + 42.0 * 2.0 * s / b(Some(p.gradient_noise));
+    assert!(total <= 1.0 && total > 1.0 - 1e-6, "{total}");
+    // The threshold for 32 intervals: 120 ln(32 / 0.2) = 609 rows (above
+    // 0.5% of n = 163); for 2 intervals, 120 ln 10 = 276.
+    assert!((p.range_threshold(32) - 120.0 * 160f64.ln()).abs() < 1e-9);
+    assert!((p.range_threshold(2) - 120.0 * 10f64.ln()).abs() < 1e-9);
+    let q = spec
+        .check(Task::Binary)
+        .unwrap()
+        .plan(Budget::new(1.0, 1e-6).unwrap(), 32_561, &ADULT)
+        .unwrap();
+    let rho = q.rho.unwrap();
+    let (r, c, x, g) = (
+        q.range_std(),
+        q.curvature_std(),
+        q.cross_std(),
+        q.gradient_std(),
+    );
+    let rho_r = 6.0 / (r * r);
+    assert!((rho_r / (0.1 * rho) - 1.0).abs() < 1e-6, "{rho_r}");
+    let recomposed =
+        rho_r + 34.0 / (2.0 * c * c) + 84.0 / (2.0 * x * x) + 42.0 * 4.0 / (2.0 * g * g);
+    assert!(
+        recomposed <= rho && recomposed > rho * (1.0 - 1e-5),
+        "{recomposed} {rho}"
+    );
+    // No lines (intervals): no range release, whatever the share.
+    let i = LinearSpec {
+        range_share: Some(0.3),
+        ..LinearSpec::default()
+    }
+    .check(Task::Binary)
+    .unwrap()
+    .plan(Budget::new(1.0, 0.0).unwrap(), 32_561, &ADULT)
+    .unwrap();
+    assert_eq!((i.ranged_lines, i.range_noise), (0, None));
+    assert_eq!(
+        i.curvature_noise,
+        plan(1.0, 0.0, Task::Binary).curvature_noise
+    );
+    // Out of range: refused by the check, before any plan.
+    for bad in [-0.1, 1.0, f64::NAN] {
+        let e = LinearSpec {
+            range_share: Some(bad),
+            ..LinearSpec::default()
+        }
+        .check(Task::Binary)
+        .unwrap_err();
+        assert!(e.to_string().contains("(range_share)"), "{e}");
+    }
+}
+
+/// A one-numeric-column schema (public bounds [-100, 100], 200 intervals
+/// of width 1) and rows whose values are `xs`.
+fn wide_column(xs: &[f64], labels: &[bool]) -> (Encoder, crate::data::Dataset) {
+    let schema = Schema::from_json(
+        r#"{"label": {"column": "y", "positive": "1"}, "columns": [
+            {"name": "x", "type": "numeric", "min": -100, "max": 100, "bins": 200}]}"#,
+    )
+    .unwrap();
+    let encoder = Encoder::new(&schema).unwrap();
+    let mut csv = String::from("x,y\n");
+    for (x, y) in xs.iter().zip(labels) {
+        csv.push_str(&format!("{x},{}\n", u8::from(*y)));
+    }
+    let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
+    (encoder, data)
+}
+
+/// The range counts carry the exact counts plus noise of the planned scale
+/// (a doubled or halved scale fails), Laplace and Gaussian; the exact
+/// counts by hand.
+#[test]
+fn range_noise_has_the_planned_scale() {
+    let (encoder, data) = wide_column(&[0.5, 0.7, 3.2, -99.9], &[true, false, true, false]);
+    let line = features::layout(&encoder, NumericFeatures::Linear)[1].clone();
+    assert!(line.is_line());
+    let exact = features::literal_counts(&data, &line);
+    assert_eq!(exact.len(), 200);
+    assert_eq!((exact[100], exact[103], exact[0]), (2, 1, 1));
+    assert_eq!(exact.iter().sum::<i64>(), 4);
+    let shape = LinearShape::new(&encoder);
+    for (delta, seed) in [(0.0, 21), (1e-6, 22)] {
+        let p = LinearSpec {
+            numeric_features: Some(NumericFeatures::Linear),
+            epochs: Some(1),
+            ..LinearSpec::default()
+        }
+        .check(Task::Binary)
+        .unwrap()
+        .plan(Budget::new(1.0, delta).unwrap(), 4, &shape)
+        .unwrap();
+        assert_eq!(p.ranged_lines, 1);
+        let noise = p.range_noise.unwrap();
+        let mut rng = NoiseRng::seeded(seed);
+        let mut x = Vec::new();
+        while x.len() < 4000 {
+            let noisy = fit::noisy_line_counts(&data, &line, noise, &mut rng).unwrap();
+            x.extend(noisy.iter().zip(&exact).map(|(n, e)| n - *e as f64));
+        }
+        let expected = match noise {
+            params::Noise::Laplace { num, den } => {
+                // Scale 2 / 0.1 = 20 rows.
+                assert_eq!((num, den), (20, 1));
+                let q = (-(den as f64) / num as f64).exp();
+                2.0 * q / (1.0 - q).powi(2)
+            }
+            params::Noise::Gaussian { num, den } => num as f64 / den as f64,
+        };
+        assert_variance(&x, expected);
+    }
+}
+
+/// Substituting one row moves one line's counts by at most 2 in L1 (one
+/// count down, one up), the bound of params.rs item 0 (edges of the
+/// bounds included; a row staying in its interval moves nothing).
+#[test]
+fn range_counts_under_substitution() {
+    let xs = [0.5, 0.7, 3.2, -99.9, 50.0, -7.0];
+    let labels = [true; 6];
+    let (encoder, data) = wide_column(&xs, &labels);
+    let line = features::layout(&encoder, NumericFeatures::Linear)[1].clone();
+    let before = features::literal_counts(&data, &line);
+    for (i, other) in [(0, 99.9), (3, 100.0), (4, -100.0), (5, -7.2), (1, 0.6)] {
+        let mut ys = xs;
+        ys[i] = other;
+        let (_, moved) = wide_column(&ys, &labels);
+        let after = features::literal_counts(&moved, &line);
+        let l1: i64 = before.iter().zip(&after).map(|(a, b)| (a - b).abs()).sum();
+        assert!(l1 <= 2, "{i}: {l1}");
+    }
+}
+
+/// The range from noisy counts, by hand: the intervals whose count clears
+/// the threshold span the range; their midpoints map onto [-1, 1], the
+/// rest clamp; the bounds become the range in the column's units; fewer
+/// than two intervals inside keep the public bounds.
+#[test]
+fn rescale_line_by_hand() {
+    let (encoder, _) = wide_column(&[0.0], &[true]);
+    let line = features::layout(&encoder, NumericFeatures::Linear)[1].clone();
+    // Interval k is (k - 100, k - 99]: midpoint k - 99.5.
+    let mut counts = vec![0.0; 200];
+    counts[100] = 50.0; // midpoint 0.5
+    counts[104] = 50.0; // midpoint 4.5
+    counts[102] = 10.0; // below the threshold, inside the span
+    counts[150] = 9.0; // below the threshold: clamped
+    let mut b = line.clone();
+    assert!(features::rescale_line(&mut b, &counts, 20.0));
+    let (lo, hi) = b.bounds.unwrap();
+    assert!(
+        (lo - 0.5).abs() < 1e-9 && (hi - 4.5).abs() < 1e-9,
+        "{lo} {hi}"
+    );
+    let v = |k: usize| b.features[0].literals[k].1;
+    assert!((v(100) + 1.0).abs() < 1e-9);
+    assert!((v(104) - 1.0).abs() < 1e-9);
+    assert!(v(102).abs() < 1e-9);
+    assert_eq!((v(0), v(150), v(199)), (-1.0, 1.0, 1.0));
+    // Every value on [-1, 1] and the model's check accepts the bounds.
+    assert!(b.features[0].literals.iter().all(|l| l.1.abs() <= 1.0));
+    // One interval inside, none, or NaN counts: the public bounds.
+    for counts in [
+        {
+            let mut c = vec![0.0; 200];
+            c[7] = 100.0;
+            c
+        },
+        vec![0.0; 200],
+        vec![f64::NAN; 200],
+    ] {
+        let mut b = line.clone();
+        assert!(!features::rescale_line(&mut b, &counts, 20.0));
+        assert_eq!(b, line);
+    }
+}
+
+/// A binary label that flips at x = 2 on values in [0, 4] while the public
+/// bounds are [-100, 100]: with the private range the line separates the
+/// classes at pure epsilon = 1 on 3000 rows; the released bounds hold the
+/// data's range; the privacy statement names the release.
+#[test]
+fn ranged_line_learns_a_narrow_column() {
+    let mut rng = NoiseRng::seeded(9);
+    let xs: Vec<f64> = (0..3000)
+        .map(|_| crate::privacy::exact::uniform_below(&mut rng, 4000).unwrap() as f64 / 1000.0)
+        .collect();
+    let labels: Vec<bool> = xs.iter().map(|&x| x > 2.0).collect();
+    let (encoder, data) = wide_column(&xs, &labels);
+    let accuracy = |range_share: f64, seed: u64| {
+        let plan = AlgorithmSpec::DpLinear(LinearSpec {
+            numeric_features: Some(NumericFeatures::Linear),
+            range_share: Some(range_share),
+            ..LinearSpec::default()
+        })
+        .plan(
+            Budget::new(1.0, 0.0).unwrap(),
+            PublicFacts::new(&encoder, data.n_rows()),
+        )
+        .unwrap();
+        let model = plan
+            .fit(&data, &encoder, &mut NoiseRng::seeded(seed), &mut |_| true)
+            .unwrap();
+        let predicted: Vec<bool> = model
+            .predictor()
+            .predict_all(&data)
+            .into_iter()
+            .map(|o| match o {
+                Output::Class(p) => p.positive,
+                _ => panic!("a classifier"),
+            })
+            .collect();
+        let hits = predicted
+            .iter()
+            .zip(&labels)
+            .filter(|(a, b)| a == b)
+            .count();
+        (hits as f64 / labels.len() as f64, model)
+    };
+    let (ranged, model) = accuracy(0.1, 5);
+    let Model::Linear(file) = &model else {
+        panic!()
+    };
+    let (lo, hi) = file.model.blocks[1].bounds.unwrap();
+    assert!(lo > -2.0 && lo < 1.0 && hi > 3.0 && hi < 6.0, "{lo} {hi}");
+    assert!(file.privacy.mechanism.contains("private range"));
+    let (public, _) = accuracy(0.0, 5);
+    eprintln!("narrow column: ranged {ranged:.3}, public bounds {public:.3}");
+    assert!(ranged > 0.9, "{ranged}");
+}
+
+/// The default numeric treatment (issue 25, third round): both, with the
+/// range share, for a binary classifier with delta > 0; intervals (no range
+/// release) at delta = 0 and for multiclass; linear with ranges for
+/// regression; a given treatment or share is kept.
+#[test]
+fn default_treatment_by_budget() {
+    let mode = |spec: LinearSpec, task: Task, delta: f64| {
+        let p = spec
+            .plan_for(task, Budget::new(1.0, delta).unwrap(), 32_561, &ADULT)
+            .unwrap();
+        (
+            p.params.numeric_features,
+            p.params.range_share,
+            p.ranged_lines,
+        )
+    };
+    let d = LinearSpec::default();
+    let regression = Task::Regression { min: 0.0, max: 1.0 };
+    assert_eq!(mode(d, Task::Binary, 1e-6), (NumericFeatures::Both, 0.1, 6));
+    assert_eq!(
+        mode(d, Task::Binary, 0.0),
+        (NumericFeatures::Intervals, 0.0, 0)
+    );
+    assert_eq!(
+        mode(d, Task::Multiclass { k: 3 }, 1e-6),
+        (NumericFeatures::Intervals, 0.0, 0)
+    );
+    assert_eq!(mode(d, regression, 0.0), (NumericFeatures::Linear, 0.1, 6));
+    let given = LinearSpec {
+        numeric_features: Some(NumericFeatures::Linear),
+        range_share: Some(0.0),
+        ..d
+    };
+    assert_eq!(
+        mode(given, Task::Binary, 1e-6),
+        (NumericFeatures::Linear, 0.0, 0)
+    );
+    let share = LinearSpec {
+        range_share: Some(0.3),
+        ..d
+    };
+    assert_eq!(
+        mode(share, Task::Binary, 1e-6),
+        (NumericFeatures::Both, 0.3, 6)
+    );
 }
