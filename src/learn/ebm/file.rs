@@ -182,7 +182,7 @@ impl EbmStatement {
                 p.max_bins,
                 p.max_leaves,
                 plan.calibration.map_or_else(String::new, |c| format!(
-                    "; then the threshold: {} over {} public thresholds around the model's mean score, scored by minus the distance between the number of rows above the threshold and the intercept's positive count (sensitivity 1), and the intercept moved by the chosen threshold",
+                    "; then the threshold: {} over {} public thresholds around the model's mean score, scored by the number of training rows it classifies correctly minus 2 per row by which its predicted-positive count falls outside the intercept's positive count +- 4% of n (sensitivity 3), and the intercept moved by the chosen threshold",
                     mechanisms::REPORT_NOISY_MAX_LAPLACE.cited(),
                     c.candidates
                 ))
@@ -196,7 +196,7 @@ impl EbmStatement {
                     .map_or_else(|| "c".to_owned(), |c| c.to_string()),
                 plan.scale,
                 if plan.calibration.is_some() {
-                    "; calibration: counts of rows above each threshold, each row adds 0 or 1, sensitivity 1 per score"
+                    "; calibration: each row adds 0 or 1 to each threshold's correct count and to its count of rows above, sensitivity 1 + 2 = 3 per score"
                 } else {
                     ""
                 }

@@ -606,31 +606,35 @@ fn threshold_grid_by_hand() {
     assert!((grid[0] + 1.001).abs() < 1e-12 && (grid[2] + 0.999).abs() < 1e-12);
 }
 
-/// The calibration's release follows report-noisy-max with the plan's
-/// Laplace scale on the scores `-|c_j - T|`: chi-square against the exact
-/// probabilities, and the same frequencies reject a scale off by a factor
-/// 2 (the wrong scale a mistaken sensitivity or zCDP conversion would
-/// give).
+/// The calibration's scores by hand, and its release follows
+/// report-noisy-max with the plan's Laplace scale on them: chi-square
+/// against the exact probabilities, and the same frequencies reject a
+/// scale off by a factor 2 (the wrong scale a mistaken sensitivity or zCDP
+/// conversion would give).
 #[test]
 fn calibration_follows_report_noisy_max_at_the_planned_scale() {
     use crate::privacy::testutil::{chi_square_p_value, rnm_laplace_probabilities};
-    // delta = 0 at epsilon 0.5: epsilon_c = 0.05, scale 40 rows.
+    // delta = 0 at epsilon 0.5: epsilon_c = 0.05, scores of sensitivity 3,
+    // scale 2 x 3 / 0.05 = 120 rows.
     let p = plan_with(0.5, 0.0, 1000, 4);
     let c = p.calibration.unwrap();
-    assert!(c.scale >= 40.0 && (c.scale / 40.0 - 1.0) < 1e-6, "{c:?}");
-    // 100 rows with scores 0..99; thresholds 9.5, 34.5, 59.5, 84.5 have
-    // 90, 65, 40, 15 rows above; the target 50: utilities -40, -15, -10,
-    // -35.
+    assert!(c.scale >= 120.0 && (c.scale / 120.0 - 1.0) < 1e-6, "{c:?}");
+    // 100 rows with scores 0..99, positive from 60 on (P = 40);
+    // thresholds 9.5, 34.5, 59.5, 84.5 have c = 90, 65, 40, 15 rows above,
+    // of which a = 40, 40, 40, 15 positive. Correct: n - c - (P - a) + a
+    // = 50, 75, 100, 75. Target 50, window 0.04 x 100 = 4: outside by 36,
+    // 11, 6, 31 rows, penalty 2 x that. Scores -22, 53, 88, 13.
     let scores: Vec<f64> = (0..100).map(f64::from).collect();
+    let y: Vec<f32> = (0..100).map(|i| if i >= 60 { 1.0 } else { 0.0 }).collect();
     let grid = [9.5, 34.5, 59.5, 84.5];
-    let counts = fit::threshold_counts(&scores, &grid);
-    assert_eq!(counts, vec![90, 65, 40, 15]);
-    let utility: Vec<f64> = counts.iter().map(|&k| -(k as f64 - 50.0).abs()).collect();
+    assert_eq!(fit::threshold_counts(&scores, &grid), vec![90, 65, 40, 15]);
+    let utility = fit::threshold_scores(&scores, &y, &grid, 50.0);
+    assert_eq!(utility, vec![-22.0, 53.0, 88.0, 13.0]);
     let mut rng = NoiseRng::seeded(21);
     let mut wins = [0u64; 4];
     let draws = 40_000;
     for _ in 0..draws {
-        let t = fit::choose_threshold(&scores, &grid, 50.0, &c, &mut rng).unwrap();
+        let t = fit::choose_threshold(&scores, &y, &grid, 50.0, &c, &mut rng).unwrap();
         wins[grid.iter().position(|&g| g == t).unwrap()] += 1;
     }
     let expected = rnm_laplace_probabilities(&utility, c.scale);
