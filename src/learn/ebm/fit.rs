@@ -292,7 +292,8 @@ fn row_scores(model: &EbmModel, codes: &[Vec<Bin>]) -> Vec<f64> {
 /// no data-dependent branch): its bucket is the number of grid points
 /// below it, then suffix sums. Each row adds 1 to the `c_j` of the grid
 /// points below its score and 0 to the others: a function of its own
-/// score only.
+/// score only. (Tests only: the fit counts by label in one pass.)
+#[cfg(test)]
 pub(super) fn threshold_counts(scores: &[f64], grid: &[f64]) -> Vec<u64> {
     threshold_counts_by_label(scores, None, grid).0
 }
