@@ -917,6 +917,14 @@ impl Plan {
                         noise["epsilon_training"] = epsilon_training.into();
                     }
                 }
+                // A classifier's threshold calibration (report-noisy-max).
+                if let Some(c) = p.calibration {
+                    noise["epsilon_calibration"] = c.epsilon.into();
+                    if let Some(rho) = c.rho {
+                        noise["rho_calibration"] = rho.into();
+                    }
+                    noise["calibration_scale"] = c.scale.into();
+                }
                 noise
             }
             PlannedLearner::Linear(p) => {

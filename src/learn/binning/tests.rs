@@ -207,10 +207,16 @@ fn a_pure_dp_ebm_is_charged_the_phase_in_epsilon() {
     assert!((epsilon - 1.0).abs() < 1e-12, "{epsilon}");
     let noise = plan.noise();
     assert!(noise.get("rho").is_none(), "{noise}");
-    let learner: f64 = ["epsilon_binning", "epsilon_intercept", "epsilon_training"]
-        .iter()
-        .map(|k| noise[k].as_f64().unwrap())
-        .sum();
+    // A classifier's parts include the threshold calibration.
+    let learner: f64 = [
+        "epsilon_binning",
+        "epsilon_intercept",
+        "epsilon_calibration",
+        "epsilon_training",
+    ]
+    .iter()
+    .map(|k| noise[k].as_f64().unwrap())
+    .sum();
     assert!((learner - 0.9).abs() < 1e-12, "{noise}");
     assert!(
         noise["mechanism"].as_str().unwrap().contains("Laplace"),

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::EbmModel;
-use super::params::{Accounting, EbmParams, EbmPlan, INTERCEPT_SHARE};
+use super::params::{Accounting, EbmParams, EbmPlan, INTERCEPT_SHARE, calibration_share};
 use crate::data::{Encoder, Schema, Task};
 use crate::learn::LearnError;
 use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
@@ -52,6 +52,17 @@ pub struct EbmStatement {
     /// epsilon of the training phase (pure runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epsilon_training: Option<f64>,
+    /// rho of a classifier's threshold calibration (zCDP runs; absent
+    /// without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho_calibration: Option<f64>,
+    /// The pure epsilon of the calibration's report-noisy-max (with delta >
+    /// 0 it is `sqrt(2 rho_calibration)`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epsilon_calibration: Option<f64>,
+    /// The calibration's Laplace scale, in rows; absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_scale: Option<f64>,
     /// The split between the phases.
     pub budget_split: String,
     /// What is released, with which noise.
@@ -83,14 +94,20 @@ pub struct EbmStatement {
 impl EbmStatement {
     fn new(plan: &EbmPlan) -> EbmStatement {
         let p = plan.params;
+        let calibrated = if plan.calibration.is_some() {
+            " and the threshold calibration (one report-noisy-max)"
+        } else {
+            ""
+        };
         let (noise, accounting, unit) = match plan.accounting {
             Accounting::Zcdp { rho_total, .. } => (
                 mechanisms::DISCRETE_GAUSSIAN,
                 format!(
-                    "zero-concentrated DP: the binning, the intercept and the {} training iterations ({} epochs x {} features) compose additively to rho = {:.6e}, which implies ({}, {})-DP by the conversion of Canonne, Kamath and Steinke 2020 (Cor. 13)",
+                    "zero-concentrated DP: the binning, the intercept, the {} training iterations ({} epochs x {} features){} compose additively to rho = {:.6e}, which implies ({}, {})-DP by the conversion of Canonne, Kamath and Steinke 2020 (Cor. 13)",
                     plan.iterations(),
                     p.epochs,
                     plan.n_features,
+                    calibrated,
                     rho_total,
                     plan.budget.epsilon(),
                     plan.budget.delta()
@@ -100,10 +117,11 @@ impl EbmStatement {
             Accounting::Pure { .. } => (
                 mechanisms::DISCRETE_LAPLACE,
                 format!(
-                    "pure DP: the binning, the intercept and the {} training iterations ({} epochs x {} features) compose to epsilon = {} by basic composition",
+                    "pure DP: the binning, the intercept, the {} training iterations ({} epochs x {} features){} compose to epsilon = {} by basic composition",
                     plan.iterations(),
                     p.epochs,
                     plan.n_features,
+                    calibrated,
                     plan.budget.epsilon()
                 ),
                 "epsilon",
@@ -125,6 +143,10 @@ impl EbmStatement {
                 Some((epsilon_binning, epsilon_intercept, epsilon_training)),
             ),
         };
+        let mut used = vec![noise];
+        if plan.calibration.is_some() {
+            used.push(mechanisms::REPORT_NOISY_MAX_LAPLACE);
+        }
         EbmStatement {
             epsilon: plan.budget.epsilon(),
             delta: plan.budget.delta(),
@@ -138,31 +160,52 @@ impl EbmStatement {
             epsilon_binning: pure.map(|p| p.0),
             epsilon_intercept: pure.map(|p| p.1),
             epsilon_training: pure.map(|p| p.2),
+            rho_calibration: plan.calibration.and_then(|c| c.rho),
+            epsilon_calibration: plan.calibration.map(|c| c.epsilon),
+            calibration_scale: plan.calibration.map(|c| c.scale),
             budget_split: format!(
-                "{}% of {unit} to the private binning, {}% to the intercept, the rest equally over the training iterations",
+                "{}% of {unit} to the private binning, {}% to the intercept, {}the rest equally over the training iterations",
                 p.binning_share * 100.0,
-                INTERCEPT_SHARE * 100.0
+                INTERCEPT_SHARE * 100.0,
+                if plan.calibration.is_some() {
+                    format!(
+                        "{}% to the threshold calibration, ",
+                        calibration_share(plan.task) * 100.0
+                    )
+                } else {
+                    String::new()
+                }
             ),
             mechanism: format!(
-                "DP-EBM (Nori et al. 2021, Alg. 2) with {}: noisy counts of every feature's base bins (the schema's literals), merged into bins of about n/{} rows; a noisy sum of the labels, from which boosting starts (the intercept); then cyclic boosting of one-feature functions with {} random leaves per iteration, each leaf's sum of residuals released with noise and divided by the leaf's public noisy count",
+                "DP-EBM (Nori et al. 2021, Alg. 2) with {}: noisy counts of every feature's base bins (the schema's literals), merged into bins of about n/{} rows; a noisy sum of the labels, from which boosting starts (the intercept); then cyclic boosting of one-feature functions with {} random leaves per iteration, each leaf's sum of residuals released with noise and divided by the leaf's public noisy count{}",
                 noise.cited(),
                 p.max_bins,
-                p.max_leaves
+                p.max_leaves,
+                plan.calibration.map_or_else(String::new, |c| format!(
+                    "; then the threshold: {} over {} public thresholds around the model's mean score, scored by the number of training rows it classifies correctly minus 2 per row by which its predicted-positive count falls outside the intercept's positive count +- 4% of n (sensitivity 3), and the intercept moved by the chosen threshold",
+                    mechanisms::REPORT_NOISY_MAX_LAPLACE.cited(),
+                    c.candidates
+                ))
             ),
             sigma_binning: plan.sigma_binning,
             sigma_intercept: Some(plan.sigma_intercept),
             sigma_training: plan.sigma_training,
             sensitivity: format!(
-                "bin counts: L1 sensitivity 2 (L2 sqrt(2)) per feature under substitution; intercept: the sum of y - 1/2 (classifier, sensitivity 1) or (y - mid) / half (regressor, 2); leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / {}, the residual clip in label units) and rounded to the grid 1/{}, L1 and L2 sensitivity 2 per iteration (docs/privacy.md, \"DP-EBM (zero-concentrated DP, exact discrete Gaussian noise)\" and \"DP-EBM with delta = 0 (pure DP, exact discrete Laplace noise)\")",
+                "bin counts: L1 sensitivity 2 (L2 sqrt(2)) per feature under substitution; intercept: the sum of y - 1/2 (classifier, sensitivity 1) or (y - mid) / half (regressor, 2); leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / {}, the residual clip in label units) and rounded to the grid 1/{}, L1 and L2 sensitivity 2 per iteration{} (docs/privacy.md, \"DP-EBM (zero-concentrated DP, exact discrete Gaussian noise)\" and \"DP-EBM with delta = 0 (pure DP, exact discrete Laplace noise)\")",
                 p.residual_clip
                     .map_or_else(|| "c".to_owned(), |c| c.to_string()),
-                plan.scale
+                plan.scale,
+                if plan.calibration.is_some() {
+                    "; calibration: each row adds 0 or 1 to each threshold's correct count and to its count of rows above, sensitivity 1 + 2 = 3 per score"
+                } else {
+                    ""
+                }
             ),
             sampler: format!(
                 "{}; the variances and scales are rationals rounded up; the cut points are drawn uniformly by exact rejection, independently of the data",
-                mechanisms::sampler_text(&[noise])
+                mechanisms::sampler_text(&used)
             ),
-            mechanisms: vec![noise.id.to_owned()],
+            mechanisms: used.iter().map(|m| m.id.to_owned()).collect(),
             post_processing: Vec::new(),
             software_version: SOFTWARE_VERSION.into(),
             binning: None,

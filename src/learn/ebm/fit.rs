@@ -11,10 +11,10 @@
 use super::bins::{self, FeatureLayout, MergedBins};
 use super::kernel::{self, Bin, Cuts, MAX_CUTS, Residual, Update};
 use super::model::{EbmModel, ShapeFunction, sigmoid};
-use super::params::{EbmPlan, Noise};
+use super::params::{CALIBRATION_PENALTY, CALIBRATION_WINDOW, CalibrationPlan, EbmPlan, Noise};
 use crate::data::{Dataset, Encoder, Task};
 use crate::learn::LearnError;
-use crate::privacy::{NoiseRng, exact};
+use crate::privacy::{NoiseRng, exact, laplace};
 
 /// The labels as numbers: 0/1 for a classifier, the clamped value for a
 /// regressor.
@@ -221,7 +221,162 @@ pub fn fit(
             shape(f, m, v)
         })
         .collect();
-    Ok(EbmModel { intercept, shapes })
+    let mut model = EbmModel { intercept, shapes };
+
+    // Phase 4 (a classifier): calibrate the threshold (epsilon_c). The
+    // positive count the intercept released, `T = n sigmoid(start)`, is the
+    // target; a report-noisy-max picks the public threshold that classifies
+    // the most training rows correctly among those that predict positive
+    // for about `T` rows (`threshold_scores`), and the intercept moves by
+    // it, so that a probability of 1/2 falls there.
+    if let (Some(c), Task::Binary) = (plan.calibration, task) {
+        let target = (n as f64 * sigmoid(start)).round();
+        let grid = threshold_grid(&model, c.candidates);
+        let scores = row_scores(&model, &codes);
+        let t = choose_threshold(&scores, &y, &grid, target, &c, rng)?;
+        model.intercept -= t;
+    }
+    Ok(model)
+}
+
+/// The candidate thresholds of the calibration: `count` points evenly
+/// spaced over `mu +- W`, where `mu` is the model's intercept (every
+/// centred shape has mean 0 over its public counts) and `W` three times the
+/// sum of the shapes' standard deviations over their public counts (a
+/// score's deviation from `mu` is the sum of the shapes' deviations: the
+/// sum of their standard deviations bounds its spread whatever the
+/// features' correlation), at least `10^-3`. A function of the released
+/// model only (post-processing), so public.
+pub(super) fn threshold_grid(model: &EbmModel, count: usize) -> Vec<f64> {
+    let spread: f64 = model
+        .shapes
+        .iter()
+        .map(|s| {
+            let total: f64 = s.counts.iter().sum();
+            if total > 0.0 {
+                let var = s
+                    .values
+                    .iter()
+                    .zip(&s.counts)
+                    .map(|(v, c)| v * v * c)
+                    .sum::<f64>()
+                    / total;
+                var.sqrt()
+            } else {
+                0.0
+            }
+        })
+        .sum();
+    let w = (3.0 * spread).max(1e-3);
+    let count = count.max(2);
+    let lo = model.intercept - w;
+    let step = 2.0 * w / (count - 1) as f64;
+    (0..count).map(|j| lo + step * j as f64).collect()
+}
+
+/// Each training row's score under `model` (its merged-bin codes per
+/// feature): `K` lookups per row, whatever the values.
+fn row_scores(model: &EbmModel, codes: &[Vec<Bin>]) -> Vec<f64> {
+    let n = codes.first().map_or(0, Vec::len);
+    let mut scores = vec![model.intercept; n];
+    for (shape, codes) in model.shapes.iter().zip(codes) {
+        for (s, &c) in scores.iter_mut().zip(codes) {
+            *s += shape.values[c as usize];
+        }
+    }
+    scores
+}
+
+/// `c_j`: the number of `scores` above each `grid[j]` (`grid` increasing
+/// and evenly spaced). Each score is placed with one division (no search,
+/// no data-dependent branch): its bucket is the number of grid points
+/// below it, then suffix sums. Each row adds 1 to the `c_j` of the grid
+/// points below its score and 0 to the others: a function of its own
+/// score only. (Tests only: the fit counts by label in one pass.)
+#[cfg(test)]
+pub(super) fn threshold_counts(scores: &[f64], grid: &[f64]) -> Vec<u64> {
+    threshold_counts_by_label(scores, None, grid).0
+}
+
+/// [`threshold_counts`] of all rows and of the positive rows (`y > 1/2`),
+/// in one pass; without labels the second is all zeros.
+fn threshold_counts_by_label(
+    scores: &[f64],
+    y: Option<&[f32]>,
+    grid: &[f64],
+) -> (Vec<u64>, Vec<u64>) {
+    let g = grid.len();
+    if g == 0 {
+        return (Vec::new(), Vec::new());
+    }
+    let mut all = vec![0u64; g + 1];
+    let mut positive = vec![0u64; g + 1];
+    let lo = grid[0];
+    let step = if g > 1 {
+        (grid[g - 1] - grid[0]) / (g - 1) as f64
+    } else {
+        1.0
+    };
+    for (i, &s) in scores.iter().enumerate() {
+        let b = ((s - lo) / step).ceil().clamp(0.0, g as f64) as usize;
+        // NaN (impossible: the model is finite) lands in bucket 0.
+        all[b] += 1;
+        positive[b] += y.map_or(0, |y| u64::from(y[i] > 0.5));
+    }
+    // c_j = number of rows whose bucket exceeds j.
+    let suffix = |buckets: &[u64]| {
+        let mut counts = vec![0u64; g];
+        let mut above = 0u64;
+        for j in (0..g).rev() {
+            above += buckets[j + 1];
+            counts[j] = above;
+        }
+        counts
+    };
+    (suffix(&all), suffix(&positive))
+}
+
+/// The calibration's scores: for each threshold `t_j`, the number of rows
+/// it classifies correctly (`a_j` positives above it plus the negatives at
+/// or below it, `n - c_j - (P - a_j)`, `P` the positive count), minus
+/// [`CALIBRATION_PENALTY`] times the number of rows by which `c_j` falls
+/// outside the window `target +- CALIBRATION_WINDOW n`: the most accurate
+/// threshold among those whose predicted-positive count is near the
+/// released positive count. Substitution moves the correct count by at
+/// most 1 (one row's term is 0 or 1) and `c_j` by at most 1, so each score
+/// by at most `1 + CALIBRATION_PENALTY` (`EbmParams::plan`); every value is
+/// an integer below 2^53, computed exactly.
+pub(super) fn threshold_scores(scores: &[f64], y: &[f32], grid: &[f64], target: f64) -> Vec<f64> {
+    let n = scores.len() as f64;
+    let (above, positive_above) = threshold_counts_by_label(scores, Some(y), grid);
+    let positives = y.iter().filter(|&&v| v > 0.5).count() as f64;
+    let window = (CALIBRATION_WINDOW * n).round();
+    above
+        .iter()
+        .zip(&positive_above)
+        .map(|(&c, &a)| {
+            let (c, a) = (c as f64, a as f64);
+            let correct = n - c - (positives - a) + a;
+            let outside = ((c - target).abs() - window).max(0.0);
+            correct - CALIBRATION_PENALTY * outside
+        })
+        .collect()
+}
+
+/// The calibration's release: report-noisy-max over the grid with the
+/// scores of [`threshold_scores`] (sensitivity `1 + CALIBRATION_PENALTY`)
+/// at the plan's Laplace scale. Returns the chosen threshold.
+pub(super) fn choose_threshold(
+    scores: &[f64],
+    y: &[f32],
+    grid: &[f64],
+    target: f64,
+    plan: &CalibrationPlan,
+    rng: &mut NoiseRng,
+) -> Result<f64, LearnError> {
+    let utility = threshold_scores(scores, y, grid, target);
+    let j = laplace::report_noisy_max(rng, &utility, plan.scale)?;
+    Ok(grid[j])
 }
 
 fn shape(f: FeatureLayout, m: MergedBins, values: Vec<f64>) -> ShapeFunction {

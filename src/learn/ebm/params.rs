@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Task;
 use crate::learn::LearnError;
+use crate::privacy::grid::GRID_EPSILON;
 use crate::privacy::{Budget, PrivacyCost, metrics, zcdp};
 
 /// Largest number of epochs accepted (the paper uses 300).
@@ -60,7 +61,7 @@ impl Schedule {
             (false, true) => (DEFAULT_EPOCHS_ZCDP_REGRESSION, RULE_B_ZCDP_REGRESSION),
         };
         let iterations = f64::from(epochs) * n_features.max(1) as f64;
-        let training = 1.0 - DEFAULT_BINNING_SHARE - INTERCEPT_SHARE;
+        let training = 1.0 - DEFAULT_BINNING_SHARE - INTERCEPT_SHARE - calibration_share(task);
         let s = if pure {
             // sqrt(2) x the Laplace scale 2 E K / epsilon_t.
             2f64.sqrt() * 2.0 * iterations / (training * budget.epsilon())
@@ -142,6 +143,12 @@ pub struct EbmParams {
     /// this parameter read as `None` and were trained with half the range).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub residual_clip: Option<f64>,
+    /// A classifier: whether the threshold is calibrated after boosting
+    /// (a charged report-noisy-max, [`CALIBRATION_SHARE`] of the budget;
+    /// `EbmParams::plan`). Always set by [`EbmSpec::check`]; model files
+    /// from before it read as `false`, which is how they were trained.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub calibrate: bool,
 }
 
 impl EbmSpec {
@@ -156,6 +163,7 @@ impl EbmSpec {
             max_leaves: self.max_leaves.unwrap_or(3),
             binning_share: self.binning_share.unwrap_or(DEFAULT_BINNING_SHARE),
             residual_clip: self.residual_clip,
+            calibrate: true,
         };
         let bad = |m: String| Err(LearnError::InvalidParameter(m));
         if !(2..=MAX_BINS).contains(&p.max_bins) {
@@ -240,6 +248,80 @@ const MAX_GAUSSIAN_GRID: f64 = (1u32 << 20) as f64;
 /// noise than any leaf sum.
 pub const INTERCEPT_SHARE: f64 = 0.05;
 
+/// The share of the budget (of rho with delta > 0, of epsilon with delta =
+/// 0) a classifier spends on calibrating its threshold after boosting
+/// (issue 25: with the small learning rates a noisy run needs, the scores
+/// stay near the intercept and a threshold of 1/2 predicts the majority
+/// class for too many rows). A report-noisy-max over
+/// [`CALIBRATION_CANDIDATES`] public thresholds (`fit::threshold_scores`).
+pub const CALIBRATION_SHARE: f64 = 0.1;
+/// The calibration's window: thresholds whose predicted-positive count is
+/// within this fraction of n of the released positive count are scored by
+/// accuracy alone (`fit::threshold_scores`). Chosen on the suite (in
+/// sample, docs/accuracy.md "DP-EBM"), below the 5 points of issue 25.
+pub const CALIBRATION_WINDOW: f64 = 0.04;
+/// The calibration's penalty per row outside the window (more than 1, so
+/// that the window binds: moving one row across the threshold changes the
+/// correct count by at most 1).
+pub const CALIBRATION_PENALTY: f64 = 2.0;
+/// The sensitivity of the calibration's scores under substitution: the
+/// correct count moves by at most 1, the penalty by `CALIBRATION_PENALTY`.
+pub const CALIBRATION_SENSITIVITY: f64 = 1.0 + CALIBRATION_PENALTY;
+
+/// The number of candidate thresholds of the calibration (a public grid,
+/// `fit::threshold_grid`).
+pub const CALIBRATION_CANDIDATES: usize = 1025;
+
+/// The calibration's share for `task` (classifiers only).
+pub fn calibration_share(task: Task) -> f64 {
+    match task {
+        Task::Binary => CALIBRATION_SHARE,
+        Task::Regression { .. } | Task::Multiclass { .. } => 0.0,
+    }
+}
+
+/// The public facts of the threshold calibration (a classifier's last
+/// release).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationPlan {
+    /// The report-noisy-max's pure epsilon (with delta > 0: `sqrt(2
+    /// rho_calibration)`, since an epsilon-DP release is `epsilon^2 /
+    /// 2`-zCDP, Bun and Steinke 2016, Prop. 1.4).
+    pub epsilon: f64,
+    /// rho of the calibration (zCDP runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    /// The Laplace scale of the report-noisy-max, in rows (its scores have
+    /// sensitivity [`CALIBRATION_SENSITIVITY`]).
+    pub scale: f64,
+    /// The number of candidate thresholds.
+    pub candidates: usize,
+}
+
+impl CalibrationPlan {
+    /// The plan for a pure `epsilon` on `n_rows` rows: the scores
+    /// (`fit::threshold_scores`, integers of magnitude at most `3n`) move
+    /// by at most `D = CALIBRATION_SENSITIVITY` under substitution; as
+    /// divided by the scale in floating point, by at most `L = (D + n 2^-49)
+    /// / scale` (each quotient's rounding error is at most `3n / scale
+    /// 2^-53`), and report-noisy-max is `2 (L + 2^-30)`-DP
+    /// (`privacy::laplace`). So `scale = 2 (D + n 2^-49) / (epsilon - 2
+    /// GRID_EPSILON)` gives at most `epsilon` (as dpboost's split scale).
+    fn new(epsilon: f64, rho: Option<f64>, n_rows: usize) -> Option<CalibrationPlan> {
+        if !(epsilon.is_finite() && epsilon > 1e3 * GRID_EPSILON) {
+            return None;
+        }
+        let delta = CALIBRATION_SENSITIVITY + n_rows as f64 * 2f64.powi(-49);
+        let scale = 2.0 * delta / (epsilon - 2.0 * GRID_EPSILON);
+        (scale.is_finite() && scale > 0.0 && scale < 1e12).then_some(CalibrationPlan {
+            epsilon,
+            rho,
+            scale,
+            candidates: CALIBRATION_CANDIDATES,
+        })
+    }
+}
+
 /// The noise of one kind of release (count units for the binning, grid
 /// units for the intercept and the leaf sums): the shared exact-noise type.
 pub use crate::privacy::Noise;
@@ -303,6 +385,10 @@ pub struct EbmPlan {
     pub intercept_noise: Noise,
     /// The noise on each leaf sum (grid units).
     pub leaf_noise: Noise,
+    /// A classifier's threshold calibration (absent for a regressor, and
+    /// when `params.calibrate` is off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationPlan>,
 }
 
 /// `x` as a rational `num / den >= x` with both below 2^30, `den` a power of 2.
@@ -346,7 +432,7 @@ impl EbmParams {
     /// # Privacy (substitution neighbours; docs/privacy.md "DP-EBM")
     ///
     /// Three kinds of release touch the rows, each on integers with exact
-    /// noise:
+    /// noise, and a classifier adds a fourth (the calibration):
     ///
     /// - Binning: one histogram per feature over its base bins (the schema's
     ///   literals). Substituting a row moves one count of each histogram from
@@ -366,19 +452,31 @@ impl EbmParams {
     ///   `|r|, |r'| <= 1`. So L1 sensitivity 2 and L2 sensitivity 2
     ///   (residual units, `2S` grid units; the paper's add/remove analysis
     ///   has 1).
+    /// - Calibration (a classifier, `calibrate`): after boosting, a
+    ///   report-noisy-max over a public grid of `G` thresholds `t_j` (a
+    ///   function of the released model only), scores `k_j - 2 max(0, |c_j
+    ///   - T| - w n)` with `k_j` the number of rows the threshold classifies
+    ///   correctly, `c_j` the number of rows whose score exceeds `t_j`, `T`
+    ///   the released intercept's positive count (public) and `w` =
+    ///   [`CALIBRATION_WINDOW`]. Each row adds 0 or 1 to each `k_j` and to
+    ///   each `c_j` by its own label, features and the released model, so
+    ///   substitution moves every score by at most `1 + 2 = 3`: Laplace
+    ///   scale `6 / epsilon_c` is `epsilon_c`-DP ([`CalibrationPlan::new`]
+    ///   has the float margin), `epsilon_c^2 / 2`-zCDP.
     ///
     /// With `delta > 0` (zCDP, discrete Gaussian, CKS20 Thm 4: a release of
     /// L2 sensitivity `D` with variance `s^2` is `D^2 / (2 s^2)`-zCDP):
-    /// `rho = K / s_b^2 + Delta_0^2 / (2 s_0^2) + E K 2 / s^2`, converted
-    /// once to `(epsilon, delta)` (`privacy::zcdp`); `binning_share` of rho
-    /// to the binning, [`INTERCEPT_SHARE`] to the intercept.
+    /// `rho = K / s_b^2 + Delta_0^2 / (2 s_0^2) + E K 2 / s^2 (+ epsilon_c^2
+    /// / 2)`, converted once to `(epsilon, delta)` (`privacy::zcdp`);
+    /// `binning_share` of rho to the binning, [`INTERCEPT_SHARE`] to the
+    /// intercept, [`CALIBRATION_SHARE`] to a classifier's calibration.
     ///
     /// With `delta = 0` (pure DP, discrete Laplace: a release of L1
     /// sensitivity `D` with scale `b` is `D / b`-DP, the geometric
     /// mechanism, CKS20 §2): each histogram scale `2K / epsilon_b`, the
     /// intercept `Delta_0 / epsilon_0`, each leaf-sum vector `2 E K /
-    /// epsilon_t` (residual units); basic composition `epsilon_b + epsilon_0
-    /// + epsilon_t = epsilon` (Dwork and Roth 2014, Thm 3.16, adaptive).
+    /// epsilon_t` (residual units), the calibration `epsilon_c`; basic
+    /// composition `epsilon_b + epsilon_0 + epsilon_c + epsilon_t = epsilon` (Dwork and Roth 2014, Thm 3.16, adaptive).
     ///
     /// Every variance and scale is rounded up, and every one is checked here,
     /// before any charge.
@@ -397,10 +495,15 @@ impl EbmParams {
                 "the schema has no feature".into(),
             ));
         }
-        if self.binning_share + INTERCEPT_SHARE >= 1.0 {
+        let calibration_share = if self.calibrate {
+            calibration_share(task)
+        } else {
+            0.0
+        };
+        if self.binning_share + INTERCEPT_SHARE + calibration_share >= 1.0 {
             return Err(LearnError::InvalidParameter(format!(
                 "binning share (binning_share) must be below {}, got {}",
-                1.0 - INTERCEPT_SHARE,
+                1.0 - INTERCEPT_SHARE - calibration_share,
                 self.binning_share
             )));
         }
@@ -414,11 +517,25 @@ impl EbmParams {
                 self.epochs
             ))
         };
-        let (accounting, scale, bin_noise, intercept_noise, leaf_noise) = if budget.delta() == 0.0 {
+        let calibrating = calibration_share > 0.0;
+        let (accounting, scale, bin_noise, intercept_noise, leaf_noise, calibration) = if budget
+            .delta()
+            == 0.0
+        {
             let epsilon = budget.epsilon();
             let epsilon_binning = self.binning_share * epsilon;
             let epsilon_intercept = INTERCEPT_SHARE * epsilon;
-            let epsilon_training = epsilon - epsilon_binning - epsilon_intercept;
+            let epsilon_calibration = calibration_share * epsilon;
+            let epsilon_training =
+                epsilon - epsilon_binning - epsilon_intercept - epsilon_calibration;
+            let calibration = if calibrating {
+                Some(
+                    CalibrationPlan::new(epsilon_calibration, None, n_rows)
+                        .ok_or_else(too_noisy)?,
+                )
+            } else {
+                None
+            };
             let s = f64::from(LAPLACE_GRID);
             // Counts are integers: a rational scale (`metrics::scale_for`).
             let (bn, bd) = metrics::scale_for(2.0 * k, epsilon_binning).map_err(|_| too_noisy())?;
@@ -434,12 +551,29 @@ impl EbmParams {
                 Noise::Laplace { num: bn, den: bd },
                 intercept,
                 leaf,
+                calibration,
             )
         } else {
             let rho_total = zcdp::rho_for(budget.epsilon(), budget.delta())?;
             let rho_binning = self.binning_share * rho_total;
             let rho_intercept = INTERCEPT_SHARE * rho_total;
-            let rho_training = rho_total - rho_binning - rho_intercept;
+            let rho_calibration = calibration_share * rho_total;
+            let rho_training = rho_total - rho_binning - rho_intercept - rho_calibration;
+            // An epsilon-DP release is epsilon^2 / 2-zCDP: epsilon =
+            // sqrt(2 rho_calibration), rounded down so that its rho stays
+            // within the share.
+            let calibration = if calibrating {
+                let mut epsilon = (2.0 * rho_calibration).sqrt();
+                while epsilon * epsilon / 2.0 > rho_calibration {
+                    epsilon = epsilon.next_down();
+                }
+                Some(
+                    CalibrationPlan::new(epsilon, Some(rho_calibration), n_rows)
+                        .ok_or_else(too_noisy)?,
+                )
+            } else {
+                None
+            };
             let sigma_binning = (k / rho_binning).sqrt();
             let sigma_intercept = d0 / (2.0 * rho_intercept).sqrt();
             let sigma_training = (2.0 * iterations / rho_training).sqrt();
@@ -468,6 +602,7 @@ impl EbmParams {
                 gaussian(sigma_binning)?,
                 gaussian(sigma_intercept * s)?,
                 gaussian(sigma_training * s)?,
+                calibration,
             )
         };
         let grid = f64::from(scale);
@@ -485,6 +620,7 @@ impl EbmParams {
             bin_noise,
             intercept_noise,
             leaf_noise,
+            calibration,
         })
     }
 }
@@ -539,7 +675,7 @@ mod tests {
 
     /// Hand computation for Adult (K = 14, E = 300) at epsilon = 1,
     /// delta = 1e-6: rho_total from the CKS conversion, 10% to binning, 5%
-    /// to the intercept.
+    /// to the intercept, 10% to the calibration (a classifier).
     #[test]
     fn noise_scales_by_hand() {
         let p = plan(1.0, 1e-6).unwrap();
@@ -548,10 +684,10 @@ mod tests {
         // The figures docs/privacy.md quotes (an independent minimisation
         // over alpha by hand: rho = 0.024356; s_b = sqrt(14 / (0.1 rho)) =
         // 75.82, s_0 = 1 / sqrt(2 * 0.05 rho) = 20.26, s = sqrt(8400 /
-        // (0.85 rho)) = 636.98).
+        // (0.75 rho)) = 678.12).
         assert!((rho - 0.024356).abs() < 2e-6, "{rho}");
         assert!(
-            (p.sigma_training - 636.98).abs() < 0.05,
+            (p.sigma_training - 678.12).abs() < 0.05,
             "{}",
             p.sigma_training
         );
@@ -573,8 +709,19 @@ mod tests {
         assert!(close(p.sigma_intercept, 1.0 / (2.0 * 0.05 * rho).sqrt()));
         assert!(close(
             p.sigma_training,
-            (2.0 * 4200.0 / (0.85 * rho)).sqrt()
+            (2.0 * 4200.0 / (0.75 * rho)).sqrt()
         ));
+        // The calibration: epsilon_c = sqrt(2 x 0.1 rho) = 0.069794 (its
+        // zCDP cost epsilon_c^2 / 2 = 0.1 rho), Laplace scale 2 x 3 /
+        // epsilon_c = 85.967 rows (plus the grid's and the float margin's
+        // 1e-8).
+        let c = p.calibration.expect("a classifier calibrates");
+        assert!((c.epsilon - 0.069_794).abs() < 1e-6, "{c:?}");
+        assert!(c.epsilon * c.epsilon / 2.0 <= 0.1 * rho);
+        assert_eq!(c.rho, Some(0.1 * rho));
+        assert!((c.scale - 85.967).abs() < 1e-3, "{c:?}");
+        assert!(c.scale >= 6.0 / c.epsilon);
+        assert_eq!(c.candidates, CALIBRATION_CANDIDATES);
         // The grid: sigma in grid units at most 2^14.5, as fine as that allows.
         let g = p.sigma_training * f64::from(p.scale);
         assert!(
@@ -585,7 +732,7 @@ mod tests {
             panic!("Gaussian noise with delta > 0")
         };
         let v = num as f64 / den as f64;
-        let exact = (2.0 * 4200.0 / (0.85 * rho)) * f64::from(p.scale).powi(2);
+        let exact = (2.0 * 4200.0 / (0.75 * rho)) * f64::from(p.scale).powi(2);
         assert!(v >= exact && v <= exact * (1.0 + 1e-6));
         assert_eq!(
             p.cost(),
@@ -596,11 +743,12 @@ mod tests {
             }
         );
         // The composition the docs state:
-        // rho = K / s_b^2 + Delta_0^2 / (2 s_0^2) + E K 2 / s^2, each
-        // variance rounded up (so the parts add to at most rho).
+        // rho = K / s_b^2 + Delta_0^2 / (2 s_0^2) + E K 2 / s^2 + eps_c^2 /
+        // 2, each variance rounded up (so the parts add to at most rho).
         let recomposed = 14.0 / p.sigma_binning.powi(2)
             + 1.0 / (2.0 * p.sigma_intercept.powi(2))
-            + 4200.0 * 2.0 / p.sigma_training.powi(2);
+            + 4200.0 * 2.0 / p.sigma_training.powi(2)
+            + c.epsilon * c.epsilon / 2.0;
         assert!(
             recomposed <= rho && recomposed > rho * (1.0 - 1e-6),
             "{recomposed}"
@@ -608,9 +756,11 @@ mod tests {
     }
 
     /// delta = 0: the Laplace variant, by hand for the same shape at
-    /// epsilon = 1: epsilon_b = 0.1, epsilon_0 = 0.05, epsilon_t = 0.85;
-    /// scales 2K / epsilon_b = 280 (counts), Delta_0 / epsilon_0 = 20 and
-    /// 2 E K / epsilon_t = 9882.35 (residual units, on the grid 2^-16).
+    /// epsilon = 1: epsilon_b = 0.1, epsilon_0 = 0.05, epsilon_c = 0.1,
+    /// epsilon_t = 0.75; scales 2K / epsilon_b = 280 (counts), Delta_0 /
+    /// epsilon_0 = 20, 2 E K / epsilon_t = 11200 (residual units, on the
+    /// grid 2^-16) and 2 x 3 / epsilon_c = 60 rows (the calibration,
+    /// scores of sensitivity 3).
     #[test]
     fn pure_dp_scales_by_hand() {
         let p = plan(1.0, 0.0).unwrap();
@@ -626,9 +776,16 @@ mod tests {
         };
         assert!((epsilon_binning - 0.1).abs() < 1e-15);
         assert!((epsilon_intercept - 0.05).abs() < 1e-15);
-        assert!((epsilon_training - 0.85).abs() < 1e-15);
-        // Basic composition: the three parts add back to epsilon.
-        assert_eq!(epsilon_binning + epsilon_intercept + epsilon_training, 1.0);
+        assert!((epsilon_training - 0.75).abs() < 1e-15);
+        let c = p.calibration.expect("a classifier calibrates");
+        assert_eq!(c.epsilon, 0.1);
+        assert_eq!(c.rho, None);
+        assert!(c.scale >= 60.0 && c.scale < 60.0 * (1.0 + 1e-6), "{c:?}");
+        // Basic composition: the four parts add back to epsilon.
+        assert!(
+            (epsilon_binning + epsilon_intercept + c.epsilon + epsilon_training - 1.0).abs()
+                < 1e-15
+        );
         assert_eq!(p.scale, 1 << 16);
         let Noise::Laplace { num, den } = p.bin_noise else {
             panic!("Laplace")
@@ -642,17 +799,16 @@ mod tests {
                 den: 1
             }
         );
-        // 2 * 4200 * 65536 / 0.85 = 647649882.35, rounded up.
-        assert_eq!(
-            p.leaf_noise,
-            Noise::Laplace {
-                num: 647_649_883,
-                den: 1
-            }
-        );
+        // 2 * 4200 * 65536 / 0.75 = 734003200 (up to the float's rounding
+        // of 0.75, rounded up).
+        let Noise::Laplace { num, den: 1 } = p.leaf_noise else {
+            panic!("Laplace")
+        };
+        assert!((734_003_200..=734_003_201).contains(&num), "{num}");
         // The standard deviation a Laplace of scale b has: about sqrt(2) b.
-        assert!((p.sigma_training / (2f64.sqrt() * 9882.35) - 1.0).abs() < 1e-4);
-        // A regressor's intercept term has twice the range: twice the scale.
+        assert!((p.sigma_training / (2f64.sqrt() * 11200.0) - 1.0).abs() < 1e-4);
+        // A regressor's intercept term has twice the range: twice the scale;
+        // it has no calibration (its training keeps 0.85).
         let r = EbmSpec::default()
             .check(Schedule::PAPER)
             .unwrap()
@@ -670,26 +826,42 @@ mod tests {
                 den: 1
             }
         );
+        assert_eq!(r.calibration, None);
+        // Without `calibrate` a classifier's plan is the previous one.
+        let off = EbmParams {
+            calibrate: false,
+            ..EbmSpec::default().check(Schedule::PAPER).unwrap()
+        }
+        .plan(Budget::new(1.0, 0.0).unwrap(), 32_561, 14, Task::Binary)
+        .unwrap();
+        assert_eq!(off.calibration, None);
+        assert_eq!(
+            off.leaf_noise,
+            Noise::Laplace {
+                num: 647_649_883,
+                den: 1
+            }
+        );
     }
 
     /// The default rule by hand: `10^-1.75 (n / s)^0.875` with `s` the
-    /// leaf-sum noise at the rule's epochs and the default split (0.85 of
-    /// the budget to training).
+    /// leaf-sum noise at the rule's epochs and the default split (0.75 of
+    /// the budget to a classifier's training, 0.85 to a regressor's).
     #[test]
     fn the_default_rule_by_hand() {
         let rule = |n, epsilon, delta, k| {
             Schedule::default_for(Task::Binary, n, Budget::new(epsilon, delta).unwrap(), k)
         };
         // delta = 0, n = 1000, K = 8, epsilon 1: E = 5, s = sqrt(2) x 2 x 40
-        // / 0.85 = 133.10, n / s = 7.513, learning rate 0.10383.
+        // / 0.75 = 150.85, n / s = 6.629, learning rate 0.093062.
         let pure = rule(1000, 1.0, 0.0, 8);
         assert_eq!(pure.epochs, 5);
-        assert!((pure.learning_rate - 0.103_833).abs() < 1e-5, "{pure:?}");
-        // delta = 1e-6: E = 10, s = sqrt(2 x 80 / (0.85 x 0.0243558)) =
-        // 87.91, n / s = 11.375, learning rate 0.14926.
+        assert!((pure.learning_rate - 0.093_062).abs() < 1e-5, "{pure:?}");
+        // delta = 1e-6: E = 10, s = sqrt(2 x 80 / (0.75 x 0.0243558)) =
+        // 93.59, n / s = 10.685, learning rate 0.14131.
         let zcdp = rule(1000, 1.0, 1e-6, 8);
         assert_eq!(zcdp.epochs, 10);
-        assert!((zcdp.learning_rate - 0.149_265).abs() < 1e-5, "{zcdp:?}");
+        assert!((zcdp.learning_rate - 0.141_311).abs() < 1e-5, "{zcdp:?}");
         // Adult (n = 32,561, K = 14) at epsilon 1: 2.46, kept at 1.
         assert_eq!(rule(32_561, 1.0, 1e-6, 14).learning_rate, 1.0);
         // More epsilon never lowers the learning rate; tiny budgets floor

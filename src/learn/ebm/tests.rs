@@ -557,3 +557,154 @@ fn malformed_model_files_are_refused() {
     ));
     assert!(!refused(&|_| {}));
 }
+
+/// The calibration's counts by hand: `c_j` is the number of scores above
+/// `grid[j]` (a score on a grid point is not above it).
+#[test]
+fn threshold_counts_by_hand() {
+    let grid = [-1.0, 0.0, 1.0, 2.0];
+    let scores = [-5.0, -0.5, 0.0, 0.25, 1.5, 1.75, 9.0];
+    // above -1: 6; above 0: 4 (0.25, 1.5, 1.75, 9); above 1: 3; above 2: 1.
+    assert_eq!(fit::threshold_counts(&scores, &grid), vec![6, 4, 3, 1]);
+    assert_eq!(fit::threshold_counts(&[], &grid), vec![0, 0, 0, 0]);
+}
+
+/// The candidate grid by hand: evenly spaced over the intercept plus or
+/// minus three times the sum of the shapes' standard deviations over their
+/// public counts.
+#[test]
+fn threshold_grid_by_hand() {
+    let shape = |values: Vec<f64>, counts: Vec<f64>| ShapeFunction {
+        feature: "f".into(),
+        base: (0..values.len() as u32).map(Some).collect(),
+        ordered: 0,
+        bin_of_base: (0..values.len() as u16).collect(),
+        counts,
+        values,
+    };
+    // sd 1 (values +-1, equal counts) and sd 0.5 (values -1, 1 with counts
+    // 3:1 are not centred; 0.5 and -0.5 with equal counts are): W = 3 x
+    // 1.5 = 4.5 around the intercept 0.25.
+    let model = EbmModel {
+        intercept: 0.25,
+        shapes: vec![
+            shape(vec![-1.0, 1.0], vec![10.0, 10.0]),
+            shape(vec![0.5, -0.5], vec![4.0, 4.0]),
+        ],
+    };
+    let grid = fit::threshold_grid(&model, 5);
+    let want = [-4.25, -2.0, 0.25, 2.5, 4.75];
+    for (g, w) in grid.iter().zip(want) {
+        assert!((g - w).abs() < 1e-12, "{grid:?}");
+    }
+    // All shapes zero: a grid of width 2e-3 around the intercept.
+    let flat = EbmModel {
+        intercept: -1.0,
+        shapes: vec![shape(vec![0.0, 0.0], vec![3.0, 5.0])],
+    };
+    let grid = fit::threshold_grid(&flat, 3);
+    assert!((grid[0] + 1.001).abs() < 1e-12 && (grid[2] + 0.999).abs() < 1e-12);
+}
+
+/// The calibration's scores by hand, and its release follows
+/// report-noisy-max with the plan's Laplace scale on them: chi-square
+/// against the exact probabilities, and the same frequencies reject a
+/// scale off by a factor 2 (the wrong scale a mistaken sensitivity or zCDP
+/// conversion would give).
+#[test]
+fn calibration_follows_report_noisy_max_at_the_planned_scale() {
+    use crate::privacy::testutil::{chi_square_p_value, rnm_laplace_probabilities};
+    // delta = 0 at epsilon 0.5: epsilon_c = 0.05, scores of sensitivity 3,
+    // scale 2 x 3 / 0.05 = 120 rows.
+    let p = plan_with(0.5, 0.0, 1000, 4);
+    let c = p.calibration.unwrap();
+    assert!(c.scale >= 120.0 && (c.scale / 120.0 - 1.0) < 1e-6, "{c:?}");
+    // 100 rows with scores 0..99, positive from 60 on (P = 40);
+    // thresholds 9.5, 34.5, 59.5, 84.5 have c = 90, 65, 40, 15 rows above,
+    // of which a = 40, 40, 40, 15 positive. Correct: n - c - (P - a) + a
+    // = 50, 75, 100, 75. Target 50, window 0.04 x 100 = 4: outside by 36,
+    // 11, 6, 31 rows, penalty 2 x that. Scores -22, 53, 88, 13.
+    let scores: Vec<f64> = (0..100).map(f64::from).collect();
+    let y: Vec<f32> = (0..100).map(|i| if i >= 60 { 1.0 } else { 0.0 }).collect();
+    let grid = [9.5, 34.5, 59.5, 84.5];
+    assert_eq!(fit::threshold_counts(&scores, &grid), vec![90, 65, 40, 15]);
+    let utility = fit::threshold_scores(&scores, &y, &grid, 50.0);
+    assert_eq!(utility, vec![-22.0, 53.0, 88.0, 13.0]);
+    let mut rng = NoiseRng::seeded(21);
+    let mut wins = [0u64; 4];
+    let draws = 40_000;
+    for _ in 0..draws {
+        let t = fit::choose_threshold(&scores, &y, &grid, 50.0, &c, &mut rng).unwrap();
+        wins[grid.iter().position(|&g| g == t).unwrap()] += 1;
+    }
+    let expected = rnm_laplace_probabilities(&utility, c.scale);
+    let p_value = chi_square_p_value(&wins, &expected);
+    assert!(p_value > 1e-4, "p = {p_value}, {wins:?} vs {expected:?}");
+    for wrong in [c.scale / 2.0, c.scale * 2.0] {
+        let expected = rnm_laplace_probabilities(&utility, wrong);
+        assert!(chi_square_p_value(&wins, &expected) < 1e-10, "{wrong}");
+    }
+}
+
+/// A weak signal on a small, imbalanced set (30% positive): without the
+/// calibration the scores stay near the intercept and almost every row is
+/// predicted negative; with it the predicted-positive rate is near 30%.
+/// Both variants, seeded.
+#[test]
+fn calibration_restores_the_positive_rate() {
+    let schema = Schema::from_json(
+        r#"{"label": {"column": "y", "positive": "1", "negative": "0"},
+            "columns": [{"name": "x", "type": "numeric", "min": 0, "max": 10, "bins": 10},
+                        {"name": "z", "type": "categorical", "categories": ["a", "b"]}]}"#,
+    )
+    .unwrap();
+    let encoder = Encoder::new(&schema).unwrap();
+    let mut csv = String::from("x,z,y\n");
+    let mut rng = NoiseRng::seeded(3);
+    for i in 0..2000 {
+        let x = crate::privacy::exact::uniform_below(&mut rng, 1000).unwrap() as f64 / 100.0;
+        let z = if i % 2 == 0 { "a" } else { "b" };
+        // P(y = 1) from 0.15 at x = 0 to 0.45 at x = 10.
+        let p = 150 + (x * 30.0) as u128;
+        let y = u8::from(crate::privacy::exact::uniform_below(&mut rng, 1000).unwrap() < p);
+        csv.push_str(&format!("{x},{z},{y}\n"));
+    }
+    let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
+    let labels = data.labels.as_ref().unwrap();
+    let truth = (0..data.n_rows()).filter(|&i| labels.get(i)).count() as f64 / 2000.0;
+    for (delta, calibrate) in [(0.0, false), (0.0, true), (1e-6, false), (1e-6, true)] {
+        let budget = Budget::new(1.0, delta).unwrap();
+        let schedule = Schedule::default_for(Task::Binary, 2000, budget, 2);
+        let params = EbmParams {
+            calibrate,
+            ..EbmSpec::default().check(schedule).unwrap()
+        };
+        let plan = params.plan(budget, 2000, 2, Task::Binary).unwrap();
+        let mut rates = Vec::new();
+        for seed in 0..8 {
+            let model = fit::fit(
+                &data,
+                &encoder,
+                &plan,
+                &mut NoiseRng::seeded(100 + seed),
+                &mut |_| true,
+            )
+            .unwrap();
+            let predictor = model.predictor(Task::Binary, encoder.n_literals());
+            let positive = predictor
+                .raw_all(&data)
+                .iter()
+                .filter(|&&r| r >= 0.0)
+                .count() as f64
+                / 2000.0;
+            rates.push(positive);
+        }
+        let rate = rates.iter().sum::<f64>() / rates.len() as f64;
+        eprintln!("delta {delta}, calibrate {calibrate}: mean rate {rate:.3} (truth {truth:.3})");
+        if calibrate {
+            assert!((rate - truth).abs() < 0.05, "{rate} vs {truth}");
+        } else {
+            assert!(rate < truth - 0.1, "{rate} vs {truth}");
+        }
+    }
+}
