@@ -210,11 +210,14 @@ impl AutoSpec {
                 budget.delta()
             )));
         }
-        // DP-EBM runs with a share of delta when the job has one (zCDP);
-        // at delta = 0 it runs its pure-DP variant and needs none.
+        // A candidate runs as the same learner would alone at the job's
+        // budget (the prior was fitted on those runs): with a delta, every
+        // learner that has a variant using one gets a share of it (DP-EBM and
+        // dp-linear in zCDP, LazyBB by advanced composition); at delta = 0
+        // each runs its pure-DP variant. DPBoost is pure either way.
         let needs_delta: Vec<bool> = list
             .iter()
-            .map(|(_, spec)| matches!(spec, AlgorithmSpec::DpEbm(_)) && budget.delta() > 0.0)
+            .map(|(_, spec)| uses_delta(spec) && budget.delta() > 0.0)
             .collect();
         let (runs, cost) = selection::split(budget, &needs_delta)?;
         let (n_train, n_validation) = if list.len() == 1 {
@@ -272,4 +275,13 @@ impl AutoSpec {
             cost,
         })
     }
+}
+
+/// Whether a candidate's learner has a variant that uses a delta (and so,
+/// in a job with one, gets a share of it).
+fn uses_delta(spec: &AlgorithmSpec) -> bool {
+    matches!(
+        spec,
+        AlgorithmSpec::DpEbm(_) | AlgorithmSpec::DpLinear(_) | AlgorithmSpec::Lazybb(_)
+    )
 }
