@@ -86,7 +86,7 @@ async fn auto_job_end_to_end() {
     // The prior's two best for (binary, n x epsilon >= 1e5, pure): the
     // suite has no categorical set that large, so the coarser key.
     assert_eq!(candidates[0]["label"], "dp-linear");
-    assert_eq!(candidates[1]["label"], "dpboost");
+    assert_eq!(candidates[1]["label"], "dp-ebm");
     assert_eq!(candidates[0]["epsilon"], 125.0);
     // 8,124 rows: about 1,000 held out (share 1000 / 8124), the rest train.
     assert_eq!(estimate["noise"]["n_validation"], 1000, "{estimate}");
@@ -121,7 +121,7 @@ async fn auto_job_end_to_end() {
     assert_eq!(selection["n_validation"], 1000);
     let winner = selection["winner"].as_u64().unwrap() as usize;
     let label = selection["candidates"][winner]["label"].as_str().unwrap();
-    assert!(["dp-linear", "dpboost"].contains(&label), "{selection}");
+    assert!(["dp-linear", "dp-ebm"].contains(&label), "{selection}");
     assert_eq!(selection["score"]["metric"], "accuracy", "{selection}");
     assert_eq!(selection["score"]["n_rows"], 1000);
     // The winner's own statement covers its run on the training part.

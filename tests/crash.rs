@@ -9,6 +9,8 @@
 //! kills one replica at random while the clients use all three, restarts
 //! it, and checks the invariants on the database.
 //!
+//! Generated uploads go up as CSV or as Parquet (issue 29), at random.
+//!
 //! `cargo test --test crash` runs 20 cycles. `PRIVBOOST_CRASH_CYCLES=500`
 //! runs more; `PRIVBOOST_CRASH_SEED=N` replays the random choices of a run
 //! (kill delays, phases, workloads; the server's timing still varies).
@@ -141,9 +143,18 @@ impl Run {
             } else {
                 rng.random_range(20..2_000)
             };
-            let csv = random_csv(rng, rows);
+            let table = random_rows(rng, rows);
+            let csv = csv_of(&table);
             let expected = invariants::expected_rows(SMALL_SCHEMA, csv.as_bytes());
-            (SMALL_SCHEMA.to_owned(), csv.into_bytes(), expected)
+            // Half the generated uploads go up as Parquet (issue 29): the
+            // same rows encode to the same literals, so the store must hold
+            // exactly the same rows, or nothing, whenever the kill comes.
+            let data = if rng.random_bool(0.5) {
+                parquet_of(&table)
+            } else {
+                csv.into_bytes()
+            };
+            (SMALL_SCHEMA.to_owned(), data, expected)
         };
         self.exp
             .lock()
@@ -305,16 +316,55 @@ impl Run {
     }
 }
 
-/// `rows` random rows for [`SMALL_SCHEMA`].
-fn random_csv(rng: &mut StdRng, rows: usize) -> String {
+/// `rows` random rows `(x, c, y)` for [`SMALL_SCHEMA`].
+fn random_rows(rng: &mut StdRng, rows: usize) -> Vec<(i64, &'static str, i64)> {
+    (0..rows)
+        .map(|_| {
+            let x: i64 = rng.random_range(0..=100);
+            let c = if rng.random_bool(0.5) { "a" } else { "b" };
+            let y = i64::from(rng.random_bool(if x > 50 { 0.8 } else { 0.3 }));
+            (x, c, y)
+        })
+        .collect()
+}
+
+/// The rows as CSV with a header.
+fn csv_of(rows: &[(i64, &str, i64)]) -> String {
     let mut s = String::from("x,c,y\n");
-    for _ in 0..rows {
-        let x: u32 = rng.random_range(0..=100);
-        let c = if rng.random_bool(0.5) { "a" } else { "b" };
-        let y = u8::from(rng.random_bool(if x > 50 { 0.8 } else { 0.3 }));
+    for (x, c, y) in rows {
         s.push_str(&format!("{x},{c},{y}\n"));
     }
     s
+}
+
+/// The rows as a Parquet file (integer `x` and `y`, string `c`), in row
+/// groups of 4,096 rows.
+fn parquet_of(rows: &[(i64, &str, i64)]) -> Vec<u8> {
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{Field, Schema};
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("x", Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0)))),
+        ("c", Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1)))),
+        ("y", Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2)))),
+    ];
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), false))
+            .collect::<Vec<_>>(),
+    ));
+    let batch =
+        RecordBatch::try_new(schema.clone(), columns.into_iter().map(|c| c.1).collect()).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(4096))
+        .build();
+    let mut out = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut out, schema, Some(props)).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    out
 }
 
 fn env_number(name: &str) -> Option<u64> {
