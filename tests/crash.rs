@@ -345,9 +345,18 @@ fn parquet_of(rows: &[(i64, &str, i64)]) -> Vec<u8> {
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
     let columns: Vec<(&str, ArrayRef)> = vec![
-        ("x", Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0)))),
-        ("c", Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1)))),
-        ("y", Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2)))),
+        (
+            "x",
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+        ),
+        (
+            "c",
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+        ),
+        (
+            "y",
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
+        ),
     ];
     let schema = Arc::new(Schema::new(
         columns
