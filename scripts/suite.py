@@ -46,9 +46,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEARNERS = ["lazybb", "dp-ebm", "dp-linear", "dpboost", "auto"]
-PEERS = ["diffprivlib", "interpret-ebm", "gbdt", "constant"]
+PEERS = ["diffprivlib", "diffprivlib-nb", "interpret-ebm", "gbdt", "constant"]
 NON_PRIVATE = {"gbdt", "constant"}
-PEER_HEAD = {"diffprivlib": "diffprivlib", "interpret-ebm": "InterpretML DP-EBM",
+PEER_HEAD = {"diffprivlib": "diffprivlib", "diffprivlib-nb": "diffprivlib NB",
+             "interpret-ebm": "InterpretML DP-EBM",
              "gbdt": "GBDT (non-private)", "constant": "majority / mean (non-private)"}
 # Shipped sets of data/ (with --shipped): name -> (files, schema). A set with a given test file is
 # run on that split (one "fold").
@@ -61,7 +62,7 @@ SHIPPED = {
 }
 # Metrics per task: the table's metric first. Higher is better except for the errors.
 METRICS = {"binary": ["accuracy", "auc", "positive_rate", "true_positive_rate"],
-           "regression": ["rmse", "mae"]}
+           "regression": ["rmse", "mae"], "multiclass": ["accuracy", "macro_f1"]}
 LOWER_IS_BETTER = {"rmse", "mae"}
 
 
@@ -97,6 +98,8 @@ def public_facts(schema: dict, n_rows: int) -> dict:
              "n_features": sum(kinds.values()), "majority_kind": majority}
     if facts["task"] == "regression":
         facts["label_min"], facts["label_max"] = schema["label"]["min"], schema["label"]["max"]
+    if facts["task"] == "multiclass":
+        facts["k"] = len(schema["label"]["classes"])
     return facts
 
 
@@ -206,7 +209,45 @@ def eps_text(e: float) -> str:
     return f"{e:g}"
 
 
+def peers_for(task: str, peers: list) -> list:
+    """The peers that have a model for the task: InterpretML's DP-EBM has no multiclass classifier;
+    diffprivlib's naive Bayes is the second multiclass peer (issue 27) and runs on multiclass sets
+    only, so the binary and regression tables keep their peers."""
+    if task == "multiclass":
+        return [p for p in peers if p != "interpret-ebm"]
+    return [p for p in peers if p != "diffprivlib-nb"]
+
+
+def peer_delta(p: str, args_peer_delta: float):
+    """The delta a peer's cell is filed under: None for the non-private references, InterpretML's
+    delta for its DP-EBM, 0 for the pure-DP diffprivlib models."""
+    if p in NON_PRIVATE:
+        return None
+    return args_peer_delta if p == "interpret-ebm" else 0.0
+
+
+def cell_text(metrics: dict, task: str) -> tuple:
+    """(value used to rank, text) of a table cell: the task's metric, and for multiclass the
+    macro-F1 beside the accuracy."""
+    metric = METRICS[task][0]
+    v = (metrics or {}).get(metric, {}).get("mean")
+    if v is None:
+        return None, "—"
+    text = fmt(v, metric)
+    if task == "multiclass":
+        f1 = (metrics or {}).get("macro_f1", {}).get("mean")
+        text += f" / {fmt(f1, 'macro_f1')}"
+    return v, text
+
+
 def self_test() -> int:
+    assert peers_for("multiclass", PEERS) == ["diffprivlib", "diffprivlib-nb", "gbdt", "constant"]
+    assert peers_for("binary", PEERS) == ["diffprivlib", "interpret-ebm", "gbdt", "constant"]
+    assert peer_delta("gbdt", 1e-6) is None and peer_delta("interpret-ebm", 1e-6) == 1e-6
+    assert peer_delta("diffprivlib-nb", 1e-6) == 0.0
+    assert cell_text({"accuracy": {"mean": 0.8}, "macro_f1": {"mean": 0.75}}, "multiclass") == \
+        (0.8, "0.800 / 0.750")
+    assert cell_text({"accuracy": {"mean": 0.8}}, "binary") == (0.8, "0.800")
     # recorded commands name no absolute path of this machine
     root = os.path.abspath(ROOT)
     parent = os.path.dirname(root)
@@ -313,10 +354,6 @@ def discover(args) -> tuple:
         with open(s["schema"]) as f:
             s["schema_doc"] = json.load(f)
         s["task"] = task_of(s["schema_doc"])
-        if s["task"] == "multiclass":
-            skipped.append((s["name"], "multiclass: not supported yet (the multiclass issue adds "
-                                       "a k-class metric)"))
-            continue
         keep.append(s)
     return keep, skipped
 
@@ -591,7 +628,8 @@ def markdown(doc: dict) -> str:
     by = {(c["set"], c["learner"], c["epsilon"], c["delta"]): c for c in cells}
     sets = doc["sets"]
     lines = [f"Benchmark suite: {doc['protocol']['description']}. Binary sets: accuracy; regression "
-             "sets: RMSE (lower is better); mean over folds x repeats. **Bold**: the best privboost "
+             "sets: RMSE (lower is better); multiclass sets: accuracy / macro-F1; mean over folds x "
+             "repeats. **Bold**: the best privboost "
              "learner of the row. Peers see only the schema's public bounds and domains; "
              "InterpretML's DP-EBM runs at δ = "
              f"{eps_text(doc['protocol']['peer_delta'])} in every table.", ""]
@@ -608,12 +646,14 @@ def markdown(doc: dict) -> str:
             task = s["facts"]["task"]
             metric = METRICS[task][0]
             for e in doc["protocol"]["epsilons"]:
-                row = [f"{s['name']} ({'bin' if task == 'binary' else 'reg'}, {s['facts']['n']:,})", eps_text(e)]
-                vals = {}
+                short = {"binary": "bin", "regression": "reg", "multiclass": "mc"}[task]
+                row = [f"{s['name']} ({short}, {s['facts']['n']:,})", eps_text(e)]
+                vals, texts = {}, {}
                 for l in learners:
                     c = by.get((s["name"], l, e, delta))
-                    if c and c.get("metrics", {}).get(metric, {}).get("mean") is not None:
-                        vals[l] = c["metrics"][metric]["mean"]
+                    v, t = cell_text(c.get("metrics") if c else None, task)
+                    if v is not None:
+                        vals[l], texts[l] = v, t
                     elif c and c.get("error"):
                         reasons.setdefault((l, c["error"]), []).append(s["name"])
                 best = None
@@ -622,19 +662,17 @@ def markdown(doc: dict) -> str:
                     best = pick(vals.values())
                 for l in learners:
                     if l in vals:
-                        t = fmt(vals[l], metric)
+                        t = texts[l]
                         row.append(f"**{t}**" if vals[l] == best else t)
                     else:
                         row.append("—")
                 for p in peers:
                     pe = None if p in NON_PRIVATE else e
-                    pd_ = None if p in NON_PRIVATE else (doc["protocol"]["peer_delta"]
-                                                         if p == "interpret-ebm" else 0.0)
-                    c = by.get((s["name"], p, pe, pd_))
-                    v = c.get("metrics", {}).get(metric, {}).get("mean") if c else None
+                    c = by.get((s["name"], p, pe, peer_delta(p, doc["protocol"]["peer_delta"])))
                     if c and c.get("error"):
                         reasons.setdefault((p, c["error"]), []).append(s["name"])
-                    row.append(fmt(v, metric))
+                    row.append(cell_text(c.get("metrics") if c else None, task)[1]
+                               if p in peers_for(task, peers) else "n/a")
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     if reasons:
@@ -643,8 +681,10 @@ def markdown(doc: dict) -> str:
             uniq = sorted(set(names))
             lines.append(f"- {l} on {', '.join(uniq)}: {why}")
         lines.append("")
-    lines.append("diffprivlib: LogisticRegression on binary sets, LinearRegression on regression "
-                 "sets; GBDT and the majority class / mean are non-private references.")
+    lines.append("diffprivlib: LogisticRegression on binary and multiclass sets, LinearRegression on "
+                 "regression sets; diffprivlib NB: GaussianNB, multiclass sets only (n/a elsewhere); "
+                 "InterpretML's DP-EBM has no multiclass classifier (n/a); GBDT and the majority "
+                 "class / mean are non-private references.")
     lines.append("")
     lines.append("Fit time (seconds per fit, mean over every cell; total = sum over all fits):")
     lines.append("")
@@ -741,9 +781,9 @@ def main(argv=None) -> int:
                                      "train": tr, "test": te, "schema": s["schema"], "task": s["task"],
                                      "epsilons": epsilons, "keys": keys, "set": s["name"], "fold": k,
                                      "what": f"{s['name']} fold {k} {l} δ={eps_text(d)}"})
-            if peers:
+            if peers_for(s["task"], peers):
                 cells = []
-                for p in peers:
+                for p in peers_for(s["task"], peers):
                     cells += [(p, None)] if p in NON_PRIVATE else [(p, e) for e in epsilons]
                 keys = {(p, e): {**base, "learner": p, "epsilon": e, "peers": peer_code}
                         for p, e in cells}
@@ -785,7 +825,7 @@ def main(argv=None) -> int:
             if t["set"] != s["name"]:
                 continue
             for (p, e) in t["cells"]:
-                d = None if p in NON_PRIVATE else (args.peer_delta if p == "interpret-ebm" else 0.0)
+                d = peer_delta(p, args.peer_delta)
                 groups.setdefault((p, e, d), []).append((t["fold"], cache.get(t["keys"][(p, e)])))
         for (learner, e, d), recs in groups.items():
             cell = {"set": s["name"], "origin": s["origin"], **facts, "task": s["task"],

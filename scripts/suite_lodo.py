@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Leave-one-dataset-out scoring of a learner-choice rule on scripts/suite.py's JSON, and issue 25's
-acceptance checks.
+"""Leave-one-dataset-out scoring of a learner-choice rule on scripts/suite.py's JSON, issue 25's
+acceptance checks (binary and regression sets) and issue 27's (multiclass sets).
 
 A rule maps a cell's public facts (task, n, column kinds and counts, epsilon, delta) to one privboost
 learner. The candidate rule family is the Python code in RULE below: a key of public facts, and
@@ -23,6 +23,13 @@ import sys
 
 CANDIDATES = ["lazybb", "dp-ebm", "dp-linear", "dpboost"]
 PRIVATE_PEERS = ["diffprivlib", "interpret-ebm"]
+# Issue 27: on multiclass sets auto is compared with the better of diffprivlib's logistic regression
+# and naive Bayes, at epsilon 1 and 5.
+MULTICLASS_PEERS = ["diffprivlib", "diffprivlib-nb"]
+MULTICLASS_EPS = (1.0, 5.0)
+# The issue-25 rule and checks cover these tasks; multiclass sets have their own LODO (the rule's
+# coarsest key, `(pure,)`, would otherwise mix the tasks).
+TASKS_25 = ("binary", "regression")
 LOWER_IS_BETTER = {"regression"}
 ACCEPT_EPS = (0.5, 1.0, 5.0)
 # The finest key (with the column kind) is used only when at least this many training sets share it;
@@ -171,7 +178,7 @@ def metric_of(task: str) -> str:
 def load(path: str) -> tuple:
     with open(path) as f:
         doc = json.load(f)
-    value, ppr = {}, {}
+    value, ppr, f1 = {}, {}, {}
     for c in doc["cells"]:
         m = (c.get("metrics") or {}).get(metric_of(c["task"]), {}).get("mean")
         if m is None:
@@ -180,12 +187,17 @@ def load(path: str) -> tuple:
         value[key] = m
         if c["task"] == "binary" and "positive_rate" in c["metrics"]:
             ppr[key] = c["metrics"]["positive_rate"]["mean"]
+        if c["task"] == "multiclass" and "macro_f1" in c["metrics"]:
+            f1[key] = c["metrics"]["macro_f1"]["mean"]
+    doc["_macro_f1"] = f1
     return doc, value, ppr
 
 
-def rows_of(doc: dict, value: dict) -> list:
+def rows_of(doc: dict, value: dict, tasks=TASKS_25) -> list:
     rows = []
     for s in doc["sets"]:
+        if s["facts"]["task"] not in tasks:
+            continue
         for eps in doc["protocol"]["epsilons"]:
             for delta in doc["protocol"]["deltas"]:
                 scores = {l: value[(s["name"], l, eps, delta)] for l in CANDIDATES
@@ -222,8 +234,23 @@ def fmtv(task: str, v) -> str:
     return f"{v:.4g}" if task in LOWER_IS_BETTER else f"{v:.3f}"
 
 
+def check_printer(name: str, items: list, need: float) -> None:
+    """One acceptance line: PASS or FAIL, the share of good cells, the misses."""
+    ok = sum(1 for _, good in items if good)
+    share = ok / len(items) if items else float("nan")
+    verdict = "PASS" if items and share >= need else "FAIL"
+    print(f"- {verdict} {name}: {ok}/{len(items)} cells ({100 * share:.0f}%, needs "
+          f"{100 * need:.0f}%)")
+    bad = [w for w, good in items if not good]
+    if bad:
+        print("    misses: " + "; ".join(bad[:40]) + (" ..." if len(bad) > 40 else ""))
+
+
 def report(doc: dict, value: dict, ppr: dict) -> int:
     rows = rows_of(doc, value)
+    if not rows:  # multiclass sets only
+        multiclass_report(doc, value, check_printer)
+        return 0
     held = lodo(rows)
     print("## Held-out choice of the rule (fitted on every other set)\n")
     print("| set | task | ε | δ | rule picks | its score | best single (learner) | auto | best peer |")
@@ -237,16 +264,7 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
               f"{fmtv(task, r['auto'])} | {fmtv(task, bp)} |")
     print()
 
-    def check(name: str, items: list, need: float) -> None:
-        ok = sum(1 for _, good in items if good)
-        share = ok / len(items) if items else float("nan")
-        verdict = "PASS" if items and share >= need else "FAIL"
-        print(f"- {verdict} {name}: {ok}/{len(items)} cells ({100 * share:.0f}%, needs "
-              f"{100 * need:.0f}%)")
-        bad = [w for w, good in items if not good]
-        if bad:
-            print("    misses: " + "; ".join(bad[:40]) + (" ..." if len(bad) > 40 else ""))
-
+    check = check_printer
     print("## Acceptance checks of issue 25 (ε in 0.5, 1, 5; binary and regression sets)\n")
     for delta in doc["protocol"]["deltas"]:
         sel = [r for r in held if r["delta"] == delta and r["epsilon"] in ACCEPT_EPS]
@@ -305,7 +323,61 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
     if regret:
         print(f"LODO rule: mean held-out regret vs the best single learner {sum(regret) / len(regret):.4f} "
               "(accuracy points; RMSE as a share)")
+    multiclass_report(doc, value, check)
     return 0
+
+
+def multiclass_peer(value: dict, s: str, eps: float):
+    """(best value, which) of issue 27's multiclass peers at epsilon (pure DP, filed at delta 0)."""
+    vals = [(value[(s, p, eps, 0.0)], p) for p in MULTICLASS_PEERS if (s, p, eps, 0.0) in value]
+    return max(vals) if vals else (None, None)
+
+
+def multiclass_report(doc: dict, value: dict, check) -> None:
+    """Issue 27's acceptance (auto >= the better of diffprivlib's LR and NB - 1 point, at epsilon 1
+    and 5, in >= 80% of the cells, macro-F1 beside) and the held-out choice of a multiclass rule."""
+    f1 = doc.get("_macro_f1", {})
+    sets = [s for s in doc["sets"] if s["facts"]["task"] == "multiclass"]
+    if not sets:
+        return
+    print("\n## Multiclass sets (issue 27): accuracy / macro-F1\n")
+    rows = rows_of(doc, value, tasks=("multiclass",))
+    held = {(r["set"], r["epsilon"], r["delta"]): r for r in lodo(rows, min_support=1)} if rows else {}
+    learners = [l for l in CANDIDATES + ["auto"] if any(k[1] == l for k in value)]
+    print("| set | k | ε | δ | " + " | ".join(learners) + " | held-out rule | best peer |")
+    print("|---|---|---|---|" + "---|" * (len(learners) + 2))
+
+    def both(key):
+        v = value.get(key)
+        return "—" if v is None else f"{v:.3f} / {f1.get(key, float('nan')):.3f}"
+    for s in sets:
+        k = s["facts"].get("k", "")
+        for delta in doc["protocol"]["deltas"]:
+            for eps in doc["protocol"]["epsilons"]:
+                r = held.get((s["name"], eps, delta))
+                pick = f"{r['pick']} {r['pick_score']:.3f}" if r and r["pick"] else "—"
+                bp, which = multiclass_peer(value, s["name"], eps)
+                peer = "—" if bp is None else f"{bp:.3f} ({which})"
+                cells = [both((s["name"], l, eps, delta)) for l in learners]
+                print(f"| {s['name']} | {k} | {eps:g} | {delta:g} | " + " | ".join(cells)
+                      + f" | {pick} | {peer} |")
+    print()
+    print("### Acceptance checks of issue 27 (ε in 1, 5; multiclass sets)\n")
+    for delta in doc["protocol"]["deltas"]:
+        items = []
+        for s in sets:
+            for eps in MULTICLASS_EPS:
+                mine = value.get((s["name"], "auto", eps, delta))
+                bp, which = multiclass_peer(value, s["name"], eps)
+                if bp is None:
+                    continue
+                f = f1.get((s["name"], "auto", eps, delta))
+                tag = (f"{s['name']} ε={eps:g}: {fmtv('multiclass', mine)} (F1 "
+                       f"{fmtv('multiclass', f)}) vs {which} {bp:.3f}")
+                items.append((tag, close_enough("multiclass", mine, bp)))
+        print(f"δ = {delta:g}:")
+        check("auto >= the better of diffprivlib LR and NB - 1 point", items, 0.8)
+    print()
 
 
 def self_test() -> int:

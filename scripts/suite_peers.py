@@ -34,6 +34,12 @@ HYPERPARAMS = {
                   "C=1.0, max_iter=100, tol=1e-4): pure epsilon-DP (objective perturbation)",
         "regression": "diffprivlib.models.LinearRegression(epsilon, bounds_X=([0]*d, [1]*d), "
                       "bounds_y=(label min, label max)): pure epsilon-DP (functional mechanism)",
+        "multiclass": "diffprivlib.models.LogisticRegression(epsilon, data_norm=sqrt(features), "
+                      "C=1.0, max_iter=100, tol=1e-4): one-vs-rest inside diffprivlib, pure epsilon-DP",
+    },
+    "diffprivlib-nb": {
+        "multiclass": "diffprivlib.models.GaussianNB(epsilon, bounds=([0]*d, [1]*d)): pure "
+                      "epsilon-DP (Laplace on the per-class means and variances)",
     },
     "interpret-ebm": {
         "binary": "interpret.privacy.DPExplainableBoostingClassifier(epsilon, delta, "
@@ -46,13 +52,16 @@ HYPERPARAMS = {
     "gbdt": {
         "binary": "sklearn.ensemble.GradientBoostingClassifier() defaults (non-private)",
         "regression": "sklearn.ensemble.GradientBoostingRegressor() defaults (non-private)",
+        "multiclass": "sklearn.ensemble.GradientBoostingClassifier() defaults (non-private)",
     },
     "constant": {
         "binary": "sklearn.dummy.DummyClassifier(strategy='prior'): the majority class (non-private)",
         "regression": "sklearn.dummy.DummyRegressor(strategy='mean'): the mean (non-private)",
+        "multiclass": "sklearn.dummy.DummyClassifier(strategy='prior'): the majority class "
+                      "(non-private)",
     },
 }
-PRIVATE = {"diffprivlib", "interpret-ebm"}
+PRIVATE = {"diffprivlib", "diffprivlib-nb", "interpret-ebm"}
 
 
 def versions() -> dict:
@@ -163,6 +172,12 @@ def labels(df: pd.DataFrame, schema: dict, task: str) -> np.ndarray:
     raw = df[lab["column"]].astype(str).str.strip()
     if task == "binary":
         return (raw == lab["positive"]).to_numpy().astype(np.int64)
+    if task == "multiclass":
+        index = {c: i for i, c in enumerate(lab["classes"])}
+        unknown = sorted(set(raw) - set(index))
+        if unknown:
+            raise SystemExit(f"suite_peers: label values outside the schema's classes: {unknown[:5]}")
+        return raw.map(index).to_numpy().astype(np.int64)
     lo, hi = float(lab["min"]), float(lab["max"])
     return np.clip(raw.astype(np.float64).to_numpy(), lo, hi)
 
@@ -171,8 +186,16 @@ def fit(method: str, task: str, eps, delta: float, seed: int, enc: Encoding, sch
         Ctr: pd.DataFrame, Mtr: np.ndarray, ytr: np.ndarray):
     """A fitted model and the representation (clean frame or matrix) it predicts from."""
     lab = schema["label"]
+    if method == "diffprivlib-nb":
+        if task != "multiclass":
+            raise ValueError("diffprivlib-nb runs on multiclass sets only")
+        from diffprivlib.models import GaussianNB
+        d = Mtr.shape[1]
+        model = GaussianNB(epsilon=eps, bounds=(np.zeros(d), np.ones(d)), random_state=seed)
+        model.fit(Mtr, ytr)
+        return model, "matrix"
     if method == "diffprivlib":
-        if task == "binary":
+        if task in ("binary", "multiclass"):
             from diffprivlib.models import LogisticRegression
             model = LogisticRegression(epsilon=eps, data_norm=enc.data_norm, random_state=seed)
         else:
@@ -186,6 +209,8 @@ def fit(method: str, task: str, eps, delta: float, seed: int, enc: Encoding, sch
     if method == "interpret-ebm":
         kw = dict(feature_names=list(Ctr.columns), feature_types=enc.ebm_types(), epsilon=eps,
                   delta=delta, privacy_bounds=enc.ebm_bounds(), n_jobs=1, random_state=seed)
+        if task == "multiclass":
+            raise ValueError("InterpretML's DP-EBM has no multiclass classifier")
         if task == "binary":
             from interpret.privacy import DPExplainableBoostingClassifier
             model = DPExplainableBoostingClassifier(**kw)
@@ -197,20 +222,26 @@ def fit(method: str, task: str, eps, delta: float, seed: int, enc: Encoding, sch
         return model, "clean"
     if method == "gbdt":
         from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
-        cls = GradientBoostingClassifier if task == "binary" else GradientBoostingRegressor
+        cls = GradientBoostingRegressor if task == "regression" else GradientBoostingClassifier
         model = cls(random_state=seed)
         model.fit(Mtr, ytr)
         return model, "matrix"
     if method == "constant":
         from sklearn.dummy import DummyClassifier, DummyRegressor
-        model = DummyClassifier(strategy="prior") if task == "binary" else DummyRegressor()
+        model = DummyRegressor() if task == "regression" else DummyClassifier(strategy="prior")
         model.fit(Mtr, ytr)
         return model, "matrix"
     raise SystemExit(f"suite_peers: unknown method {method!r}")
 
 
 def score(model, task: str, X, y: np.ndarray, schema: dict) -> dict:
-    from sklearn.metrics import roc_auc_score
+    from sklearn.metrics import f1_score, roc_auc_score
+    if task == "multiclass":
+        # The predicted class; macro-F1 over the classes seen in the labels or the predictions
+        # (scikit-learn's default, and privboost's `metrics::macro_f1`).
+        pred = np.asarray(model.predict(X)).astype(np.int64)
+        return {"accuracy": float(np.mean(pred == y)),
+                "macro_f1": float(f1_score(y, pred, average="macro", zero_division=0))}
     if task == "binary":
         pos = list(model.classes_).index(1)
         p = model.predict_proba(X)[:, pos]
