@@ -340,10 +340,7 @@ fn csv_of(rows: &[(i64, &str, i64)]) -> String {
 /// The rows as a Parquet file (integer `x` and `y`, string `c`), in row
 /// groups of 4,096 rows.
 fn parquet_of(rows: &[(i64, &str, i64)]) -> Vec<u8> {
-    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-    use arrow_schema::{Field, Schema};
-    use parquet::arrow::ArrowWriter;
-    use parquet::file::properties::WriterProperties;
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
     let columns: Vec<(&str, ArrayRef)> = vec![
         (
             "x",
@@ -358,22 +355,7 @@ fn parquet_of(rows: &[(i64, &str, i64)]) -> Vec<u8> {
             Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
         ),
     ];
-    let schema = Arc::new(Schema::new(
-        columns
-            .iter()
-            .map(|(n, a)| Field::new(*n, a.data_type().clone(), false))
-            .collect::<Vec<_>>(),
-    ));
-    let batch =
-        RecordBatch::try_new(schema.clone(), columns.into_iter().map(|c| c.1).collect()).unwrap();
-    let props = WriterProperties::builder()
-        .set_max_row_group_row_count(Some(4096))
-        .build();
-    let mut out = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut out, schema, Some(props)).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-    out
+    common::parquet::parquet_bytes(columns, Some(4096))
 }
 
 fn env_number(name: &str) -> Option<u64> {

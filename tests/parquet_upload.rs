@@ -7,10 +7,9 @@ mod common;
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{Field, Schema};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray};
+use common::parquet::parquet_bytes;
 use common::{SMALL_SCHEMA, TestServer, expect_status};
-use parquet::arrow::ArrowWriter;
 use reqwest::StatusCode;
 
 /// `n` rows of [`SMALL_SCHEMA`] (as `common::small_csv`) as Parquet, with
@@ -25,24 +24,14 @@ fn small_parquet(n: usize, c: Option<ArrayRef>, bad: Option<usize>) -> Vec<u8> {
         })
         .collect();
     let y: Vec<i64> = (0..n).map(|i| i64::from(x[i] > 50 || i % 3 == 0)).collect();
-    let columns: Vec<(&str, ArrayRef)> = vec![
-        ("x", Arc::new(Int64Array::from(x))),
-        ("c", c.unwrap_or_else(|| Arc::new(StringArray::from(cat)))),
-        ("y", Arc::new(Int64Array::from(y))),
-    ];
-    let schema = Arc::new(Schema::new(
-        columns
-            .iter()
-            .map(|(n, a)| Field::new(*n, a.data_type().clone(), false))
-            .collect::<Vec<_>>(),
-    ));
-    let batch =
-        RecordBatch::try_new(schema.clone(), columns.into_iter().map(|c| c.1).collect()).unwrap();
-    let mut out = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut out, schema, None).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-    out
+    parquet_bytes(
+        vec![
+            ("x", Arc::new(Int64Array::from(x))),
+            ("c", c.unwrap_or_else(|| Arc::new(StringArray::from(cat)))),
+            ("y", Arc::new(Int64Array::from(y))),
+        ],
+        None,
+    )
 }
 
 async fn upload_typed(
@@ -227,23 +216,14 @@ async fn a_parquet_upload_with_a_privacy_unit_is_bounded_per_unit() {
     }
     let total = ids.len();
     let kept: i64 = (0..60).map(|u| size(u).min(4)).sum();
-    let columns: Vec<(&str, ArrayRef)> = vec![
-        ("patient_id", Arc::new(Int64Array::from(ids))),
-        ("x", Arc::new(Int64Array::from(xs))),
-        ("y", Arc::new(Int64Array::from(ys))),
-    ];
-    let schema = Arc::new(Schema::new(
-        columns
-            .iter()
-            .map(|(n, a)| Field::new(*n, a.data_type().clone(), false))
-            .collect::<Vec<_>>(),
-    ));
-    let batch =
-        RecordBatch::try_new(schema.clone(), columns.into_iter().map(|c| c.1).collect()).unwrap();
-    let mut bytes = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut bytes, schema, None).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
+    let bytes = parquet_bytes(
+        vec![
+            ("patient_id", Arc::new(Int64Array::from(ids))),
+            ("x", Arc::new(Int64Array::from(xs))),
+            ("y", Arc::new(Int64Array::from(ys))),
+        ],
+        None,
+    );
 
     let s = TestServer::start().await;
     let (_, owner) = s.key("owner", "o").await;

@@ -116,10 +116,7 @@ impl ModelCache {
         let label = &model.schema().label;
         let loaded = Arc::new(Loaded {
             positive: label.positive.clone(),
-            negative: label
-                .negative
-                .clone()
-                .unwrap_or_else(|| format!("not {}", label.positive)),
+            negative: label.negative_name(),
             model,
             encoder,
             predictor,

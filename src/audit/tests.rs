@@ -593,3 +593,92 @@ fn training_instructions() {
         }
     }
 }
+
+/// Every central learner's default spec, for the instruction counts of
+/// issue 26 (item 5: a DP evaluation's prediction pass; item 6: DPBoost's
+/// training) and their re-run: (name, spec, budget).
+fn every_learner_at_defaults() -> Vec<(&'static str, crate::learn::AlgorithmSpec, Budget)> {
+    use crate::learn::dpboost::DpBoostSpec;
+    use crate::learn::ebm::EbmSpec;
+    use crate::learn::linear::LinearSpec;
+    use crate::learn::{AlgorithmSpec, LazyBbSpec, WeakLearnerName};
+    let pure = Budget::new(1.0, 0.0).unwrap();
+    let approx = Budget::new(1.0, 1e-6).unwrap();
+    vec![
+        ("lazybb dp-1r", AlgorithmSpec::Lazybb(LazyBbSpec::default()), pure),
+        (
+            "lazybb top-down",
+            AlgorithmSpec::Lazybb(LazyBbSpec {
+                weak_learner: Some(WeakLearnerName::TopDown),
+                ..LazyBbSpec::default()
+            }),
+            pure,
+        ),
+        ("dp-ebm", AlgorithmSpec::DpEbm(EbmSpec::default()), approx),
+        ("dp-linear", AlgorithmSpec::DpLinear(LinearSpec::default()), pure),
+        ("dpboost", AlgorithmSpec::Dpboost(DpBoostSpec::default()), pure),
+    ]
+}
+
+fn fit_seeded(
+    spec: &crate::learn::AlgorithmSpec,
+    budget: Budget,
+    encoder: &crate::data::Encoder,
+    data: &Dataset,
+) -> crate::learn::Model {
+    let facts = crate::learn::PublicFacts::new(encoder, data.n_rows());
+    let plan = spec.plan(budget, facts).unwrap();
+    let mut rng = NoiseRng::seeded(11);
+    plan.fit(data, encoder, &mut rng, &mut |_| true).unwrap()
+}
+
+/// `PRIVBOOST_PROBE=l,k` runs learner l of [`every_learner_at_defaults`] on
+/// dataset k of the timing designs (the same n and d as Adult) and does one
+/// thing, chosen by `PRIVBOOST_PROBE_WHAT`: `fit` trains with seeded noise;
+/// `predict` (the default) trains on Adult first (outside the toggle's
+/// reach: call `probe_predict` under callgrind's `--toggle-collect`), then
+/// computes a DP evaluation's predictions on dataset k. Any difference in
+/// the instruction counts of `privboost::learn` between datasets is work
+/// that depends on the rows (docs/privacy.md, "Timing").
+#[test]
+#[ignore]
+fn learner_instructions() {
+    let (encoder, _) = crate::data::shipped::load_one("adult", "adult-train.csv");
+    let designs = timing_designs();
+    let (l, k): (usize, usize) = std::env::var("PRIVBOOST_PROBE")
+        .ok()
+        .and_then(|v| {
+            let (l, k) = v.split_once(',')?;
+            Some((l.parse().ok()?, k.parse().ok()?))
+        })
+        .unwrap_or((0, 0));
+    let (name, spec, budget) = &every_learner_at_defaults()[l];
+    let (data_name, data) = &designs.datasets[k];
+    match std::env::var("PRIVBOOST_PROBE_WHAT").as_deref() {
+        Ok("fit") => {
+            probe_fit(spec, *budget, &encoder, data);
+            println!("fitted: {name} on {data_name}");
+        }
+        _ => {
+            let model = fit_seeded(spec, *budget, &encoder, &designs.datasets[0].1);
+            let predictor = model.predictor();
+            let outputs = probe_predict(&predictor, data);
+            println!("predicted: {name} on {data_name}, {outputs} rows");
+        }
+    }
+}
+
+#[inline(never)]
+fn probe_fit(
+    spec: &crate::learn::AlgorithmSpec,
+    budget: Budget,
+    encoder: &crate::data::Encoder,
+    data: &Dataset,
+) {
+    std::hint::black_box(fit_seeded(spec, budget, encoder, data));
+}
+
+#[inline(never)]
+fn probe_predict(predictor: &crate::learn::ModelPredictor, data: &Dataset) -> usize {
+    std::hint::black_box(predictor.predict_all(data)).len()
+}

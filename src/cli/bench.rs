@@ -98,6 +98,13 @@ pub struct BenchArgs {
     /// With --scale, also write the figures as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// With --algorithm and a multiclass schema (e.g. the suite's
+    /// letter-recognition, 26 classes): time each learner again with the
+    /// label regrouped into each of these class counts (class i of the
+    /// schema goes to group i mod k), e.g. 2,10,26, for training time
+    /// against k (issue 27). A learner that refuses k classes says so.
+    #[arg(long, value_delimiter = ',')]
+    classes: Vec<usize>,
 }
 
 /// Time `algorithm` at its defaults: plan once, fit `iterations` times.
@@ -138,6 +145,42 @@ fn bench_learner(
     Ok(())
 }
 
+/// `--classes`: every learner of `list` on `data` with its label regrouped
+/// into k classes, for each k (class i goes to group i mod k, so every group
+/// has rows when k is at most the schema's class count).
+fn bench_classes(
+    args: &BenchArgs,
+    list: &AlgorithmList,
+    schema: &privboost::data::Schema,
+    data: &Dataset,
+) -> anyhow::Result<()> {
+    let Some(classes) = &data.classes else {
+        anyhow::bail!("--classes needs a multiclass schema (a label with \"classes\")");
+    };
+    let available = schema.label.classes.as_ref().map_or(0, Vec::len);
+    for &k in &args.classes {
+        if !(2..=available).contains(&k) {
+            anyhow::bail!("--classes {k}: choose from 2 to the schema's {available} classes");
+        }
+        let mut regrouped = schema.clone();
+        regrouped.label.classes = Some((0..k).map(|g| format!("group {g}")).collect());
+        let encoder = Encoder::new(&regrouped)?;
+        let data = Dataset {
+            classes: Some(classes.iter().map(|&c| c % k as u16).collect()),
+            ..data.clone()
+        };
+        for &algorithm in &list.0 {
+            print!("k = {k}: ");
+            if let Err(e) = bench_learner(args, algorithm, &data, &encoder) {
+                let name = clap::ValueEnum::to_possible_value(&algorithm)
+                    .map_or_else(|| format!("{algorithm:?}"), |v| v.get_name().to_owned());
+                println!("{name} refused: {e:#}");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Run the benchmarks and print the figures.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(rows) = args.scale {
@@ -163,10 +206,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         n as f64 / read_time.as_secs_f64()
     );
     if let Some(list) = &args.algorithm {
+        if !args.classes.is_empty() {
+            return bench_classes(&args, list, &schema, &data);
+        }
         for &algorithm in &list.0 {
             bench_learner(&args, algorithm, &data, &encoder)?;
         }
         return Ok(());
+    } else if !args.classes.is_empty() {
+        anyhow::bail!("--classes times the learners of --algorithm: name them (or all)");
     }
 
     // Table 8's epsilon = 3 row uses tau = 99: kappa 0.35, lambda 0.45.

@@ -84,10 +84,5 @@ pub fn run(args: PredictArgs) -> anyhow::Result<()> {
 /// The label values to print: the schema's positive and negative values
 /// (`not <positive>` when the schema declares no negative value).
 fn class_names(schema: &Schema) -> (String, String) {
-    let label = &schema.label;
-    let negative = label
-        .negative
-        .clone()
-        .unwrap_or_else(|| format!("not {}", label.positive));
-    (label.positive.clone(), negative)
+    (schema.label.positive.clone(), schema.label.negative_name())
 }

@@ -309,14 +309,9 @@ impl Domains {
                 ),
             });
         }
-        let label = &schema.label;
-        let negative = label
-            .negative
-            .clone()
-            .unwrap_or_else(|| format!("not {}", label.positive));
         Ok(Domains {
             columns,
-            label: [label.positive.clone(), negative],
+            label: [schema.label.positive.clone(), schema.label.negative_name()],
         })
     }
 

@@ -148,6 +148,17 @@ pub struct LabelSpec {
     pub classes: Option<Vec<String>>,
 }
 
+impl LabelSpec {
+    /// A binary label's negative class as predictions name it: the schema's
+    /// `negative` value, or `not <positive>` when it declares none (the one
+    /// rule for the CLI's `predict`, the REST answers and the ONNX labels).
+    pub fn negative_name(&self) -> String {
+        self.negative
+            .clone()
+            .unwrap_or_else(|| format!("not {}", self.positive))
+    }
+}
+
 impl PrivacyUnitSpec {
     /// The rules the JSON shape cannot check: a non-empty trimmed column
     /// name that is neither the label nor any column of `columns` (not even

@@ -77,12 +77,7 @@ pub fn to_onnx(model: &Model) -> Result<Vec<u8>, ExportError> {
 /// The class values in the order of the `probabilities` columns: the
 /// negative, then the positive (as `privboost predict` prints them).
 pub fn class_names(schema: &Schema) -> [String; 2] {
-    let label = &schema.label;
-    let negative = label
-        .negative
-        .clone()
-        .unwrap_or_else(|| format!("not {}", label.positive));
-    [negative, label.positive.clone()]
+    [schema.label.negative_name(), schema.label.positive.clone()]
 }
 
 /// The model as an ONNX `ModelProto`.

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod invariants;
+pub mod parquet;
 pub mod postgres;
 pub mod process;
 

@@ -185,9 +185,20 @@ impl Hypothesis {
                         .for_each(update);
                 }
             }
-            Hypothesis::Literal { literal, negated } => {
-                let flip = if *negated { u64::MAX } else { 0 };
-                let column = features.column(*literal as usize);
+            Hypothesis::Literal { .. } | Hypothesis::Tree { .. } => {
+                // h(x) as a bitset over the rows: a literal's column (or its
+                // complement), a tree's `true_rows` (constant work, every node).
+                let tree_rows;
+                let (column, flip) = match self {
+                    Hypothesis::Literal { literal, negated } => (
+                        features.column(*literal as usize),
+                        if *negated { u64::MAX } else { 0 },
+                    ),
+                    _ => {
+                        tree_rows = self.true_rows(features);
+                        (tree_rows.as_slice(), 0)
+                    }
+                };
                 // Integer updates, one per row: the same result in any
                 // order, so chunks of rows run in parallel.
                 let update = |((margins, labels), column): ((&mut [i32], &[i8]), &[u64])| {
@@ -213,14 +224,132 @@ impl Hypothesis {
                         .for_each(update);
                 }
             }
-            Hypothesis::Tree { .. } => {
-                for (i, (m, &y)) in margins.iter_mut().zip(labels).enumerate() {
-                    let h = if self.evaluate(|l| features.get(i, l as usize)) {
-                        1
-                    } else {
-                        -1
-                    };
-                    *m += step * h * i32::from(y);
+        }
+    }
+
+    /// The rows where `h(x) = +1`, as a bitset of `features.words_per_column()`
+    /// words (bits past the last row are unspecified), with the same work for
+    /// every row: a tree's nodes are visited in order (children come after
+    /// their parents, `check`), each node's set of reaching rows is split
+    /// word-wise by its literal's column into its children's sets, and the
+    /// positive leaves' sets are OR-ed. No branch depends on a row and no
+    /// walk stops early, so a prediction pass over private rows (training's
+    /// margin updates, a DP evaluation) takes a time fixed by n and the
+    /// tree's shape (issue 26; docs/privacy.md, "Timing"). Walking each row
+    /// down its own path, as `evaluate` does, takes a row-dependent number of
+    /// steps.
+    pub fn true_rows(&self, features: &BitMatrix) -> Vec<u64> {
+        let words = features.words_per_column();
+        match self {
+            Hypothesis::Literal { literal, negated } => {
+                let flip = if *negated { u64::MAX } else { 0 };
+                features
+                    .column(*literal as usize)
+                    .iter()
+                    .map(|w| w ^ flip)
+                    .collect()
+            }
+            Hypothesis::Constant { positive } => vec![if *positive { u64::MAX } else { 0 }; words],
+            Hypothesis::Tree { nodes } => {
+                let mut reach: Vec<Vec<u64>> = vec![Vec::new(); nodes.len()];
+                reach[0] = vec![u64::MAX; words];
+                let mut out = vec![0u64; words];
+                for (i, node) in nodes.iter().enumerate() {
+                    let here = std::mem::take(&mut reach[i]);
+                    match *node {
+                        TreeNode::Split {
+                            literal,
+                            if_false,
+                            if_true,
+                        } => {
+                            let column = features.column(literal as usize);
+                            reach[if_true as usize] =
+                                here.iter().zip(column).map(|(r, c)| r & c).collect();
+                            reach[if_false as usize] =
+                                here.iter().zip(column).map(|(r, c)| r & !c).collect();
+                        }
+                        TreeNode::Leaf { positive } => {
+                            let keep = if positive { u64::MAX } else { 0 };
+                            for (o, r) in out.iter_mut().zip(&here) {
+                                *o |= r & keep;
+                            }
+                        }
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::BitMatrixBuilder;
+    use rand::{RngExt, SeedableRng, rngs::StdRng};
+
+    /// A random tree over `d` literals with `splits` internal nodes, nodes
+    /// numbered so that children come after their parents.
+    fn random_tree(rng: &mut StdRng, d: u32, splits: usize) -> Hypothesis {
+        let mut nodes = vec![TreeNode::Leaf { positive: rng.random() }];
+        for _ in 0..splits {
+            let leaves: Vec<usize> = (0..nodes.len())
+                .filter(|&i| matches!(nodes[i], TreeNode::Leaf { .. }))
+                .collect();
+            let at = leaves[rng.random_range(0..leaves.len())];
+            let next = nodes.len() as u32;
+            nodes[at] = TreeNode::Split {
+                literal: rng.random_range(0..d),
+                if_false: next,
+                if_true: next + 1,
+            };
+            nodes.push(TreeNode::Leaf { positive: rng.random() });
+            nodes.push(TreeNode::Leaf { positive: rng.random() });
+        }
+        let tree = Hypothesis::Tree { nodes };
+        tree.check(d as usize).unwrap();
+        tree
+    }
+
+    /// The constant-work bitset agrees with walking each row down its path,
+    /// for trees of 0 to 6 splits, literals and constants, on row counts
+    /// that do and do not fill the last word.
+    #[test]
+    fn true_rows_agrees_with_each_rows_path() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let d = 9u32;
+        for n in [1usize, 63, 64, 65, 300] {
+            let mut builder = BitMatrixBuilder::new(d as usize);
+            for _ in 0..n {
+                let active: Vec<u32> = (0..d).filter(|_| rng.random_bool(0.4)).collect();
+                builder.push_row(&active);
+            }
+            let features = builder.finish();
+            let mut hypotheses = vec![
+                Hypothesis::Constant { positive: true },
+                Hypothesis::Constant { positive: false },
+                Hypothesis::Literal { literal: 3, negated: false },
+                Hypothesis::Literal { literal: 3, negated: true },
+            ];
+            for splits in 0..=6 {
+                for _ in 0..5 {
+                    hypotheses.push(random_tree(&mut rng, d, splits));
+                }
+            }
+            for h in &hypotheses {
+                let bits = h.true_rows(&features);
+                assert_eq!(bits.len(), features.words_per_column());
+                for i in 0..n {
+                    let walked = h.evaluate(|l| features.get(i, l as usize));
+                    assert_eq!((bits[i / 64] >> (i % 64)) & 1 == 1, walked, "{h:?} row {i}");
+                }
+                // The margin update reads the same bitset.
+                let labels: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { -1 } else { 1 }).collect();
+                let mut margins = vec![0i32; n];
+                h.add_margins(&features, &labels, &mut margins, 2);
+                for i in 0..n {
+                    let hx = if h.evaluate(|l| features.get(i, l as usize)) { 1 } else { -1 };
+                    assert_eq!(margins[i], 2 * hx * i32::from(labels[i]));
                 }
             }
         }

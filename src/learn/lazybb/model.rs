@@ -526,13 +526,14 @@ impl Predictor {
             data.features
                 .add_where_set(literal as usize, doubled, &mut sums);
         }
+        // Trees: every node of every tree for every row (`true_rows`), so
+        // the pass's work does not depend on the paths the rows take.
         for tree in &self.trees {
-            for (i, sum) in sums.iter_mut().enumerate() {
-                *sum += if tree.evaluate(|l| data.features.get(i, l as usize)) {
-                    1
-                } else {
-                    -1
-                };
+            let bits = tree.true_rows(&data.features);
+            for (chunk, &word) in sums.chunks_mut(64).zip(&bits) {
+                for (b, sum) in chunk.iter_mut().enumerate() {
+                    *sum += 2 * ((word >> b) & 1) as i32 - 1;
+                }
             }
         }
         sums
