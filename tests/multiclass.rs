@@ -61,7 +61,7 @@ async fn a_multiclass_table_trains_predicts_and_refuses_before_any_charge() {
     assert_eq!(body["dataset"]["n_rows"], 3000);
 
     let before = s.ledger(&owner, &dataset).await;
-    for algorithm in ["dp-ebm", "lazybb", "dpboost"] {
+    for algorithm in ["dp-ebm", "dpboost"] {
         let request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": algorithm});
         let problem = expect_status(
             s.post(&owner, "/v1/jobs", &request).await,
@@ -312,4 +312,93 @@ async fn serves_over_oip_and_mlflow(
         .unwrap();
     let got = expect_status(r, StatusCode::OK).await;
     assert_eq!(got["predictions"], predicted["predictions"], "{got}");
+}
+
+/// LazyBB for k classes over HTTP (one-vs-rest, docs/privacy.md "LazyBB for
+/// k classes"): a density whose per-fit scale is unusable is refused by the
+/// estimate and the job routes before any charge; the default job trains 3
+/// fits, predicts each level's class with probabilities summing to 1,
+/// states the split, inspects per class, and is charged its epsilon once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lazybb_trains_one_fit_per_class() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "alice").await;
+    let body = expect_status(
+        s.upload(&owner, "grades", 4.0, SCHEMA, table()).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+
+    let before = s.ledger(&owner, &dataset).await;
+    let bad = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "lazybb",
+        "rounds": 5, "density": 1e-311});
+    for route in ["/v1/jobs/estimate", "/v1/jobs"] {
+        let p = expect_status(
+            s.post(&owner, route, &bad).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        let message = p["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains("kappa"), "{route}: {p}");
+    }
+    assert_eq!(s.ledger(&owner, &dataset).await, before, "nothing charged");
+
+    let request = json!({"dataset_id": dataset, "epsilon": 3.0, "algorithm": "lazybb"});
+    let job = expect_status(
+        s.post(&owner, "/v1/jobs", &request).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let model_id = job["model_id"].as_str().unwrap().to_owned();
+    let after = s.ledger(&owner, &dataset).await;
+    assert_eq!(after.len(), before.len() + 1);
+    assert_eq!(after.last().unwrap()["epsilon"], 3.0);
+
+    let rows = json!({"rows": [
+        {"level": "a", "flag": "1"}, {"level": "b", "flag": "0"}, {"level": "c", "flag": "1"}]});
+    let predicted = expect_status(
+        s.post(&owner, &format!("/v1/models/{model_id}/predict"), &rows)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    for (i, want) in ["low", "mid", "high"].iter().enumerate() {
+        let p = &predicted["predictions"][i];
+        assert_eq!(p["class"], *want, "{predicted}");
+        let probabilities: Vec<f64> = p["probabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(probabilities.len(), 3);
+        assert!(
+            (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+            "{p}"
+        );
+    }
+
+    let resource = expect_status(
+        s.get(&owner, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    let statement = &resource["model"]["privacy"]["one_vs_rest"];
+    assert_eq!(statement["fits"], 3, "{resource}");
+    assert_eq!(statement["epsilon_per_fit"], 1.0, "{resource}");
+    let classes = resource["inspection"]["classes"].as_array().unwrap();
+    let names: Vec<&str> = classes
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["low", "mid", "high"], "{resource}");
+    assert!(
+        classes
+            .iter()
+            .all(|c| !c["rules"]["vote_table"].as_array().unwrap().is_empty()),
+        "{resource}"
+    );
 }

@@ -22,7 +22,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     let model = files::load_model(&args.model)?;
     let encoder = model.encoder()?;
     let model = match model {
-        Model::LazyBb(model) => model,
+        // A multiclass model has no single positive label: the generic
+        // layout prints its per-class rules.
+        Model::LazyBb(model) if !model.is_multiclass() => model,
         other => return print_generic(&other, &encoder, args.json),
     };
     let inspection = learn::inspect(&model, &encoder);

@@ -141,7 +141,9 @@ impl AlgorithmName {
     /// Whether the learner can do `task`.
     pub fn supports(&self, task: Task) -> bool {
         match self {
-            AlgorithmName::Lazybb | AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
+            // LazyBB does k classes one-vs-rest (`lazybb::multiclass`).
+            AlgorithmName::Lazybb => !matches!(task, Task::Regression { .. }),
+            AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
             AlgorithmName::DpLinear => true,
             AlgorithmName::DpEbm | AlgorithmName::Dpboost => {
                 !matches!(task, Task::Multiclass { .. })
@@ -476,6 +478,9 @@ enum PlannedLearner {
     LazyBb {
         params: ValidLazyBbParams,
         calibration: Calibration,
+        /// Multiclass: `k` one-vs-rest fits, each with `params`' per-fit
+        /// budget, and the learner's whole budget; `None` for a binary label.
+        one_vs_rest: Option<(usize, Budget)>,
     },
     Ebm(EbmPlan),
     Linear(LinearPlan),
@@ -612,6 +617,12 @@ impl AlgorithmSpec {
         let AlgorithmSpec::Lazybb(spec) = *self else {
             return Err(refuse());
         };
+        if let Task::Multiclass { .. } = facts.task {
+            // The label's local randomization is binary randomized response.
+            return Err(LearnError::InvalidParameter(
+                "training on local-DP rows needs a binary label; a multiclass label is not supported for data randomized on the client".into(),
+            ));
+        }
         if spec.weak_learner.unwrap_or(WeakLearnerName::OneRule) != WeakLearnerName::OneRule {
             return Err(refuse());
         }
@@ -673,21 +684,32 @@ fn plan_naive_bayes(spec: NaiveBayesSpec, facts: PublicFacts) -> Result<Plan, Le
 }
 
 fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
+    let one_vs_rest = match facts.task {
+        Task::Multiclass { k } => Some((k, budget)),
+        Task::Binary | Task::Regression { .. } => None,
+    };
     let weak_learner = spec.weak_learner.unwrap_or(WeakLearnerName::OneRule);
     if spec.internal_nodes.is_some() && weak_learner != WeakLearnerName::TopDown {
         return Err(LearnError::InvalidParameter(
             "internal nodes (t): only the dp-top-down weak learner takes internal_nodes".into(),
         ));
     }
+    // Multiclass: each of the k one-vs-rest fits is a binary run at
+    // epsilon / k, delta / k (`lazybb::multiclass`).
+    let fit_budget = match one_vs_rest {
+        Some((k, _)) => super::lazybb::multiclass::per_fit_budget(budget, k)?,
+        None => budget,
+    };
     // One default rule per weak learner, shared by the CLI and the API
-    // (params.rs documents and validates each).
+    // (params.rs documents and validates each), at the epsilon of one
+    // binary fit (the whole budget for a binary label).
     let (tau, lambda, kappa, t) = match weak_learner {
         WeakLearnerName::OneRule => {
-            let (tau, lambda, kappa) = default_parameters(budget.epsilon());
+            let (tau, lambda, kappa) = default_parameters(fit_budget.epsilon());
             (tau, lambda, kappa, None)
         }
         WeakLearnerName::TopDown => {
-            let (tau, lambda, kappa, t) = default_top_down_parameters(budget.epsilon());
+            let (tau, lambda, kappa, t) = default_top_down_parameters(fit_budget.epsilon());
             (tau, lambda, kappa, Some(t))
         }
     };
@@ -710,7 +732,9 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
                 bound: SensitivityBound::Proven,
             },
         },
-        privacy: PrivacyMode::Private(budget),
+        // Every fit runs at `fit_budget`; its calibration checks every
+        // scale of that run before any charge.
+        privacy: PrivacyMode::Private(fit_budget),
     }
     .check()?;
     let calibration = params
@@ -718,6 +742,8 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
         .ok_or_else(|| LearnError::InvalidParameter("a private plan needs a budget".into()))?;
     // LazyBB's per-round steps are pure DP; the total is pure under basic
     // composition and (epsilon, delta) under advanced composition (§4.4).
+    // Multiclass: the k fits' shares sum to at most the budget (basic
+    // composition over the fits), which is what is charged.
     let cost = if budget.delta() == 0.0 {
         PrivacyCost::Pure {
             epsilon: budget.epsilon(),
@@ -730,7 +756,7 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
     };
     Ok(Plan {
         cost,
-        steps: params.get().tau,
+        steps: params.get().tau * one_vs_rest.map_or(1, |(k, _)| k as u32),
         resolved: AlgorithmSpec::Lazybb(resolved),
         defaults_used: spec.tau.is_none()
             || spec.lambda.is_none()
@@ -741,6 +767,7 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
         learner: PlannedLearner::LazyBb {
             params,
             calibration,
+            one_vs_rest,
         },
     })
 }
@@ -856,6 +883,7 @@ impl Plan {
             PlannedLearner::LazyBb {
                 params,
                 calibration: c,
+                one_vs_rest,
             } => {
                 let rnm = mechanisms::REPORT_NOISY_MAX_LAPLACE.name;
                 let mechanism = match params.get().weak_learner {
@@ -866,8 +894,16 @@ impl Plan {
                         "{rnm} per split and per leaf label (DP TopDown, proven sensitivity bound), once per round"
                     ),
                 };
+                let mechanism = match one_vs_rest {
+                    Some((k, _)) => format!(
+                        "one-vs-rest over {k} classes: {k} binary LazyBB fits, each at epsilon / {k} and delta / {k}; in each, {mechanism}"
+                    ),
+                    None => mechanism,
+                };
                 json!({
                     "mechanism": mechanism,
+                    "one_vs_rest_fits": one_vs_rest.map(|(k, _)| k),
+                    "epsilon_per_fit": c.budget.epsilon(),
                     "leaf_scale": c.leaf_scale,
                     "n_rows": c.n,
                     "epsilon_per_round": c.round.epsilon_round,
@@ -1018,6 +1054,23 @@ impl Plan {
         on_step: &mut dyn FnMut(u32) -> bool,
     ) -> Result<Model, LearnError> {
         match &self.learner {
+            PlannedLearner::LazyBb {
+                params,
+                one_vs_rest: Some((k, budget)),
+                ..
+            } => {
+                let fits =
+                    super::lazybb::multiclass::train_one_vs_rest(data, *k, params, rng, on_step)?;
+                let model = LazyBbModel::new_classes(
+                    encoder.schema(),
+                    encoder,
+                    params,
+                    self.defaults_used,
+                    &fits,
+                    *budget,
+                )?;
+                Ok(Model::LazyBb(model))
+            }
             PlannedLearner::LazyBb { params, .. } => {
                 let ensemble = train(data, params, Some(rng), on_step)?;
                 let model = LazyBbModel::new(

@@ -105,6 +105,7 @@ impl Model {
             output,
         };
         Ok(match self {
+            Model::LazyBb(m) if m.is_multiclass() => return Err(multiclass()),
             Model::LazyBb(m) => {
                 let predictor = m.predictor();
                 let (tau, base, dense, trees) = predictor.parts();

@@ -16,6 +16,7 @@ use super::binning::BinningStatement;
 use super::dpboost::{self, DpBoostFile, DpBoostInspection};
 use super::ebm::{self, EbmFile, EbmPredictor, sigmoid};
 use super::inspect::{Inspection, inspect};
+use super::lazybb;
 use super::linear::{self, LinearFile, LinearInspection, LinearPredictor};
 use super::model::{LazyBbModel, MODEL_FORMAT, Prediction, Predictor};
 use super::naive_bayes::{self, NaiveBayesFile};
@@ -129,6 +130,9 @@ pub enum ModelEdit {
 pub enum ModelPredictor {
     /// LazyBB's folded votes.
     LazyBb(Predictor),
+    /// A multiclass LazyBB model's folded votes, one per class (one-vs-rest),
+    /// with the schema's class names.
+    LazyBbClasses(Vec<Predictor>, Vec<String>),
     /// DP-EBM's folded shape functions.
     Ebm(EbmPredictor),
     /// dp-linear's folded coefficients.
@@ -180,6 +184,10 @@ impl ModelPredictor {
     pub fn predict(&self, active: &[u32]) -> Output {
         match self {
             ModelPredictor::LazyBb(p) => Output::Class(p.prediction(p.vote_sum(active))),
+            ModelPredictor::LazyBbClasses(ps, names) => {
+                let sums: Vec<i32> = ps.iter().map(|p| p.vote_sum(active)).collect();
+                Output::Classes(lazybb::model::classes_prediction(ps, &sums, names))
+            }
             ModelPredictor::Ebm(p) => ebm_output(p, p.raw(active)),
             ModelPredictor::Linear(p) => output_of(p.task(), p.raw(active)),
             ModelPredictor::LinearClasses(p, names) => Output::Classes(
@@ -197,6 +205,15 @@ impl ModelPredictor {
                 .into_iter()
                 .map(|s| Output::Class(p.prediction(s)))
                 .collect(),
+            ModelPredictor::LazyBbClasses(ps, names) => {
+                let sums: Vec<Vec<i32>> = ps.iter().map(|p| p.vote_sums(data)).collect();
+                (0..data.n_rows())
+                    .map(|i| {
+                        let row: Vec<i32> = sums.iter().map(|s| s[i]).collect();
+                        Output::Classes(lazybb::model::classes_prediction(ps, &row, names))
+                    })
+                    .collect()
+            }
             ModelPredictor::Ebm(p) => p
                 .raw_all(data)
                 .into_iter()
@@ -586,6 +603,9 @@ impl Model {
     /// The model folded for fast prediction.
     pub fn predictor(&self) -> ModelPredictor {
         match self {
+            Model::LazyBb(m) if m.is_multiclass() => {
+                ModelPredictor::LazyBbClasses(m.class_predictors(), m.schema.class_names().to_vec())
+            }
             Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
             Model::Ebm(f) => ModelPredictor::Ebm(f.model.predictor(f.task, f.literals.len())),
             Model::Linear(f) => {

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::hypothesis::{Hypothesis, TreeNode};
-use super::model::LazyBbModel;
+use super::model::{LazyBbModel, Predictor};
 use crate::data::Encoder;
 
 /// One row of the vote table.
@@ -73,16 +73,87 @@ pub struct Inspection {
     pub shape: Vec<FeatureShape>,
     /// Each tree of a TopDown ensemble, in training order.
     pub trees: Vec<TreeView>,
+    /// Multiclass (one-vs-rest): each class's fit, in schema order, whose
+    /// votes push towards that class; the fields above then describe the
+    /// model as a whole (no votes of its own; the features and literals
+    /// any class uses). Absent for a binary model.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassRules>,
+}
+
+/// One class's one-vs-rest fit, inspected.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassRules {
+    /// The class (from the schema's class list).
+    pub class: String,
+    /// Its rules with their votes: positive votes push towards this class.
+    pub rules: Inspection,
 }
 
 /// Inspect a model; `encoder` must be the model's own ([`LazyBbModel::encoder`]).
 pub fn inspect(model: &LazyBbModel, encoder: &Encoder) -> Inspection {
-    let literals = encoder.literals();
     let tau = model.params.tau;
+    if model.class_ensembles.is_empty() {
+        return inspect_ensemble(&model.ensemble, tau, encoder);
+    }
+    let names = model.schema.class_names();
+    let classes: Vec<ClassRules> = model
+        .class_ensembles
+        .iter()
+        .enumerate()
+        .map(|(c, ensemble)| ClassRules {
+            class: names.get(c).cloned().unwrap_or_else(|| c.to_string()),
+            rules: inspect_ensemble(ensemble, tau, encoder),
+        })
+        .collect();
+    // The whole model's sparsity: what any class's fit uses.
+    let mut used: Vec<u32> = model
+        .class_ensembles
+        .iter()
+        .flat_map(|e| Predictor::new(e, encoder.literals().len()).literals_used())
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    let (features_used, feature_share) = features_of(&used, encoder);
+    Inspection {
+        tau,
+        vote_table: Vec::new(),
+        constant_votes: 0,
+        literals_used: used.len(),
+        literals_total: encoder.literals().len(),
+        features_used,
+        features_total: encoder.feature_names().len(),
+        feature_share,
+        shape: Vec::new(),
+        trees: Vec::new(),
+        classes,
+    }
+}
+
+/// The features (schema order) of the literals `used`, and their share of
+/// the schema's features.
+fn features_of(used: &[u32], encoder: &Encoder) -> (Vec<String>, f64) {
+    let literals = encoder.literals();
+    let feature_names = encoder.feature_names();
+    let mut feature_indices: Vec<usize> =
+        used.iter().map(|&l| literals[l as usize].feature).collect();
+    feature_indices.sort_unstable();
+    feature_indices.dedup();
+    let features_used: Vec<String> = feature_indices
+        .iter()
+        .map(|&f| feature_names[f].clone())
+        .collect();
+    let share = features_used.len() as f64 / feature_names.len().max(1) as f64;
+    (features_used, share)
+}
+
+/// Inspect one binary ensemble of `tau` rounds.
+fn inspect_ensemble(ensemble: &[Hypothesis], tau: u32, encoder: &Encoder) -> Inspection {
+    let literals = encoder.literals();
     let mut votes = vec![0i32; literals.len()];
     let mut constant_votes = 0;
     let mut trees = Vec::new();
-    for h in &model.ensemble {
+    for h in ensemble {
         match h {
             Hypothesis::Literal { literal, negated } => {
                 votes[*literal as usize] += if *negated { -1 } else { 1 }
@@ -127,26 +198,20 @@ pub fn inspect(model: &LazyBbModel, encoder: &Encoder) -> Inspection {
             });
         }
     }
-    let used = model.predictor().literals_used();
-    let mut feature_indices: Vec<usize> =
-        used.iter().map(|&l| literals[l as usize].feature).collect();
-    feature_indices.sort_unstable();
-    feature_indices.dedup();
-    let features_used: Vec<String> = feature_indices
-        .iter()
-        .map(|&f| feature_names[f].clone())
-        .collect();
+    let used = Predictor::new(ensemble, literals.len()).literals_used();
+    let (features_used, feature_share) = features_of(&used, encoder);
     Inspection {
         tau,
         literals_used: used.len(),
         literals_total: literals.len(),
-        feature_share: features_used.len() as f64 / feature_names.len().max(1) as f64,
+        feature_share,
         features_total: feature_names.len(),
         features_used,
         vote_table,
         constant_votes,
         shape,
         trees,
+        classes: Vec::new(),
     }
 }
 
@@ -183,8 +248,24 @@ fn tree_text(nodes: &[TreeNode], literals: &[crate::data::Literal]) -> String {
 }
 
 impl Inspection {
-    /// The vote table and sparsity as plain text (LazyBB Table 4 layout).
+    /// The vote table and sparsity as plain text (LazyBB Table 4 layout);
+    /// for a multiclass model, one such table per class.
     pub fn to_text(&self) -> String {
+        if !self.classes.is_empty() {
+            let mut out = String::from(
+                "Multiclass, one-vs-rest: one LazyBB fit per class; a row's class is the one whose fit gives it the largest vote share (ties: the first in schema order)\n",
+            );
+            for c in &self.classes {
+                out.push_str(&format!(
+                    "\nClass {:?} (votes for this class against the rest):\n",
+                    c.class
+                ));
+                out.push_str(&c.rules.to_text());
+            }
+            out.push_str("\nWhole model:\n");
+            out.push_str(&self.sparsity_text());
+            return out;
+        }
         if !self.trees.is_empty() {
             let mut out = format!(
                 "{} TopDown trees (majority vote of their +1/-1 outputs):\n",

@@ -12,7 +12,10 @@
 //! - [`hypothesis`]: the weak hypotheses.
 //! - [`model`]: LazyBB's model file (version 1), its privacy statement,
 //!   prediction.
-//! - [`inspect`]: vote table, sparsity and additive shape.
+//! - [`multiclass`]: k classes by one-vs-rest, the budget split over the
+//!   k binary fits.
+//! - [`inspect`]: vote table, sparsity and additive shape (per class for
+//!   a multiclass model).
 //! - [`baselines`]: non-private baselines for the evaluation tool.
 
 pub mod baselines;
@@ -23,11 +26,14 @@ pub mod hypothesis;
 pub mod inspect;
 mod local;
 pub mod model;
+pub mod multiclass;
 mod one_rule;
 pub mod params;
 pub mod projection;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_multiclass;
 mod top_down;
 
 pub(crate) use boost::train_local;

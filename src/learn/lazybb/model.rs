@@ -14,7 +14,8 @@ use super::params::{
     MAX_INTERNAL_NODES, MAX_ROUNDS, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
     WeakLearnerName,
 };
-use crate::data::{Dataset, Encoder, Schema};
+use crate::data::{Dataset, Encoder, Schema, Task};
+use crate::learn::trained::ClassesPrediction;
 use crate::privacy::Composition;
 use crate::privacy::mechanisms::{self, Mechanism};
 
@@ -47,8 +48,14 @@ pub struct LazyBbModel {
     /// Literal names in index order (a check that the schema still encodes
     /// to the literals the hypotheses refer to).
     pub literals: Vec<String>,
-    /// `h_1 .. h_tau`.
+    /// `h_1 .. h_tau`; empty for a multiclass model.
     pub ensemble: Vec<Hypothesis>,
+    /// Multiclass (one-vs-rest, `super::multiclass`): class `c`'s fit
+    /// `h_1 .. h_tau` of "class c vs the rest", in the schema's class
+    /// order. Absent (and not written) for a binary model, whose file is
+    /// then exactly as before multiclass existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_ensembles: Vec<Vec<Hypothesis>>,
 }
 
 /// The training parameters as recorded in the model.
@@ -120,6 +127,24 @@ pub struct PrivacyStatement {
     /// the local epsilons; absent for central DP, and in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_dp: Option<LocalDpStatement>,
+    /// Multiclass: how the budget was split over the one-vs-rest fits;
+    /// absent for a binary model, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_vs_rest: Option<OneVsRestStatement>,
+}
+
+/// The one-vs-rest part of a multiclass statement (`super::multiclass`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OneVsRestStatement {
+    /// k: one binary fit per class.
+    pub fits: usize,
+    /// Each fit's epsilon (the job's epsilon / k, rounded down).
+    pub epsilon_per_fit: f64,
+    /// Each fit's delta (the job's delta / k, rounded down).
+    pub delta_per_fit: f64,
+    /// How the fits compose.
+    pub composition: String,
 }
 
 /// The local-DP part of a statement: how the rows were randomized before
@@ -213,6 +238,7 @@ impl PrivacyStatement {
             software_version: SOFTWARE_VERSION.into(),
             binning: None,
             local_dp: None,
+            one_vs_rest: None,
         })
     }
 
@@ -257,6 +283,7 @@ impl PrivacyStatement {
                 feature_epsilon,
                 debiasing: "each weighted error of a one-rule is estimated without bias from the randomized literals and labels, (x~ - m q) / (p - q) per literal and y~ / (2 p_y - 1) for the label (docs/privacy.md, \"Local DP collection\")".into(),
             }),
+            one_vs_rest: None,
         }
     }
 }
@@ -298,7 +325,54 @@ impl LazyBbModel {
             schema: schema.clone(),
             literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
             ensemble: ensemble.hypotheses.clone(),
+            class_ensembles: Vec::new(),
         })
+    }
+
+    /// Assemble a multiclass model from its `k` one-vs-rest fits (class 0
+    /// first, `super::multiclass`), each run at the per-fit budget;
+    /// `budget` is the job's (the fits' sum, basic composition).
+    pub fn new_classes(
+        schema: &Schema,
+        encoder: &Encoder,
+        params: &ValidLazyBbParams,
+        defaults_used: bool,
+        fits: &[Ensemble],
+        budget: crate::privacy::Budget,
+    ) -> Result<LazyBbModel, LearnError> {
+        let k = fits.len();
+        let first = fits.first().ok_or_else(|| {
+            LearnError::InvalidParameter("a multiclass model needs its fits".into())
+        })?;
+        let mut model = LazyBbModel::new(schema, encoder, params, defaults_used, first)?;
+        let per_fit = params.get().privacy;
+        let crate::learn::PrivacyMode::Private(per_fit) = per_fit else {
+            return Err(LearnError::InvalidParameter(
+                "a non-private run has no privacy statement".into(),
+            ));
+        };
+        let s = &mut model.privacy;
+        s.epsilon = budget.epsilon();
+        s.delta = budget.delta();
+        s.accounting = format!(
+            "one-vs-rest over {k} classes: {k} binary LazyBB fits over the same rows, composed sequentially (basic composition: every row is in every fit), each ({:e}, {:e})-DP; within each fit, {}",
+            per_fit.epsilon(),
+            per_fit.delta(),
+            s.accounting
+        );
+        s.budget_split = format!(
+            "equal over the {k} one-vs-rest fits (epsilon / k and delta / k each, rounded down); within each fit, {}",
+            s.budget_split
+        );
+        s.one_vs_rest = Some(OneVsRestStatement {
+            fits: k,
+            epsilon_per_fit: per_fit.epsilon(),
+            delta_per_fit: per_fit.delta(),
+            composition: "basic (sequential) composition over the k fits; LazyBB's boosting guarantee holds for each binary fit, not for the argmax over them".into(),
+        });
+        model.ensemble = Vec::new();
+        model.class_ensembles = fits.iter().map(|f| f.hypotheses.clone()).collect();
+        Ok(model)
     }
 
     /// Assemble a model from a 1-Rule run on rows randomized on the client.
@@ -338,6 +412,7 @@ impl LazyBbModel {
             schema: schema.clone(),
             literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
             ensemble: ensemble.hypotheses.clone(),
+            class_ensembles: Vec::new(),
         })
     }
 
@@ -400,14 +475,36 @@ impl LazyBbModel {
                 "the model's literal list does not match its schema".into(),
             ));
         }
-        if self.ensemble.len() != self.params.tau as usize {
-            return Err(LearnError::ModelFormat(format!(
-                "the model has {} hypotheses but tau = {}",
-                self.ensemble.len(),
-                self.params.tau
-            )));
+        let ensembles: Vec<&Vec<Hypothesis>> = match self.schema.task() {
+            Task::Multiclass { k } => {
+                if !self.ensemble.is_empty() || self.class_ensembles.len() != k {
+                    return Err(LearnError::ModelFormat(format!(
+                        "a multiclass model needs one ensemble per class ({k}) in class_ensembles and an empty ensemble; it has {} and {}",
+                        self.class_ensembles.len(),
+                        self.ensemble.len()
+                    )));
+                }
+                self.class_ensembles.iter().collect()
+            }
+            Task::Binary | Task::Regression { .. } => {
+                if !self.class_ensembles.is_empty() {
+                    return Err(LearnError::ModelFormat(
+                        "class_ensembles is only for a multiclass label".into(),
+                    ));
+                }
+                vec![&self.ensemble]
+            }
+        };
+        for ensemble in &ensembles {
+            if ensemble.len() != self.params.tau as usize {
+                return Err(LearnError::ModelFormat(format!(
+                    "the model has {} hypotheses but tau = {}",
+                    ensemble.len(),
+                    self.params.tau
+                )));
+            }
         }
-        for h in &self.ensemble {
+        for h in ensembles.into_iter().flatten() {
             h.check(names.len()).map_err(LearnError::ModelFormat)?;
             if let Hypothesis::Tree { nodes } = h {
                 let splits = nodes
@@ -443,8 +540,61 @@ impl LazyBbModel {
     }
 
     /// A fast predictor (the ensemble folded into one vote per literal).
+    /// For a multiclass model use [`LazyBbModel::class_predictors`].
     pub fn predictor(&self) -> Predictor {
         Predictor::new(&self.ensemble, self.literals.len())
+    }
+
+    /// Whether the model has one fit per class (one-vs-rest).
+    pub fn is_multiclass(&self) -> bool {
+        !self.class_ensembles.is_empty()
+    }
+
+    /// One folded predictor per class, in schema order (empty for a binary
+    /// model).
+    pub fn class_predictors(&self) -> Vec<Predictor> {
+        self.class_ensembles
+            .iter()
+            .map(|e| Predictor::new(e, self.literals.len()))
+            .collect()
+    }
+}
+
+/// A one-vs-rest prediction from each class's vote sum: class `c`'s vote
+/// share `f_c = (s_c / tau + 1) / 2` in [0, 1] is the share of its fit's
+/// rounds that voted "class c" (the binary model's probability-like
+/// value); the probabilities are the shares normalised to sum to 1
+/// (uniform when every share is 0), and the class is the largest, the
+/// first in schema order on a tie. Normalising keeps the order of the
+/// shares and needs no temperature that nothing fitted; like the binary
+/// value, it is not calibrated. Post-processing of the released fits.
+pub fn classes_prediction(
+    predictors: &[Predictor],
+    vote_sums: &[i32],
+    names: &[String],
+) -> ClassesPrediction {
+    let shares: Vec<f64> = predictors
+        .iter()
+        .zip(vote_sums)
+        .map(|(p, &s)| p.prediction(s).probability.clamp(0.0, 1.0))
+        .collect();
+    let total: f64 = shares.iter().sum();
+    let k = shares.len().max(1);
+    let probabilities: Vec<f64> = if total > 0.0 {
+        shares.iter().map(|f| f / total).collect()
+    } else {
+        vec![1.0 / k as f64; shares.len()]
+    };
+    let mut index = 0;
+    for (c, &p) in probabilities.iter().enumerate() {
+        if p > probabilities[index] {
+            index = c;
+        }
+    }
+    ClassesPrediction {
+        index,
+        class: names.get(index).cloned().unwrap_or_default(),
+        probabilities,
     }
 }
 
