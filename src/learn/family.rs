@@ -142,10 +142,8 @@ impl AlgorithmName {
     pub fn supports(&self, task: Task) -> bool {
         match self {
             AlgorithmName::Lazybb | AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
-            AlgorithmName::DpLinear => true,
-            AlgorithmName::DpEbm | AlgorithmName::Dpboost => {
-                !matches!(task, Task::Multiclass { .. })
-            }
+            AlgorithmName::DpLinear | AlgorithmName::DpEbm => true,
+            AlgorithmName::Dpboost => !matches!(task, Task::Multiclass { .. }),
             // Over the learners that support the task (auto::candidates);
             // with none, its plan refuses by name.
             AlgorithmName::Auto => true,
