@@ -508,6 +508,13 @@ impl EbmParams {
     ///   scale `6 / epsilon_c` is `epsilon_c`-DP ([`CalibrationPlan::new`]
     ///   has the float margin), `epsilon_c^2 / 2`-zCDP.
     ///
+    /// - k classes (`Task::Multiclass`): the intercept is the k class
+    ///   counts (L1 2, L2 `sqrt(2)`), each leaf releases k sums of softmax
+    ///   residuals (L1 4, L2 `2 sqrt(2)` per iteration whatever k:
+    ///   [`leaf_l1_sensitivity`], [`leaf_l2_sensitivity_squared`]), and there
+    ///   is no calibration; the formulas below take these constants in place
+    ///   of the binary ones (docs/privacy.md "DP-EBM for k classes").
+    ///
     /// With `delta > 0` (zCDP, discrete Gaussian, CKS20 Thm 4: a release of
     /// L2 sensitivity `D` with variance `s^2` is `D^2 / (2 s^2)`-zCDP):
     /// `rho = K / s_b^2 + Delta_0^2 / (2 s_0^2) + E K 2 / s^2 (+ epsilon_c^2
