@@ -61,7 +61,7 @@ async fn a_multiclass_table_trains_predicts_and_refuses_before_any_charge() {
     assert_eq!(body["dataset"]["n_rows"], 3000);
 
     let before = s.ledger(&owner, &dataset).await;
-    for algorithm in ["dp-ebm", "dpboost"] {
+    for algorithm in ["dpboost"] {
         let request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": algorithm});
         let problem = expect_status(
             s.post(&owner, "/v1/jobs", &request).await,
@@ -401,4 +401,83 @@ async fn lazybb_trains_one_fit_per_class() {
             .all(|c| !c["rules"]["vote_table"].as_array().unwrap().is_empty()),
         "{resource}"
     );
+}
+
+/// DP-EBM on the same three-class table (issue 27): trained over HTTP with
+/// delta > 0 (zCDP, one charge of the requested budget), it predicts the
+/// column's class with three probabilities summing to 1, serves the same
+/// on the Open Inference Protocol and the MLflow-style route, and the model
+/// resource's inspection shows one shape function per class.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multiclass_dp_ebm_trains_serves_and_inspects() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "alice").await;
+    let body = expect_status(
+        s.upload(&owner, "grades", 4.0, SCHEMA, table()).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    let before = s.ledger(&owner, &dataset).await;
+    let request =
+        json!({"dataset_id": dataset, "epsilon": 2.0, "delta": 1e-6, "algorithm": "dp-ebm"});
+    let job = expect_status(
+        s.post(&owner, "/v1/jobs", &request).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let after = s.ledger(&owner, &dataset).await;
+    assert_eq!(after.len(), before.len() + 1, "one charge");
+    assert_eq!(after.last().unwrap()["epsilon"], 2.0);
+    let model_id = job["model_id"].as_str().unwrap().to_owned();
+
+    let rows = json!({"rows": [
+        {"level": "a", "flag": "1"}, {"level": "b", "flag": "0"}, {"level": "c", "flag": "1"}]});
+    let predicted = expect_status(
+        s.post(&owner, &format!("/v1/models/{model_id}/predict"), &rows)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    for (i, want) in ["low", "mid", "high"].iter().enumerate() {
+        let p = &predicted["predictions"][i];
+        assert_eq!(p["class"], *want, "{predicted}");
+        let probabilities: Vec<f64> = p["probabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(probabilities.len(), 3);
+        assert!(
+            (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+            "{p}"
+        );
+    }
+
+    serves_over_oip_and_mlflow(&s, &owner, &model_id, &predicted).await;
+
+    let resource = expect_status(
+        s.get(&owner, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    let inspection = &resource["inspection"];
+    assert_eq!(
+        inspection["classes"],
+        json!(["low", "mid", "high"]),
+        "{resource}"
+    );
+    assert_eq!(inspection["intercepts"].as_array().unwrap().len(), 3);
+    let level = inspection["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["feature"] == "level")
+        .unwrap();
+    for bin in level["bins"].as_array().unwrap() {
+        assert_eq!(bin["values"].as_array().unwrap().len(), 3, "{bin}");
+    }
 }

@@ -144,10 +144,8 @@ impl AlgorithmName {
             // LazyBB does k classes one-vs-rest (`lazybb::multiclass`).
             AlgorithmName::Lazybb => !matches!(task, Task::Regression { .. }),
             AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
-            AlgorithmName::DpLinear => true,
-            AlgorithmName::DpEbm | AlgorithmName::Dpboost => {
-                !matches!(task, Task::Multiclass { .. })
-            }
+            AlgorithmName::DpLinear | AlgorithmName::DpEbm => true,
+            AlgorithmName::Dpboost => !matches!(task, Task::Multiclass { .. }),
             // Over the learners that support the task (auto::candidates);
             // with none, its plan refuses by name.
             AlgorithmName::Auto => true,

@@ -135,6 +135,9 @@ pub enum ModelPredictor {
     LazyBbClasses(Vec<Predictor>, Vec<String>),
     /// DP-EBM's folded shape functions.
     Ebm(EbmPredictor),
+    /// A multiclass DP-EBM's folded shape functions, one table per class,
+    /// with the schema's class names.
+    EbmClasses(EbmPredictor, Vec<String>),
     /// dp-linear's folded coefficients.
     Linear(LinearPredictor),
     /// A multiclass dp-linear model's folded coefficients, one table per
@@ -189,6 +192,9 @@ impl ModelPredictor {
                 Output::Classes(lazybb::model::classes_prediction(ps, &sums, names))
             }
             ModelPredictor::Ebm(p) => ebm_output(p, p.raw(active)),
+            ModelPredictor::EbmClasses(p, names) => Output::Classes(
+                ClassesPrediction::from_scores(&p.raw_classes(active), names),
+            ),
             ModelPredictor::Linear(p) => output_of(p.task(), p.raw(active)),
             ModelPredictor::LinearClasses(p, names) => Output::Classes(
                 ClassesPrediction::from_scores(&p.raw_classes(active), names),
@@ -218,6 +224,11 @@ impl ModelPredictor {
                 .raw_all(data)
                 .into_iter()
                 .map(|raw| ebm_output(p, raw))
+                .collect(),
+            ModelPredictor::EbmClasses(p, names) => p
+                .raw_classes_all(data)
+                .iter()
+                .map(|scores| Output::Classes(ClassesPrediction::from_scores(scores, names)))
                 .collect(),
             ModelPredictor::Linear(p) => p
                 .raw_all(data)
@@ -287,8 +298,15 @@ pub enum ModelInspection {
 /// public noisy counts, and the features' importances.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EbmInspection {
-    /// Added to every prediction.
+    /// Added to every prediction (0 for a multiclass model).
     pub intercept: f64,
+    /// A multiclass model: the class names, in schema order (the order of
+    /// `intercepts` and of every bin's `values`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<String>>,
+    /// A multiclass model: each class's intercept; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intercepts: Option<Vec<f64>>,
     /// One per feature, in schema order.
     pub shapes: Vec<ShapeOut>,
 }
@@ -311,15 +329,23 @@ pub struct BinOut {
     pub label: String,
     /// The public noisy row count.
     pub count: f64,
-    /// The function's value.
+    /// The function's value (0 for a multiclass model, whose values are
+    /// per class).
     pub value: f64,
+    /// A multiclass model: each class's function value on the bin, in
+    /// schema order; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<f64>>,
 }
 
 impl EbmInspection {
     fn new(file: &EbmFile, encoder: &Encoder) -> EbmInspection {
         let importances = file.model.importances();
+        let multiclass = file.model.is_multiclass();
         EbmInspection {
             intercept: file.model.intercept,
+            classes: multiclass.then(|| file.schema.class_names().to_vec()),
+            intercepts: multiclass.then(|| file.model.class_intercepts.clone()),
             shapes: file
                 .model
                 .shapes
@@ -331,11 +357,14 @@ impl EbmInspection {
                     bins: s
                         .bin_labels(encoder)
                         .into_iter()
-                        .zip(s.counts.iter().zip(&s.values))
-                        .map(|(label, (&count, &value))| BinOut {
+                        .zip(&s.counts)
+                        .enumerate()
+                        .map(|(b, (label, &count))| BinOut {
                             label,
                             count,
-                            value,
+                            value: s.values.get(b).copied().unwrap_or(0.0),
+                            values: multiclass
+                                .then(|| s.class_values.iter().map(|v| v[b]).collect()),
                         })
                         .collect(),
                 })
@@ -344,6 +373,9 @@ impl EbmInspection {
     }
 
     fn to_text(&self) -> String {
+        if let (Some(classes), Some(intercepts)) = (&self.classes, &self.intercepts) {
+            return self.classes_text(classes, intercepts);
+        }
         let mut out = format!(
             "Intercept: {:.6}\n\nFeature importances (count-weighted mean |f|):\n",
             self.intercept
@@ -360,6 +392,41 @@ impl EbmInspection {
                 out.push_str(&format!(
                     "  {:<40} {:>10.1} {:>+12.6}\n",
                     b.label, b.count, b.value
+                ));
+            }
+        }
+        out
+    }
+}
+
+impl EbmInspection {
+    /// A multiclass model's text: the intercepts and, per feature, each
+    /// bin's value for every class (a column per class).
+    fn classes_text(&self, classes: &[String], intercepts: &[f64]) -> String {
+        let header: String = classes.iter().map(|c| format!(" {c:>12.12}")).collect();
+        let row =
+            |values: &[f64]| -> String { values.iter().map(|v| format!(" {v:>+12.6}")).collect() };
+        let mut out = format!(
+            "Classes: {}\nIntercept per class:\n  {:<51}{header}\n  {:<51}{}\n\nFeature importances (count-weighted mean over the classes of |f_c|):\n",
+            classes.join(", "),
+            "",
+            "",
+            row(intercepts)
+        );
+        let mut order: Vec<&ShapeOut> = self.shapes.iter().collect();
+        order.sort_by(|a, b| b.importance.total_cmp(&a.importance));
+        for s in &order {
+            out.push_str(&format!("  {:<32} {:.6}\n", s.feature, s.importance));
+        }
+        out.push_str("\nShape functions per class (bin, public noisy count, value per class):\n");
+        for s in &self.shapes {
+            out.push_str(&format!("{}:\n  {:<51}{header}\n", s.feature, ""));
+            for b in &s.bins {
+                out.push_str(&format!(
+                    "  {:<40} {:>10.1}{}\n",
+                    b.label,
+                    b.count,
+                    row(b.values.as_deref().unwrap_or_default())
                 ));
             }
         }
@@ -607,7 +674,15 @@ impl Model {
                 ModelPredictor::LazyBbClasses(m.class_predictors(), m.schema.class_names().to_vec())
             }
             Model::LazyBb(m) => ModelPredictor::LazyBb(m.predictor()),
-            Model::Ebm(f) => ModelPredictor::Ebm(f.model.predictor(f.task, f.literals.len())),
+            Model::Ebm(f) => {
+                let p = f.model.predictor(f.task, f.literals.len());
+                match f.task {
+                    Task::Multiclass { .. } => {
+                        ModelPredictor::EbmClasses(p, f.schema.class_names().to_vec())
+                    }
+                    _ => ModelPredictor::Ebm(p),
+                }
+            }
             Model::Linear(f) => {
                 let p = f.model.predictor(f.task, f.literals.len());
                 match f.task {

@@ -177,10 +177,20 @@ impl EbmStatement {
                 }
             ),
             mechanism: format!(
-                "DP-EBM (Nori et al. 2021, Alg. 2) with {}: noisy counts of every feature's base bins (the schema's literals), merged into bins of about n/{} rows; a noisy sum of the labels, from which boosting starts (the intercept); then cyclic boosting of one-feature functions with {} random leaves per iteration, each leaf's sum of residuals released with noise and divided by the leaf's public noisy count{}",
+                "DP-EBM (Nori et al. 2021, Alg. 2) with {}: noisy counts of every feature's base bins (the schema's literals), merged into bins of about n/{} rows; a noisy sum of the labels{}, from which boosting starts (the intercept); then cyclic boosting of one-feature functions with {} random leaves per iteration, each leaf's sum of residuals{} released with noise and divided by the leaf's public noisy count{}",
                 noise.cited(),
                 p.max_bins,
+                if let Task::Multiclass { k } = plan.task {
+                    format!(" (the {k} class counts)")
+                } else {
+                    String::new()
+                },
                 p.max_leaves,
+                if let Task::Multiclass { k } = plan.task {
+                    format!(" (one per class: the {k} sums of the softmax residuals e_y - p, one shape function per class)")
+                } else {
+                    String::new()
+                },
                 plan.calibration.map_or_else(String::new, |c| format!(
                     "; then the threshold: {} over {} public thresholds around the model's mean score, scored by the number of training rows it classifies correctly minus 2 per row by which its predicted-positive count falls outside the intercept's positive count +- 4% of n (sensitivity 3), and the intercept moved by the chosen threshold",
                     mechanisms::REPORT_NOISY_MAX_LAPLACE.cited(),
@@ -190,7 +200,10 @@ impl EbmStatement {
             sigma_binning: plan.sigma_binning,
             sigma_intercept: Some(plan.sigma_intercept),
             sigma_training: plan.sigma_training,
-            sensitivity: format!(
+            sensitivity: if let Task::Multiclass { k } = plan.task { format!(
+                "bin counts: L1 sensitivity 2 (L2 sqrt(2)) per feature under substitution; intercept: the {k} class counts (L1 2, L2 sqrt(2)); leaf sums: each row adds its {k} softmax residuals e_y - p, rounded to the grid 1/{} with at most 1 in total over the classes other than y (so L1 <= 2 and L2 <= sqrt(2) per row), to one leaf: L1 sensitivity 4 and L2 2 sqrt(2) per iteration, whatever k (docs/privacy.md, \"DP-EBM for k classes\")",
+                plan.scale
+            ) } else { format!(
                 "bin counts: L1 sensitivity 2 (L2 sqrt(2)) per feature under substitution; intercept: the sum of y - 1/2 (classifier, sensitivity 1) or (y - mid) / half (regressor, 2); leaf sums: residuals clamped to [-1, 1] (regression: (y - F) / {}, the residual clip in label units) and rounded to the grid 1/{}, L1 and L2 sensitivity 2 per iteration{} (docs/privacy.md, \"DP-EBM (zero-concentrated DP, exact discrete Gaussian noise)\" and \"DP-EBM with delta = 0 (pure DP, exact discrete Laplace noise)\")",
                 p.residual_clip
                     .map_or_else(|| "c".to_owned(), |c| c.to_string()),
@@ -200,7 +213,7 @@ impl EbmStatement {
                 } else {
                     ""
                 }
-            ),
+            ) },
             sampler: format!(
                 "{}; the variances and scales are rationals rounded up; the cut points are drawn uniformly by exact rejection, independently of the data",
                 mechanisms::sampler_text(&used)
@@ -290,7 +303,7 @@ impl EbmFile {
             &file.literals,
         )?;
         file.model
-            .check(n_literals)
+            .check(n_literals, file.task)
             .map_err(LearnError::ModelFormat)?;
         Ok(file)
     }

@@ -30,8 +30,9 @@ fn targets(data: &Dataset, task: Task) -> Result<Vec<f32>, LearnError> {
             let values = data.targets.as_ref().ok_or(LearnError::NoLabels)?;
             Ok(values.iter().map(|v| v.clamp(min, max) as f32).collect())
         }
+        // Multiclass: `multiclass::fit_classes` reads the class indices.
         Task::Multiclass { .. } => Err(LearnError::InvalidParameter(
-            "dp-ebm cannot do multiclass classification yet".into(),
+            "a multiclass label has no 0/1 or numeric target".into(),
         )),
     }
 }
@@ -61,24 +62,21 @@ pub fn fit(
             "the schema does not have the planned number of features".into(),
         ));
     }
+    if let Task::Multiclass { k } = task {
+        let y = data.classes.as_ref().ok_or(LearnError::NoLabels)?;
+        if y.len() != n || plan.task != task {
+            return Err(LearnError::InvalidParameter(
+                "the data does not have the planned rows or classes".into(),
+            ));
+        }
+        let (merged, codes) = private_bins(data, &layouts, plan, rng)?;
+        return super::multiclass::fit_classes(y, k, layouts, merged, codes, plan, rng, on_epoch);
+    }
     let y = targets(data, task)?;
     let p = plan.params;
 
     // Phase 1: private binning (rho_binning).
-    let target = n as f64 / f64::from(p.max_bins);
-    let mut merged: Vec<MergedBins> = Vec::with_capacity(layouts.len());
-    let mut codes: Vec<Vec<Bin>> = Vec::with_capacity(layouts.len());
-    for f in &layouts {
-        let base = bins::codes(data, f);
-        let noisy = bins::noisy_counts(&base, f.base.len(), plan, rng)?;
-        let m = bins::merge(&noisy, f.ordered, target);
-        codes.push(
-            base.iter()
-                .map(|&c| Bin::from(m.bin_of_base[usize::from(c)]))
-                .collect(),
-        );
-        merged.push(m);
-    }
+    let (merged, codes) = private_bins(data, &layouts, plan, rng)?;
 
     // Phase 2: the intercept (rho_intercept / epsilon_intercept): one noisy
     // sum over all rows, from which boosting starts. A classifier sums
@@ -221,7 +219,11 @@ pub fn fit(
             shape(f, m, v)
         })
         .collect();
-    let mut model = EbmModel { intercept, shapes };
+    let mut model = EbmModel {
+        intercept,
+        class_intercepts: Vec::new(),
+        shapes,
+    };
 
     // Phase 4 (a classifier): calibrate the threshold (epsilon_c). The
     // positive count the intercept released, `T = n sigmoid(start)`, is the
@@ -237,6 +239,32 @@ pub fn fit(
         model.intercept -= t;
     }
     Ok(model)
+}
+
+/// Phase 1: each feature's private binning (rho_binning / epsilon_binning):
+/// noisy base-bin counts merged into bins of about `n / max_bins` rows;
+/// returns the merged bins and every row's merged bin per feature.
+pub(super) fn private_bins(
+    data: &Dataset,
+    layouts: &[FeatureLayout],
+    plan: &EbmPlan,
+    rng: &mut NoiseRng,
+) -> Result<(Vec<MergedBins>, Vec<Vec<Bin>>), LearnError> {
+    let target = data.n_rows() as f64 / f64::from(plan.params.max_bins);
+    let mut merged: Vec<MergedBins> = Vec::with_capacity(layouts.len());
+    let mut codes: Vec<Vec<Bin>> = Vec::with_capacity(layouts.len());
+    for f in layouts {
+        let base = bins::codes(data, f);
+        let noisy = bins::noisy_counts(&base, f.base.len(), plan, rng)?;
+        let m = bins::merge(&noisy, f.ordered, target);
+        codes.push(
+            base.iter()
+                .map(|&c| Bin::from(m.bin_of_base[usize::from(c)]))
+                .collect(),
+        );
+        merged.push(m);
+    }
+    Ok((merged, codes))
 }
 
 /// The candidate thresholds of the calibration: `count` points evenly
@@ -379,7 +407,7 @@ pub(super) fn choose_threshold(
     Ok(grid[j])
 }
 
-fn shape(f: FeatureLayout, m: MergedBins, values: Vec<f64>) -> ShapeFunction {
+pub(super) fn shape(f: FeatureLayout, m: MergedBins, values: Vec<f64>) -> ShapeFunction {
     ShapeFunction {
         feature: f.name,
         base: f.base,
@@ -387,6 +415,7 @@ fn shape(f: FeatureLayout, m: MergedBins, values: Vec<f64>) -> ShapeFunction {
         bin_of_base: m.bin_of_base,
         counts: m.counts,
         values,
+        class_values: Vec::new(),
     }
 }
 

@@ -6,6 +6,7 @@
 //!   cost, noise scales, fixed-point grid) with its sensitivity argument.
 //! - [`bins`]: features from the schema and the private binning.
 //! - [`fit`]: the training loop with exact discrete Gaussian noise.
+//! - [`multiclass`]: the loop for k classes (k class sums per leaf).
 //! - [`model`]: shape functions, prediction, importances, edits (PAV).
 //! - [`file`]: the version-2 model file and its privacy statement.
 
@@ -14,9 +15,13 @@ pub mod file;
 pub mod fit;
 mod kernel;
 pub mod model;
+pub mod multiclass;
 pub mod params;
+mod softmax;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_multiclass;
 
 pub use file::EbmFile;
 pub use model::{EbmModel, EbmPredictor, ShapeFunction, pav, sigmoid};

@@ -25,7 +25,15 @@ pub struct ShapeFunction {
     pub counts: Vec<f64>,
     /// The function's value on each merged bin (logit units for a
     /// classifier, label units for a regressor), centred on the counts.
+    /// Empty for a multiclass model, which has `class_values` instead.
     pub values: Vec<f64>,
+    /// A multiclass model: one function per class (`[class][bin]`, logit
+    /// units, each centred on the counts, and the k values of each bin
+    /// summing to 0: softmax ignores a constant added to every class, so
+    /// that is post-processing which makes the functions unique). Absent
+    /// for binary and regression models, whose files are as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_values: Vec<Vec<f64>>,
 }
 
 impl ShapeFunction {
@@ -41,7 +49,7 @@ impl ShapeFunction {
     /// A readable label of each merged bin, from its literals' conditions.
     pub fn bin_labels(&self, encoder: &Encoder) -> Vec<String> {
         let literals = encoder.literals();
-        let mut labels = vec![Vec::<String>::new(); self.values.len()];
+        let mut labels = vec![Vec::<String>::new(); self.counts.len()];
         for (j, base) in self.base.iter().enumerate() {
             let text = match base {
                 Some(l) => literals
@@ -60,8 +68,12 @@ impl ShapeFunction {
 #[serde(deny_unknown_fields)]
 pub struct EbmModel {
     /// Added to every prediction (the centred functions' means, and for a
-    /// regressor the public starting point).
+    /// regressor the public starting point). 0 for a multiclass model.
     pub intercept: f64,
+    /// A multiclass model: one intercept per class, in schema order
+    /// (summing to 0). Absent for binary and regression models.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_intercepts: Vec<f64>,
     /// One per feature.
     pub shapes: Vec<ShapeFunction>,
 }
@@ -73,6 +85,10 @@ pub struct EbmPredictor {
     task: Task,
     base: f64,
     delta: Vec<f64>,
+    /// A multiclass model: `base` and `delta` per class (`[class]`,
+    /// `[class][literal]`); empty otherwise.
+    class_base: Vec<f64>,
+    class_delta: Vec<Vec<f64>>,
 }
 
 /// Largest number of literals a model may index (the schema cap).
@@ -81,17 +97,34 @@ const MAX_LITERALS: usize = crate::data::MAX_LITERALS;
 impl EbmModel {
     /// Check a loaded model against its literal count: lengths agree, every
     /// literal exists and belongs to one feature only, every number is finite.
-    pub fn check(&self, n_literals: usize) -> Result<(), String> {
+    pub fn check(&self, n_literals: usize, task: Task) -> Result<(), String> {
         if !self.intercept.is_finite() {
             return Err("the intercept is not finite".into());
+        }
+        let k = task.n_classes().unwrap_or(0);
+        if self.class_intercepts.len() != k {
+            return Err(format!(
+                "{} class intercepts for {k} classes",
+                self.class_intercepts.len()
+            ));
+        }
+        if self.class_intercepts.iter().any(|v| !v.is_finite()) {
+            return Err("a class intercept is not finite".into());
         }
         if n_literals > MAX_LITERALS || self.shapes.len() > n_literals {
             return Err("more shape functions than literals".into());
         }
         let mut seen = vec![false; n_literals];
         for s in &self.shapes {
-            let bins = s.values.len();
-            if bins == 0 || bins != s.counts.len() || bins > u16::MAX as usize {
+            let bins = s.counts.len();
+            let lengths_agree = if k == 0 {
+                s.values.len() == bins && s.class_values.is_empty()
+            } else {
+                s.values.is_empty()
+                    && s.class_values.len() == k
+                    && s.class_values.iter().all(|v| v.len() == bins)
+            };
+            if bins == 0 || !lengths_agree || bins > u16::MAX as usize {
                 return Err(format!("shape {:?}: values and counts differ", s.feature));
             }
             if s.base.len() != s.bin_of_base.len() || s.ordered > s.base.len() {
@@ -115,7 +148,11 @@ impl EbmModel {
                     ));
                 }
             }
-            if s.values.iter().chain(&s.counts).any(|v| !v.is_finite())
+            if s.values
+                .iter()
+                .chain(&s.counts)
+                .chain(s.class_values.iter().flatten())
+                .any(|v| !v.is_finite())
                 || s.counts.iter().any(|c| *c < 0.0)
             {
                 return Err(format!(
@@ -131,7 +168,8 @@ impl EbmModel {
     pub fn predictor(&self, task: Task, n_literals: usize) -> EbmPredictor {
         let mut base = self.intercept;
         let mut delta = vec![0.0; n_literals];
-        for s in &self.shapes {
+        // A multiclass model's shapes have no `values` (`fold_classes`).
+        for s in self.shapes.iter().filter(|s| !s.values.is_empty()) {
             let value = |j: usize| s.values[usize::from(s.bin_of_base[j])];
             let default = s.base.iter().position(Option::is_none).map_or(0.0, value);
             base += default;
@@ -141,20 +179,61 @@ impl EbmModel {
                 }
             }
         }
-        EbmPredictor { task, base, delta }
+        let (class_base, class_delta) = self.fold_classes(n_literals);
+        EbmPredictor {
+            task,
+            base,
+            delta,
+            class_base,
+            class_delta,
+        }
     }
 
-    /// Global importance of each feature: the count-weighted mean of |f|.
+    /// A multiclass model's per-class folded form (empty otherwise): as
+    /// [`EbmModel::predictor`], once per class.
+    fn fold_classes(&self, n_literals: usize) -> (Vec<f64>, Vec<Vec<f64>>) {
+        let mut base = self.class_intercepts.clone();
+        let mut delta = vec![vec![0.0; n_literals]; base.len()];
+        for s in &self.shapes {
+            for (c, values) in s.class_values.iter().enumerate() {
+                let value = |j: usize| values[usize::from(s.bin_of_base[j])];
+                let default = s.base.iter().position(Option::is_none).map_or(0.0, value);
+                base[c] += default;
+                for (j, l) in s.base.iter().enumerate() {
+                    if let Some(l) = l {
+                        delta[c][*l as usize] = value(j) - default;
+                    }
+                }
+            }
+        }
+        (base, delta)
+    }
+
+    /// Whether the model has one function per class (a multiclass model).
+    pub fn is_multiclass(&self) -> bool {
+        !self.class_intercepts.is_empty()
+    }
+
+    /// Global importance of each feature: the count-weighted mean of |f|
+    /// (a multiclass model: of the mean of |f_c| over the classes).
     pub fn importances(&self) -> Vec<(String, f64)> {
         self.shapes
             .iter()
             .map(|s| {
                 let total: f64 = s.counts.iter().sum();
+                let magnitude = |b: usize| {
+                    if s.class_values.is_empty() {
+                        s.values[b].abs()
+                    } else {
+                        s.class_values.iter().map(|v| v[b].abs()).sum::<f64>()
+                            / s.class_values.len() as f64
+                    }
+                };
                 let weighted: f64 = s
-                    .values
+                    .counts
                     .iter()
-                    .zip(&s.counts)
-                    .map(|(v, c)| v.abs() * c)
+                    .enumerate()
+                    .map(|(b, c)| magnitude(b) * c)
                     .sum();
                 (
                     s.feature.clone(),
@@ -165,6 +244,11 @@ impl EbmModel {
     }
 
     fn shape_mut(&mut self, feature: &str) -> Result<&mut ShapeFunction, String> {
+        if self.is_multiclass() {
+            return Err(
+                "a multiclass dp-ebm model has one shape function per class; editing them is not supported yet".into(),
+            );
+        }
         self.shapes
             .iter_mut()
             .find(|s| s.feature == feature)
@@ -210,6 +294,35 @@ impl EbmPredictor {
     /// The folded form `(base, delta per literal)` (for export).
     pub(crate) fn parts(&self) -> (f64, &[f64]) {
         (self.base, &self.delta)
+    }
+
+    /// A multiclass model's k raw scores (logits, schema order) of one row.
+    pub fn raw_classes(&self, active: &[u32]) -> Vec<f64> {
+        self.class_base
+            .iter()
+            .zip(&self.class_delta)
+            .map(|(b, d)| b + active.iter().map(|&l| d[l as usize]).sum::<f64>())
+            .collect()
+    }
+
+    /// A multiclass model's k raw scores of every row (`[row][class]`): one
+    /// pass per literal column and class, whatever the rows hold (as
+    /// [`EbmPredictor::raw_all`]).
+    pub fn raw_classes_all(&self, data: &Dataset) -> Vec<Vec<f64>> {
+        let n = data.n_rows();
+        let mut rows = vec![Vec::with_capacity(self.class_base.len()); n];
+        for (&b, d) in self.class_base.iter().zip(&self.class_delta) {
+            let mut out = vec![b; n];
+            for (l, &w) in d.iter().enumerate() {
+                if w != 0.0 {
+                    data.features.add_where_set(l, w, &mut out);
+                }
+            }
+            for (row, v) in rows.iter_mut().zip(out) {
+                row.push(v);
+            }
+        }
+        rows
     }
 
     /// The raw score of one row (logit, or the value for a regressor).

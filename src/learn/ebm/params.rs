@@ -62,12 +62,18 @@ impl Schedule {
         };
         let iterations = f64::from(epochs) * n_features.max(1) as f64;
         let training = 1.0 - DEFAULT_BINNING_SHARE - INTERCEPT_SHARE - calibration_share(task);
+        // The leaf sums' sensitivity over the binary one (1 for binary and
+        // regression, so their rule is unchanged; a multiclass run's noise
+        // per sum is 2 (L1) or sqrt(2) (L2) times larger, and the rule
+        // sees that larger `s`; it was not fitted on multiclass sets).
+        let l1 = leaf_l1_sensitivity(task) / 2.0;
+        let l2_sq = leaf_l2_sensitivity_squared(task) / 4.0;
         let s = if pure {
             // sqrt(2) x the Laplace scale 2 E K / epsilon_t.
-            2f64.sqrt() * 2.0 * iterations / (training * budget.epsilon())
+            2f64.sqrt() * 2.0 * l1 * iterations / (training * budget.epsilon())
         } else {
             match zcdp::rho_for(budget.epsilon(), budget.delta()) {
-                Ok(rho) => (2.0 * iterations / (training * rho)).sqrt(),
+                Ok(rho) => (2.0 * l2_sq * iterations / (training * rho)).sqrt(),
                 // The plan refuses such a budget; any value will do here.
                 Err(_) => f64::INFINITY,
             }
@@ -414,14 +420,52 @@ fn laplace_up(x: f64) -> Option<Noise> {
     })
 }
 
-/// The intercept's L1 = L2 sensitivity in residual units: a classifier's
-/// term is `y - 1/2` in `{-1/2, 1/2}` (substitution moves the sum by at most
-/// 1), a regressor's `(y - mid) / half` in `[-1, 1]` (at most 2).
+/// The intercept's L1 sensitivity in residual units (for binary and
+/// regression also its L2): a classifier's term is `y - 1/2` in `{-1/2,
+/// 1/2}` (substitution moves the sum by at most 1), a regressor's `(y -
+/// mid) / half` in `[-1, 1]` (at most 2). A multiclass model releases the k
+/// class counts (each row's term is its one-hot vector `e_y`):
+/// substitution moves two counts by 1, L1 2 and L2 `sqrt(2)`
+/// ([`intercept_l2_sensitivity`]).
 pub fn intercept_sensitivity(task: Task) -> f64 {
     match task {
-        // Multiclass: not reached (the plan refuses it before any charge).
-        Task::Binary | Task::Multiclass { .. } => 1.0,
+        Task::Binary => 1.0,
+        Task::Regression { .. } | Task::Multiclass { .. } => 2.0,
+    }
+}
+
+/// The intercept's L2 sensitivity (see [`intercept_sensitivity`]).
+pub fn intercept_l2_sensitivity(task: Task) -> f64 {
+    match task {
+        Task::Binary => 1.0,
         Task::Regression { .. } => 2.0,
+        Task::Multiclass { .. } => std::f64::consts::SQRT_2,
+    }
+}
+
+/// The leaf-sum vector's L1 sensitivity per iteration in residual units.
+/// Binary and regression (one residual per row in `[-1, 1]`): 2. Multiclass
+/// (a row adds its k-vector of softmax residuals `r = e_y - p` to one leaf,
+/// on the grid with `||q||_1 <= 2` and `||q||_2 <= sqrt(2)` whatever the
+/// floats, `softmax::class_terms`): moving within a leaf changes it by
+/// `||q - q'||_1 <= 4`, to another leaf by `||q||_1 + ||q'||_1 <= 4`; so 4,
+/// twice the binary constant, whatever k.
+pub fn leaf_l1_sensitivity(task: Task) -> f64 {
+    match task {
+        Task::Binary | Task::Regression { .. } => 2.0,
+        Task::Multiclass { .. } => 4.0,
+    }
+}
+
+/// The square of the leaf-sum vector's L2 sensitivity per iteration.
+/// Binary and regression: `|r - r'| <= 2` in one leaf (`sqrt(1 + 1)` over
+/// two), so 4. Multiclass: in one leaf `||q - q'||_2 <= ||q||_2 + ||q'||_2
+/// <= 2 sqrt(2)` (reached: `q = e_1 - e_2`, `q' = e_2 - e_1`), over two
+/// leaves `sqrt(2 + 2) = 2`; so 8, twice the binary square, whatever k.
+pub fn leaf_l2_sensitivity_squared(task: Task) -> f64 {
+    match task {
+        Task::Binary | Task::Regression { .. } => 4.0,
+        Task::Multiclass { .. } => 8.0,
     }
 }
 
@@ -463,6 +507,13 @@ impl EbmParams {
     ///   substitution moves every score by at most `1 + 2 = 3`: Laplace
     ///   scale `6 / epsilon_c` is `epsilon_c`-DP ([`CalibrationPlan::new`]
     ///   has the float margin), `epsilon_c^2 / 2`-zCDP.
+    ///
+    /// - k classes (`Task::Multiclass`): the intercept is the k class
+    ///   counts (L1 2, L2 `sqrt(2)`), each leaf releases k sums of softmax
+    ///   residuals (L1 4, L2 `2 sqrt(2)` per iteration whatever k:
+    ///   [`leaf_l1_sensitivity`], [`leaf_l2_sensitivity_squared`]), and there
+    ///   is no calibration; the formulas below take these constants in place
+    ///   of the binary ones (docs/privacy.md "DP-EBM for k classes").
     ///
     /// With `delta > 0` (zCDP, discrete Gaussian, CKS20 Thm 4: a release of
     /// L2 sensitivity `D` with variance `s^2` is `D^2 / (2 s^2)`-zCDP):
@@ -510,6 +561,12 @@ impl EbmParams {
         let k = n_features as f64;
         let iterations = f64::from(self.epochs) * k;
         let d0 = intercept_sensitivity(task);
+        let d0_l2 = intercept_l2_sensitivity(task);
+        // The leaf sums' sensitivity over the binary one: 1 for binary and
+        // regression (so their scales are computed exactly as before
+        // multiclass), 2 (L1) and 2 (L2 squared) for k classes.
+        let leaf_l1_factor = leaf_l1_sensitivity(task) / 2.0;
+        let leaf_l2_sq_factor = leaf_l2_sensitivity_squared(task) / 4.0;
         let too_noisy = || {
             LearnError::InvalidParameter(format!(
                 "epsilon (epsilon): the noise for epsilon = {} with {} epochs over {n_features} features is too large to sample exactly; use a larger epsilon or fewer epochs",
@@ -518,93 +575,93 @@ impl EbmParams {
             ))
         };
         let calibrating = calibration_share > 0.0;
-        let (accounting, scale, bin_noise, intercept_noise, leaf_noise, calibration) = if budget
-            .delta()
-            == 0.0
-        {
-            let epsilon = budget.epsilon();
-            let epsilon_binning = self.binning_share * epsilon;
-            let epsilon_intercept = INTERCEPT_SHARE * epsilon;
-            let epsilon_calibration = calibration_share * epsilon;
-            let epsilon_training =
-                epsilon - epsilon_binning - epsilon_intercept - epsilon_calibration;
-            let calibration = if calibrating {
-                Some(
-                    CalibrationPlan::new(epsilon_calibration, None, n_rows)
-                        .ok_or_else(too_noisy)?,
+        let (accounting, scale, bin_noise, intercept_noise, leaf_noise, calibration) =
+            if budget.delta() == 0.0 {
+                let epsilon = budget.epsilon();
+                let epsilon_binning = self.binning_share * epsilon;
+                let epsilon_intercept = INTERCEPT_SHARE * epsilon;
+                let epsilon_calibration = calibration_share * epsilon;
+                let epsilon_training =
+                    epsilon - epsilon_binning - epsilon_intercept - epsilon_calibration;
+                let calibration = if calibrating {
+                    Some(
+                        CalibrationPlan::new(epsilon_calibration, None, n_rows)
+                            .ok_or_else(too_noisy)?,
+                    )
+                } else {
+                    None
+                };
+                let s = f64::from(LAPLACE_GRID);
+                // Counts are integers: a rational scale (`metrics::scale_for`).
+                let (bn, bd) =
+                    metrics::scale_for(2.0 * k, epsilon_binning).map_err(|_| too_noisy())?;
+                let intercept = laplace_up(d0 * s / epsilon_intercept).ok_or_else(too_noisy)?;
+                let leaf = laplace_up(leaf_l1_factor * 2.0 * iterations * s / epsilon_training)
+                    .ok_or_else(too_noisy)?;
+                (
+                    Accounting::Pure {
+                        epsilon_binning,
+                        epsilon_intercept,
+                        epsilon_training,
+                    },
+                    LAPLACE_GRID,
+                    Noise::Laplace { num: bn, den: bd },
+                    intercept,
+                    leaf,
+                    calibration,
                 )
             } else {
-                None
-            };
-            let s = f64::from(LAPLACE_GRID);
-            // Counts are integers: a rational scale (`metrics::scale_for`).
-            let (bn, bd) = metrics::scale_for(2.0 * k, epsilon_binning).map_err(|_| too_noisy())?;
-            let intercept = laplace_up(d0 * s / epsilon_intercept).ok_or_else(too_noisy)?;
-            let leaf = laplace_up(2.0 * iterations * s / epsilon_training).ok_or_else(too_noisy)?;
-            (
-                Accounting::Pure {
-                    epsilon_binning,
-                    epsilon_intercept,
-                    epsilon_training,
-                },
-                LAPLACE_GRID,
-                Noise::Laplace { num: bn, den: bd },
-                intercept,
-                leaf,
-                calibration,
-            )
-        } else {
-            let rho_total = zcdp::rho_for(budget.epsilon(), budget.delta())?;
-            let rho_binning = self.binning_share * rho_total;
-            let rho_intercept = INTERCEPT_SHARE * rho_total;
-            let rho_calibration = calibration_share * rho_total;
-            let rho_training = rho_total - rho_binning - rho_intercept - rho_calibration;
-            // An epsilon-DP release is epsilon^2 / 2-zCDP: epsilon =
-            // sqrt(2 rho_calibration), rounded down so that its rho stays
-            // within the share.
-            let calibration = if calibrating {
-                let mut epsilon = (2.0 * rho_calibration).sqrt();
-                while epsilon * epsilon / 2.0 > rho_calibration {
-                    epsilon = epsilon.next_down();
-                }
-                Some(
-                    CalibrationPlan::new(epsilon, Some(rho_calibration), n_rows)
-                        .ok_or_else(too_noisy)?,
+                let rho_total = zcdp::rho_for(budget.epsilon(), budget.delta())?;
+                let rho_binning = self.binning_share * rho_total;
+                let rho_intercept = INTERCEPT_SHARE * rho_total;
+                let rho_calibration = calibration_share * rho_total;
+                let rho_training = rho_total - rho_binning - rho_intercept - rho_calibration;
+                // An epsilon-DP release is epsilon^2 / 2-zCDP: epsilon =
+                // sqrt(2 rho_calibration), rounded down so that its rho stays
+                // within the share.
+                let calibration = if calibrating {
+                    let mut epsilon = (2.0 * rho_calibration).sqrt();
+                    while epsilon * epsilon / 2.0 > rho_calibration {
+                        epsilon = epsilon.next_down();
+                    }
+                    Some(
+                        CalibrationPlan::new(epsilon, Some(rho_calibration), n_rows)
+                            .ok_or_else(too_noisy)?,
+                    )
+                } else {
+                    None
+                };
+                let sigma_binning = (k / rho_binning).sqrt();
+                let sigma_intercept = d0_l2 / (2.0 * rho_intercept).sqrt();
+                let sigma_training = (leaf_l2_sq_factor * 2.0 * iterations / rho_training).sqrt();
+                // The finest power-of-two grid whose noise variances the exact
+                // sampler takes: sigma in grid units at most 2^14.5.
+                let widest = sigma_training.max(sigma_intercept);
+                let room = (MAX_VARIANCE.sqrt() / widest).log2().floor();
+                let s = if room >= 0.0 {
+                    2f64.powf(room).min(MAX_GAUSSIAN_GRID)
+                } else {
+                    1.0
+                };
+                let gaussian = |sd: f64| {
+                    rational_up(sd * sd)
+                        .map(|(num, den)| Noise::Gaussian { num, den })
+                        .ok_or_else(too_noisy)
+                };
+                (
+                    Accounting::Zcdp {
+                        rho_total,
+                        rho_binning,
+                        rho_intercept,
+                        rho_training,
+                    },
+                    s as u32,
+                    gaussian(sigma_binning)?,
+                    gaussian(sigma_intercept * s)?,
+                    gaussian(sigma_training * s)?,
+                    calibration,
                 )
-            } else {
-                None
             };
-            let sigma_binning = (k / rho_binning).sqrt();
-            let sigma_intercept = d0 / (2.0 * rho_intercept).sqrt();
-            let sigma_training = (2.0 * iterations / rho_training).sqrt();
-            // The finest power-of-two grid whose noise variances the exact
-            // sampler takes: sigma in grid units at most 2^14.5.
-            let widest = sigma_training.max(sigma_intercept);
-            let room = (MAX_VARIANCE.sqrt() / widest).log2().floor();
-            let s = if room >= 0.0 {
-                2f64.powf(room).min(MAX_GAUSSIAN_GRID)
-            } else {
-                1.0
-            };
-            let gaussian = |sd: f64| {
-                rational_up(sd * sd)
-                    .map(|(num, den)| Noise::Gaussian { num, den })
-                    .ok_or_else(too_noisy)
-            };
-            (
-                Accounting::Zcdp {
-                    rho_total,
-                    rho_binning,
-                    rho_intercept,
-                    rho_training,
-                },
-                s as u32,
-                gaussian(sigma_binning)?,
-                gaussian(sigma_intercept * s)?,
-                gaussian(sigma_training * s)?,
-                calibration,
-            )
-        };
         let grid = f64::from(scale);
         Ok(EbmPlan {
             params: *self,

@@ -581,12 +581,14 @@ fn threshold_grid_by_hand() {
         bin_of_base: (0..values.len() as u16).collect(),
         counts,
         values,
+        class_values: Vec::new(),
     };
     // sd 1 (values +-1, equal counts) and sd 0.5 (values -1, 1 with counts
     // 3:1 are not centred; 0.5 and -0.5 with equal counts are): W = 3 x
     // 1.5 = 4.5 around the intercept 0.25.
     let model = EbmModel {
         intercept: 0.25,
+        class_intercepts: Vec::new(),
         shapes: vec![
             shape(vec![-1.0, 1.0], vec![10.0, 10.0]),
             shape(vec![0.5, -0.5], vec![4.0, 4.0]),
@@ -600,6 +602,7 @@ fn threshold_grid_by_hand() {
     // All shapes zero: a grid of width 2e-3 around the intercept.
     let flat = EbmModel {
         intercept: -1.0,
+        class_intercepts: Vec::new(),
         shapes: vec![shape(vec![0.0, 0.0], vec![3.0, 5.0])],
     };
     let grid = fit::threshold_grid(&flat, 3);
