@@ -8,7 +8,7 @@ use privboost::learn::auto::AutoSpec;
 use privboost::learn::dpboost::DpBoostSpec;
 use privboost::learn::dpboost::params::LeafRelease;
 use privboost::learn::ebm::EbmSpec;
-use privboost::learn::linear::{LinearSpec, NumericFeatures};
+use privboost::learn::linear::{LinearSolver, LinearSpec, NumericFeatures};
 use privboost::learn::naive_bayes::NaiveBayesSpec;
 use privboost::learn::params::WeakLearnerName;
 use privboost::learn::{AlgorithmName, AlgorithmSpec, LazyBbSpec};
@@ -90,6 +90,26 @@ impl NumericFeaturesArg {
     }
 }
 
+/// dp-linear's solver, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SolverArg {
+    /// Cyclic block Newton steps on noisy sums, every epoch.
+    BlockDescent,
+    /// Noiseless gradient descent on a regularised objective, the
+    /// coefficients released once with noise.
+    OutputPerturbation,
+}
+
+impl SolverArg {
+    /// The library's value.
+    pub fn value(self) -> LinearSolver {
+        match self {
+            SolverArg::BlockDescent => LinearSolver::BlockDescent,
+            SolverArg::OutputPerturbation => LinearSolver::OutputPerturbation,
+        }
+    }
+}
+
 /// How DPBoost releases its leaf values, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LeavesArg {
@@ -160,6 +180,14 @@ pub struct AlgorithmArgs {
     /// schema's bounds) [default: 0 with intervals, else 0.1].
     #[arg(long)]
     pub range_share: Option<f64>,
+    /// dp-linear: `block-descent` or `output-perturbation` (binary
+    /// classification and regression) [default: block-descent].
+    #[arg(long, value_enum)]
+    pub solver: Option<SolverArg>,
+    /// dp-linear output perturbation: the regulariser lambda [default: from
+    /// n, the budget and the feature count].
+    #[arg(long)]
+    pub regularization: Option<f64>,
     /// DPBoost: trees per ensemble T_e [default: 10].
     #[arg(long)]
     pub trees_per_ensemble: Option<u32>,
@@ -205,6 +233,8 @@ impl AlgorithmArgs {
             curvature_share: None,
             range_share: None,
             numeric_features: None,
+            solver: None,
+            regularization: None,
             trees_per_ensemble: None,
             ensembles: None,
             max_depth: None,
@@ -235,6 +265,8 @@ impl AlgorithmArgs {
             ("--curvature-share", self.curvature_share.is_some()),
             ("--numeric-features", self.numeric_features.is_some()),
             ("--range-share", self.range_share.is_some()),
+            ("--solver", self.solver.is_some()),
+            ("--regularization", self.regularization.is_some()),
         ];
         let dpboost = [
             ("--trees-per-ensemble", self.trees_per_ensemble.is_some()),
@@ -318,6 +350,8 @@ impl AlgorithmArgs {
                 curvature_share: self.curvature_share,
                 numeric_features: self.numeric_features.map(NumericFeaturesArg::value),
                 range_share: self.range_share,
+                solver: self.solver.map(SolverArg::value),
+                regularization: self.regularization,
             })),
             AlgorithmName::Dpboost => Ok(AlgorithmSpec::Dpboost(DpBoostSpec {
                 trees_per_ensemble: self.trees_per_ensemble,

@@ -113,6 +113,14 @@ pub struct EvalArgs {
     /// schema's bounds).
     #[arg(long)]
     range_share: Option<f64>,
+    /// dp-linear: `block-descent` or `output-perturbation` (binary
+    /// classification and regression) [default: block-descent].
+    #[arg(long, value_enum)]
+    solver: Option<super::algorithm::SolverArg>,
+    /// dp-linear output perturbation: the regulariser lambda [default: from
+    /// n, the budget and the feature count].
+    #[arg(long)]
+    regularization: Option<f64>,
     /// DPBoost: trees per ensemble [default: 10].
     #[arg(long)]
     trees_per_ensemble: Option<u32>,
@@ -232,6 +240,8 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         curvature_share: args.curvature_share,
         numeric_features: args.numeric_features,
         range_share: args.range_share,
+        solver: args.solver,
+        regularization: args.regularization,
         trees_per_ensemble: args.trees_per_ensemble,
         ensembles: args.ensembles,
         max_depth: args.max_depth,

@@ -408,6 +408,7 @@ impl PublicFacts {
                 linear: (15, 28),
                 both: (15, 28),
                 lines: 0,
+                dimensions: [163, 109, 169],
             },
             private_bins: 0,
             kinds: ColumnKinds {
@@ -961,6 +962,7 @@ impl Plan {
                 }
                 noise
             }
+            PlannedLearner::Linear(p) if p.output.is_some() => linear::file::noise_json(p),
             PlannedLearner::Linear(p) => {
                 let mut noise = json!({
                     "mechanism": format!(

@@ -96,6 +96,10 @@ pub struct LinearShape {
     /// with the intercept they form the jointly stepped group, whose cross
     /// products are released (params.rs, item 1b).
     pub lines: usize,
+    /// Features (coefficients, the intercept's included) with intervals,
+    /// linear and both: the dimension `d` of the output-perturbation solver
+    /// (`output.rs`), whose L1 sensitivity grows with `sqrt(d)`.
+    pub dimensions: [usize; 3],
 }
 
 impl LinearShape {
@@ -116,6 +120,21 @@ impl LinearShape {
                 .iter()
                 .filter(|b| b.is_line())
                 .count(),
+            dimensions: [
+                NumericFeatures::Intervals,
+                NumericFeatures::Linear,
+                NumericFeatures::Both,
+            ]
+            .map(|mode| layout(encoder, mode).iter().map(|b| b.features.len()).sum()),
+        }
+    }
+
+    /// `d`: the features (coefficients) of the layout of `mode`.
+    pub fn dimension_of(&self, mode: NumericFeatures) -> usize {
+        match mode {
+            NumericFeatures::Intervals => self.dimensions[0],
+            NumericFeatures::Linear => self.dimensions[1],
+            NumericFeatures::Both => self.dimensions[2],
         }
     }
 

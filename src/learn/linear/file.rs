@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::LinearModel;
+use super::output::{self, OutputPlan};
 use super::params::{LinearParams, LinearPlan, Noise};
 use crate::data::{Encoder, Schema, Task};
 use crate::learn::LearnError;
@@ -43,6 +44,11 @@ pub struct LinearStatement {
     pub sigma_gradient: f64,
     /// The sensitivity argument in one line.
     pub sensitivity: String,
+    /// Output perturbation: the noise standard deviation on each released
+    /// coefficient of the scaled problem (features divided by `sqrt(K)`);
+    /// absent for block descent and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sigma_coefficient: Option<f64>,
     /// How the noise is sampled.
     pub sampler: String,
     /// The ids of the mechanisms the run called (`privacy::mechanisms`).
@@ -55,6 +61,34 @@ pub struct LinearStatement {
     pub binning: Option<crate::learn::binning::BinningStatement>,
 }
 
+/// The public noise description of an output-perturbation plan (the
+/// estimate route's `noise`).
+pub fn noise_json(plan: &LinearPlan) -> serde_json::Value {
+    let Some(op) = &plan.output else {
+        return serde_json::Value::Null;
+    };
+    let mut noise = serde_json::json!({
+        "mechanism": format!(
+            "dp-linear by output perturbation: {} on each of the {} coefficients once, after {} noiseless gradient steps",
+            mechanism_of(plan).name,
+            op.dimension,
+            op.steps
+        ),
+        "n_rows": plan.n_rows,
+        "blocks": op.blocks,
+        "coefficients": op.dimension,
+        "steps": op.steps,
+        "lambda": op.lambda,
+        "sensitivity": op.sensitivity,
+        "sigma_coefficient": op.coefficient_std(),
+        "grid": op.grid,
+    });
+    if let Some(rho) = plan.rho {
+        noise["rho"] = rho.into();
+    }
+    noise
+}
+
 /// The mechanism of a plan's noise.
 pub fn mechanism_of(plan: &LinearPlan) -> Mechanism {
     match plan.gradient_noise {
@@ -65,6 +99,9 @@ pub fn mechanism_of(plan: &LinearPlan) -> Mechanism {
 
 impl LinearStatement {
     fn new(plan: &LinearPlan, task: Task) -> LinearStatement {
+        if let Some(op) = &plan.output {
+            return Self::output(plan, op, task);
+        }
         let p = plan.params;
         let m = mechanism_of(plan);
         let (epsilon, delta) = (plan.budget.epsilon(), plan.budget.delta());
@@ -147,6 +184,65 @@ impl LinearStatement {
                     )
                 }
             ),
+            sampler: format!(
+                "{}; scales and variances are rationals rounded up",
+                mechanisms::sampler_text(&[m])
+            ),
+            mechanisms: vec![m.id.to_owned()],
+            software_version: SOFTWARE_VERSION.into(),
+            binning: None,
+            sigma_coefficient: None,
+        }
+    }
+
+    /// The statement of an output-perturbation run (`output.rs`): one
+    /// release, the whole budget.
+    fn output(plan: &LinearPlan, op: &OutputPlan, task: Task) -> LinearStatement {
+        let m = mechanism_of(plan);
+        let (epsilon, delta) = (plan.budget.epsilon(), plan.budget.delta());
+        let accounting = match plan.rho {
+            None => format!(
+                "pure DP: one release (the {} rounded coefficients with discrete Laplace noise) spends epsilon = {epsilon}",
+                op.dimension
+            ),
+            Some(rho) => format!(
+                "zero-concentrated DP: one release (the {} rounded coefficients with discrete Gaussian noise) spends rho = {rho:.6e}, which implies ({epsilon}, {delta})-DP by the conversion of Canonne, Kamath and Steinke 2020 (Cor. 13)",
+                op.dimension
+            ),
+        };
+        let loss = match task {
+            Task::Regression { .. } => {
+                "Huber loss (knee 1) on the label scaled onto [-1, 1] by its public bounds"
+            }
+            _ => "logistic loss",
+        };
+        LinearStatement {
+            epsilon,
+            delta,
+            neighbouring: "substitution of one row; the row count n is public".into(),
+            n_rows: plan.n_rows,
+            accounting,
+            rho: plan.rho,
+            budget_split: "all of it to the one release of the coefficients".into(),
+            mechanism: format!(
+                "dp-linear by output perturbation (numeric columns as {}): {} full-batch gradient steps without noise on the {loss} plus (lambda / 2) ||w||^2 with lambda = {}, features divided by sqrt({}) so every row has norm at most 1, projected on the ball of radius {:.6}; the final coefficients rounded to the grid {:e} and released once with {}",
+                plan.params.numeric_features.as_str(),
+                op.steps,
+                op.lambda,
+                op.blocks,
+                op.radius,
+                op.grid,
+                m.cited()
+            ),
+            sigma_curvature: 0.0,
+            sigma_gradient: 0.0,
+            sensitivity: format!(
+                "the loss is 1-Lipschitz and smooth, so each gradient step is a contraction and one substituted row moves the computed coefficients by at most 2 / (n lambda) in L2 (Chaudhuri, Monteleoni and Sarwate 2011; Wu et al. 2017), plus a relative margin of {} for float error: {:e}; after rounding, L1 sensitivity sqrt(d) of that plus d grid steps, L2 plus sqrt(d) (d = {}; docs/privacy.md, \"dp-linear by output perturbation\")",
+                output::SENSITIVITY_MARGIN,
+                op.sensitivity,
+                op.dimension
+            ),
+            sigma_coefficient: Some(op.coefficient_std()),
             sampler: format!(
                 "{}; scales and variances are rationals rounded up",
                 mechanisms::sampler_text(&[m])

@@ -439,6 +439,9 @@ pub fn fit(
     on_epoch: &mut dyn FnMut(u32) -> bool,
 ) -> Result<LinearModel, LearnError> {
     let task = encoder.schema().task();
+    if let Some(op) = &plan.output {
+        return super::output::fit(data, encoder, plan, op, rng, on_epoch);
+    }
     if let Task::Multiclass { k } = task {
         return fit_multiclass(data, encoder, plan, k, rng, on_epoch);
     }

@@ -8,6 +8,8 @@
 //!   argument and the calibration (pure DP with discrete Laplace noise when
 //!   delta = 0, zCDP with discrete Gaussian noise when delta > 0).
 //! - [`fit`]: cyclic block Newton steps on noisy integer sums.
+//! - [`output`]: the other solver: noiseless gradient descent on a
+//!   regularised objective, the coefficients released once with noise.
 //! - [`model`]: coefficients, prediction, inspection, load checks.
 //! - [`file`]: the version-2 model file and its privacy statement.
 
@@ -15,13 +17,16 @@ pub mod features;
 pub mod file;
 pub mod fit;
 pub mod model;
+pub mod output;
 pub mod params;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_multiclass;
+#[cfg(test)]
+mod tests_output;
 
 pub use features::LinearShape;
 pub use file::LinearFile;
 pub use model::{LinearInspection, LinearModel, LinearPredictor};
-pub use params::{LinearParams, LinearPlan, LinearSpec, NumericFeatures};
+pub use params::{LinearParams, LinearPlan, LinearSolver, LinearSpec, NumericFeatures};

@@ -17,6 +17,7 @@ const ADULT: LinearShape = LinearShape {
     linear: (15, 22),
     both: (21, 34),
     lines: 6,
+    dimensions: [163, 109, 169],
 };
 
 fn plan(epsilon: f64, delta: f64, classes: usize) -> LinearPlan {
