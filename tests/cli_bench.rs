@@ -62,3 +62,51 @@ fn bench_scale_refuses_a_bad_row_count() {
     assert!(stdout.is_empty(), "{stdout}");
     assert!(stderr.contains("row count"), "{stderr}");
 }
+
+/// `bench --classes` (issue 27): each learner timed again with the label
+/// regrouped into k classes; a learner that refuses k classes says so, and a
+/// binary schema is refused with a message.
+#[test]
+fn bench_classes_times_each_learner_per_class_count() {
+    let suite = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/suite/car-evaluation"
+    );
+    let data = format!("{suite}/car-evaluation.csv");
+    let schema = format!("{suite}/schema.json");
+    if !std::path::Path::new(&data).exists() {
+        panic!("{data} is missing: the test needs ../shared beside the repository");
+    }
+    let (code, stdout, stderr) = privboost(&[
+        "bench",
+        "--algorithm",
+        "dp-linear,dpboost",
+        "--classes",
+        "2,3",
+        "--iterations",
+        "1",
+        "--data",
+        &data,
+        "--schema",
+        &schema,
+    ]);
+    assert_eq!(code, Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("k = 2: train dp-linear"), "{stdout}");
+    assert!(stdout.contains("k = 3: train dp-linear"), "{stdout}");
+    assert!(
+        stdout.contains("k = 3: dpboost refused: ")
+            && stdout.contains("cannot do multiclass classification"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = privboost(&[
+        "bench",
+        "--algorithm",
+        "dp-linear",
+        "--classes",
+        "2",
+        "--iterations",
+        "1",
+    ]);
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("needs a multiclass schema"), "{stderr}");
+}

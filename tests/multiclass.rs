@@ -413,7 +413,8 @@ async fn a_multiclass_dp_ebm_trains_serves_and_inspects() {
     let s = TestServer::start().await;
     let (_, owner) = s.key("owner", "alice").await;
     let body = expect_status(
-        s.upload(&owner, "grades", 4.0, SCHEMA, table()).await,
+        s.upload_form(&owner, "grades", "4", SCHEMA, table(), &[("delta", "1e-5")])
+            .await,
         StatusCode::CREATED,
     )
     .await;

@@ -169,7 +169,10 @@ async fn jobs_survive_database_restarts_and_stalls() {
         .text("name", "faults")
         .text("epsilon", "1000")
         .text("schema", SMALL_SCHEMA)
-        .part("data", reqwest::multipart::Part::bytes(csv).file_name("d.csv"));
+        .part(
+            "data",
+            reqwest::multipart::Part::bytes(csv).file_name("d.csv"),
+        );
     let r = client
         .post(format!("{}/v1/datasets", replicas[1].url))
         .bearer_auth(&owner)
@@ -270,8 +273,13 @@ async fn jobs_survive_database_restarts_and_stalls() {
         vec![("succeeded".to_owned(), acked.len() as i64)],
         "every acknowledged job succeeded (none lost to the outage)"
     );
-    let (violations, counts) =
-        invariants::check(store, &mut exp, Some((&client, &replicas[0].url, &owner)), true).await;
+    let (violations, counts) = invariants::check(
+        store,
+        &mut exp,
+        Some((&client, &replicas[0].url, &owner)),
+        true,
+    )
+    .await;
     assert!(violations.is_empty(), "{violations:#?}");
     println!("invariants hold: {counts:?}");
     for r in replicas {

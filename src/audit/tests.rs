@@ -605,7 +605,11 @@ fn every_learner_at_defaults() -> Vec<(&'static str, crate::learn::AlgorithmSpec
     let pure = Budget::new(1.0, 0.0).unwrap();
     let approx = Budget::new(1.0, 1e-6).unwrap();
     vec![
-        ("lazybb dp-1r", AlgorithmSpec::Lazybb(LazyBbSpec::default()), pure),
+        (
+            "lazybb dp-1r",
+            AlgorithmSpec::Lazybb(LazyBbSpec::default()),
+            pure,
+        ),
         (
             "lazybb top-down",
             AlgorithmSpec::Lazybb(LazyBbSpec {
@@ -615,8 +619,16 @@ fn every_learner_at_defaults() -> Vec<(&'static str, crate::learn::AlgorithmSpec
             pure,
         ),
         ("dp-ebm", AlgorithmSpec::DpEbm(EbmSpec::default()), approx),
-        ("dp-linear", AlgorithmSpec::DpLinear(LinearSpec::default()), pure),
-        ("dpboost", AlgorithmSpec::Dpboost(DpBoostSpec::default()), pure),
+        (
+            "dp-linear",
+            AlgorithmSpec::DpLinear(LinearSpec::default()),
+            pure,
+        ),
+        (
+            "dpboost",
+            AlgorithmSpec::Dpboost(DpBoostSpec::default()),
+            pure,
+        ),
     ]
 }
 

@@ -291,7 +291,9 @@ mod tests {
     /// A random tree over `d` literals with `splits` internal nodes, nodes
     /// numbered so that children come after their parents.
     fn random_tree(rng: &mut StdRng, d: u32, splits: usize) -> Hypothesis {
-        let mut nodes = vec![TreeNode::Leaf { positive: rng.random() }];
+        let mut nodes = vec![TreeNode::Leaf {
+            positive: rng.random(),
+        }];
         for _ in 0..splits {
             let leaves: Vec<usize> = (0..nodes.len())
                 .filter(|&i| matches!(nodes[i], TreeNode::Leaf { .. }))
@@ -303,8 +305,12 @@ mod tests {
                 if_false: next,
                 if_true: next + 1,
             };
-            nodes.push(TreeNode::Leaf { positive: rng.random() });
-            nodes.push(TreeNode::Leaf { positive: rng.random() });
+            nodes.push(TreeNode::Leaf {
+                positive: rng.random(),
+            });
+            nodes.push(TreeNode::Leaf {
+                positive: rng.random(),
+            });
         }
         let tree = Hypothesis::Tree { nodes };
         tree.check(d as usize).unwrap();
@@ -328,8 +334,14 @@ mod tests {
             let mut hypotheses = vec![
                 Hypothesis::Constant { positive: true },
                 Hypothesis::Constant { positive: false },
-                Hypothesis::Literal { literal: 3, negated: false },
-                Hypothesis::Literal { literal: 3, negated: true },
+                Hypothesis::Literal {
+                    literal: 3,
+                    negated: false,
+                },
+                Hypothesis::Literal {
+                    literal: 3,
+                    negated: true,
+                },
             ];
             for splits in 0..=6 {
                 for _ in 0..5 {
@@ -348,7 +360,11 @@ mod tests {
                 let mut margins = vec![0i32; n];
                 h.add_margins(&features, &labels, &mut margins, 2);
                 for i in 0..n {
-                    let hx = if h.evaluate(|l| features.get(i, l as usize)) { 1 } else { -1 };
+                    let hx = if h.evaluate(|l| features.get(i, l as usize)) {
+                        1
+                    } else {
+                        -1
+                    };
                     assert_eq!(margins[i], 2 * hx * i32::from(labels[i]));
                 }
             }
