@@ -186,9 +186,11 @@ pub fn fit(
                 position as u32,
                 rng,
             )?;
-            for (r, s) in score.iter_mut().enumerate() {
-                // No short circuit: every literal of the split is read.
-                *s += t.leaves[t.leaf_of(|split| data.features.any_set(r, &split.literals))];
+            // Every literal of every split is read for every row
+            // (`Tree::leaves_of_rows`): the update's work does not depend on
+            // the path a row takes.
+            for (s, leaf) in score.iter_mut().zip(t.leaves_of_rows(&data.features)) {
+                *s += t.leaves[leaf];
             }
             trees.push(t);
             done += 1;

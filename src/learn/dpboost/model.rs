@@ -266,23 +266,19 @@ impl DpBoostFile {
 
     /// Every row's output of `data` (encoded with the model's schema).
     pub fn raw_all(&self, data: &crate::data::Dataset) -> Vec<f64> {
-        (0..data.n_rows())
-            .map(|r| {
-                let raw = self.model.initial_score
-                    + self
-                        .model
-                        .trees
-                        .iter()
-                        .map(|t| {
-                            // Every literal of every split on the path is
-                            // read (the trees are complete, so the path
-                            // length is the depth): work independent of
-                            // the row, for DP evaluations (issue 26).
-                            t.leaves[t.leaf_of(|s| data.features.any_set(r, &s.literals))]
-                        })
-                        .sum::<f64>();
-                DpBoostModel::unscale(self.task, raw)
-            })
+        // Every literal of every split of every tree is read for every row
+        // (`Tree::leaves_of_rows`): work independent of the rows, for DP
+        // evaluations (issue 26). The leaves are summed in tree order and
+        // then added to the initial score, as `raw` does, so a batch
+        // prediction equals the single-row one bit for bit.
+        let mut sums = vec![0.0f64; data.n_rows()];
+        for t in &self.model.trees {
+            for (s, leaf) in sums.iter_mut().zip(t.leaves_of_rows(&data.features)) {
+                *s += t.leaves[leaf];
+            }
+        }
+        sums.into_iter()
+            .map(|sum| DpBoostModel::unscale(self.task, self.model.initial_score + sum))
             .collect()
     }
 

@@ -462,3 +462,46 @@ fn rows_left_out_by_the_filter_change_nothing_released() {
         }
     }
 }
+
+/// `Tree::leaves_of_rows` (constant work: every split's literals read for
+/// every row) puts every row in the leaf the row-by-row walk does, for
+/// complete trees of depth 0 to 4 whose splits have 1 to 5 literals, on row
+/// counts that do and do not fill a word or a block.
+#[test]
+fn leaves_of_rows_agree_with_each_rows_walk() {
+    use super::tree::{Split, Tree};
+    use crate::data::BitMatrixBuilder;
+    use rand::{RngExt, SeedableRng, rngs::StdRng};
+    let mut rng = StdRng::seed_from_u64(5);
+    let d = 12u32;
+    for n in [1usize, 63, 64, 65, 1000, 70_000] {
+        let mut builder = BitMatrixBuilder::new(d as usize);
+        for _ in 0..n {
+            let active: Vec<u32> = (0..d).filter(|_| rng.random_bool(0.3)).collect();
+            builder.push_row(&active);
+        }
+        let features = builder.finish();
+        for depth in 0..=4u32 {
+            let splits = (0..(1usize << depth) - 1)
+                .map(|_| {
+                    let mut literals: Vec<u32> = (0..rng.random_range(1..=5))
+                        .map(|_| rng.random_range(0..d))
+                        .collect();
+                    literals.sort_unstable();
+                    literals.dedup();
+                    Split { literals }
+                })
+                .collect();
+            let tree = Tree {
+                splits,
+                leaves: vec![0.0; 1 << depth],
+            };
+            let leaves = tree.leaves_of_rows(&features);
+            assert_eq!(leaves.len(), n);
+            for (r, &leaf) in leaves.iter().enumerate() {
+                let walked = tree.leaf_of(|s| features.any_set(r, &s.literals));
+                assert_eq!(leaf, walked, "n {n}, depth {depth}, row {r}");
+            }
+        }
+    }
+}

@@ -23,7 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::params::{DpBoostPlan, GRAD_BITS, L2, LEAF_BITS, LeafRelease, clip_bound};
-use crate::data::Encoder;
+use crate::data::{BitMatrix, Encoder};
 use crate::learn::LearnError;
 use crate::learn::ebm::bins::{self, FeatureLayout};
 use crate::privacy::laplace::report_noisy_max;
@@ -86,7 +86,50 @@ pub struct Tree {
     pub leaves: Vec<f64>,
 }
 
+/// Rows per block of [`Tree::leaves_of_rows`] (a multiple of 64): bounds
+/// the per-split bitsets held at once, a function of nothing private.
+const LEAF_BLOCK_WORDS: usize = 1024;
+
 impl Tree {
+    /// Every row's leaf index, with work that does not depend on the rows
+    /// (issue 26, items 5 and 6): per block of rows, each split's "goes left"
+    /// bitset is the word-wise OR of all its literals' columns (every
+    /// literal of every split is read for every row, whichever path the
+    /// row takes; splits differ in their literal counts, so reading only
+    /// the path's splits made the work depend on the path), then each row
+    /// takes `depth` steps down the complete tree, one bit lookup and no
+    /// branch on the bit each.
+    pub fn leaves_of_rows(&self, features: &BitMatrix) -> Vec<usize> {
+        let n = features.n_rows();
+        let mut out = Vec::with_capacity(n);
+        let words = features.words_per_column();
+        let mut left = vec![vec![0u64; LEAF_BLOCK_WORDS]; self.splits.len()];
+        for start in (0..words).step_by(LEAF_BLOCK_WORDS) {
+            let end = (start + LEAF_BLOCK_WORDS).min(words);
+            for (bits, split) in left.iter_mut().zip(&self.splits) {
+                bits.fill(0);
+                for &l in &split.literals {
+                    let column = &features.column(l as usize)[start..end];
+                    for (b, c) in bits.iter_mut().zip(column) {
+                        *b |= c;
+                    }
+                }
+            }
+            let rows = (start * 64)..(end * 64).min(n);
+            for r in rows {
+                let (w, b) = (r / 64 - start, r % 64);
+                let mut i = 0;
+                while i < self.splits.len() {
+                    let goes_left = ((left[i][w] >> b) & 1) as usize;
+                    // Left child 2i + 1 when the bit is set, right 2i + 2.
+                    i = 2 * i + 2 - goes_left;
+                }
+                out.push(i - self.splits.len());
+            }
+        }
+        out
+    }
+
     /// The leaf index of a row given a test "has any of these literals".
     pub fn leaf_of(&self, goes_left: impl Fn(&Split) -> bool) -> usize {
         let mut i = 0;
