@@ -358,7 +358,7 @@ pub(super) fn noisy_softmax_gradient(
 
 /// The labels as the loss sees them: 0/1 for a classifier; for a regressor
 /// the clamped value scaled to `[-1, 1]` around the public midpoint.
-fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
+pub(super) fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
     match task {
         Task::Binary => {
             let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;

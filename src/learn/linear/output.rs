@@ -547,27 +547,16 @@ pub(super) fn rounded(w: &[f64], plan: &OutputPlan) -> Vec<i128> {
         .collect()
 }
 
-/// The labels as the loss sees them (module docs): 0/1 for a classifier;
-/// for a regressor the value clamped to its public bounds and scaled onto
-/// `[-1, 1]`.
+/// The labels as the loss sees them (module docs): block descent's targets
+/// (`fit::targets`: 0/1, or the clamped value scaled onto `[-1, 1]`), each
+/// clamped to `[-1, 1]` once more so the sensitivity bound holds whatever
+/// the float scaling did.
 fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
-    match task {
-        Task::Binary => {
-            let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
-            Ok((0..data.n_rows())
-                .map(|i| f64::from(u8::from(labels.get(i))))
-                .collect())
-        }
-        Task::Regression { min, max } => {
-            let values = data.targets.as_ref().ok_or(LearnError::NoLabels)?;
-            let (mid, half) = ((min + max) / 2.0, half_range(min, max));
-            Ok(values
-                .iter()
-                .map(|v| ((v.clamp(min, max) - mid) / half).clamp(-1.0, 1.0))
-                .collect())
-        }
-        Task::Multiclass { .. } => Loss::of(task).map(|_| Vec::new()),
+    let mut y = super::fit::targets(data, task)?;
+    for t in &mut y {
+        *t = t.clamp(-1.0, 1.0);
     }
+    Ok(y)
 }
 
 /// Train dp-linear by output perturbation as `plan` (whose `output` is
