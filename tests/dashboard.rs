@@ -373,3 +373,94 @@ async fn the_root_sends_a_browser_to_the_dashboard_log_in() {
         assert!(r.text().await.unwrap().starts_with("<svg"), "{path}");
     }
 }
+
+/// A three-class table (issue 27): `x` in [0, 100) decides the class
+/// (below 33 "low", below 66 "mid", else "high"), `f` is noise.
+fn three_class_csv() -> Vec<u8> {
+    let mut s = String::from("x,f,y\n");
+    for i in 0..1500usize {
+        let x = (i * 37) % 100;
+        let y = ["low", "mid", "high"][(x / 34).min(2)];
+        s.push_str(&format!("{x},{},{y}\n", ["u", "v"][i % 2]));
+    }
+    s.into_bytes()
+}
+
+/// A k-class model's page shows its terms per class (issue 27): dp-linear's
+/// coefficients and LazyBB's rules under one heading and one table per
+/// class, DP-EBM's intercepts per class and one shape chart per class.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multiclass_model_page_shows_its_terms_per_class() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "alice").await;
+    let schema = json!({
+        "label": {"column": "y", "classes": ["low", "mid", "high"]},
+        "columns": [
+            {"name": "x", "type": "numeric", "min": 0, "max": 100, "bins": 6},
+            {"name": "f", "type": "categorical", "categories": ["u", "v"]}
+        ]
+    })
+    .to_string();
+    let body = expect_status(
+        s.upload_form(
+            &owner,
+            "grades",
+            "30",
+            &schema,
+            three_class_csv(),
+            &[("delta", "1e-5")],
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    let c = browser();
+    let cookie = log_in(&s, &c, &owner).await;
+    let classes = ["low", "mid", "high"];
+    for (algorithm, per_class_ids, also) in [
+        ("dp-linear", "coefficients-", "multinomial"),
+        ("lazybb", "vote-table-", "One-vs-rest"),
+        ("dp-ebm", "", "Shape functions per class"),
+    ] {
+        let mut request = json!({"dataset_id": dataset, "epsilon": 4.0, "algorithm": algorithm});
+        if algorithm == "dp-ebm" {
+            request["delta"] = json!(1e-6);
+        }
+        let job = expect_status(
+            s.post(&owner, "/v1/jobs", &request).await,
+            StatusCode::ACCEPTED,
+        )
+        .await;
+        let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        let model_id = job["model_id"].as_str().unwrap();
+        let (status, html) = page(&s, &c, &cookie, &format!("/dashboard/models/{model_id}")).await;
+        assert_eq!(status, StatusCode::OK, "{algorithm}: {html}");
+        assert!(html.contains(also), "{algorithm}: {html}");
+        for (k, class) in classes.iter().enumerate() {
+            if per_class_ids.is_empty() {
+                assert!(
+                    html.contains(&format!("Class {class}")),
+                    "{algorithm}: {html}"
+                );
+                assert!(
+                    html.contains(&format!("f ({class})")),
+                    "{algorithm}: {html}"
+                );
+            } else {
+                assert!(
+                    html.contains(&format!("<h3>Class {class}</h3>")),
+                    "{algorithm}: {html}"
+                );
+                assert!(
+                    html.contains(&format!("id=\"{per_class_ids}{k}\"")),
+                    "{algorithm}: {html}"
+                );
+            }
+        }
+        if algorithm == "dp-ebm" {
+            assert!(html.contains("id=\"intercepts\""), "{html}");
+        }
+    }
+}
