@@ -38,6 +38,9 @@ ACCEPT_EPS = (0.5, 1.0, 5.0)
 # set, so its figures stay held out).
 MIN_SUPPORT = 5
 MIN_SUPPORT_GRID = (1, 2, 3, 4, 5)
+# How a rule scores learners over its cells (`cell_scores`): the binary and regression rule uses the
+# mean rank; the multiclass rule chooses between the two leave-one-dataset-out (`choose_criterion`).
+CRITERIA = ("rank", "regret")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -48,6 +51,13 @@ def n_eps_bucket(n: int, eps: float) -> str:
     """n * epsilon on a log10 scale: the signal-to-noise of a count query."""
     v = n * eps
     return "<1e3" if v < 1e3 else "<1e4" if v < 1e4 else "<1e5" if v < 1e5 else ">=1e5"
+
+
+def multiclass_rule_keys(facts: dict, eps: float, delta: float) -> list:
+    """The multiclass rule's one key: (task, pure?). Seven multiclass sets are too few for finer
+    keys (fitted with the binary family's keys, the held-out choice lost 1 point of mean accuracy to
+    running dp-linear everywhere; docs/accuracy.md, "Multiclass")."""
+    return [(facts["task"], "pure" if delta == 0 else "approx")]
 
 
 def rule_keys(facts: dict, eps: float, delta: float) -> list:
@@ -85,13 +95,22 @@ def ranks(task: str, scores: dict) -> dict:
     return out
 
 
-def fit_rule(rows: list) -> dict:
+def cell_scores(r: dict, criterion: str) -> dict:
+    """learner -> its score in one cell, lower is better: its rank ("rank"; the binary and
+    regression rule) or its regret against the cell's best learner ("regret", `regret_of`)."""
+    if criterion == "rank":
+        return ranks(r["facts"]["task"], r["scores"])
+    return {l: regret_of(r, l) for l in r["scores"]}
+
+
+def fit_rule(rows: list, keys=None, criterion: str = "rank") -> dict:
     """rows: [{"set", "facts", "epsilon", "delta", "scores": {learner: value}}] -> key -> {learner:
-    mean rank}. Every key level of every row is filled."""
+    mean score} (mean rank, or mean regret: `cell_scores`). Every key level of every row is
+    filled."""
     acc: dict = {}
     for r in rows:
-        rk = ranks(r["facts"]["task"], r["scores"])
-        for key in rule_keys(r["facts"], r["epsilon"], r["delta"]):
+        rk = cell_scores(r, criterion)
+        for key in (keys or rule_keys)(r["facts"], r["epsilon"], r["delta"]):
             for learner, v in rk.items():
                 s = acc.setdefault(key, {}).setdefault(learner, [0.0, 0])
                 s[0] += v
@@ -99,11 +118,11 @@ def fit_rule(rows: list) -> dict:
     return {k: {l: s / c for l, (s, c) in d.items()} for k, d in acc.items()}
 
 
-def key_support(rows: list) -> dict:
+def key_support(rows: list, keys=None) -> dict:
     """key -> number of distinct sets with a cell under it."""
     sets: dict = {}
     for r in rows:
-        for key in rule_keys(r["facts"], r["epsilon"], r["delta"]):
+        for key in (keys or rule_keys)(r["facts"], r["epsilon"], r["delta"]):
             sets.setdefault(key, set()).add(r["set"])
     return {k: len(v) for k, v in sets.items()}
 
@@ -114,10 +133,10 @@ def supported(model: dict, support: dict, min_support: int) -> dict:
     return {k: v for k, v in model.items() if len(k) != 4 or support.get(k, 0) >= min_support}
 
 
-def apply_rule(model: dict, facts: dict, eps: float, delta: float, available: list):
+def apply_rule(model: dict, facts: dict, eps: float, delta: float, available: list, keys=None):
     """(learner, key used) for a cell: the finest key the fit saw, best mean rank among the
     learners available in this cell."""
-    for key in rule_keys(facts, eps, delta):
+    for key in (keys or rule_keys)(facts, eps, delta):
         mr = {l: v for l, v in model.get(key, {}).items() if l in available}
         if mr:
             return min(sorted(mr), key=lambda l: mr[l]), key
@@ -147,24 +166,35 @@ def choose_min_support(rows: list) -> int:
     return min(MIN_SUPPORT_GRID, key=lambda k: (scores[k], -k))
 
 
-def lodo(rows: list, min_support=None) -> list:
+def lodo(rows: list, min_support=None, keys=None, criterion="rank") -> list:
     """Held-out choice for every row: the rule fitted without the row's set. `min_support`
     None: chosen again on the training sets alone (`choose_min_support`), so that the choice
-    never sees the held-out set."""
+    never sees the held-out set; `criterion` None: likewise (`choose_criterion`)."""
     names = sorted({r["set"] for r in rows})
     out = []
     for held, train_sets in lodo_splits(names):
         train = [r for r in rows if r["set"] in train_sets]
         assert all(r["set"] != held for r in train)
         k = choose_min_support(train) if min_support is None else min_support
-        model = supported(fit_rule(train), key_support(train), k)
+        c = choose_criterion(train, keys) if criterion is None else criterion
+        model = supported(fit_rule(train, keys, c), key_support(train, keys), k)
         for r in rows:
             if r["set"] != held:
                 continue
-            pick, key = apply_rule(model, r["facts"], r["epsilon"], r["delta"], list(r["scores"]))
-            out.append({**r, "pick": pick, "key": key, "min_support": k,
+            pick, key = apply_rule(model, r["facts"], r["epsilon"], r["delta"], list(r["scores"]),
+                                   keys)
+            out.append({**r, "pick": pick, "key": key, "min_support": k, "criterion": c,
                         "pick_score": r["scores"].get(pick) if pick else None})
     return out
+
+
+def choose_criterion(rows: list, keys=None) -> str:
+    """The criterion ("rank" or "regret") whose rule has the lower mean held-out regret on `rows`
+    (leave one of their sets out at a time, every key used); ties to "rank"."""
+    def score(c):
+        held = lodo(rows, min_support=1, keys=keys, criterion=c)
+        return round(sum(regret_of(r, r["pick"]) for r in held) / len(held), 9)
+    return min(CRITERIA, key=lambda c: (score(c), CRITERIA.index(c)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -190,6 +220,23 @@ def load(path: str) -> tuple:
         if c["task"] == "multiclass" and "macro_f1" in c["metrics"]:
             f1[key] = c["metrics"]["macro_f1"]["mean"]
     doc["_macro_f1"] = f1
+    return doc, value, ppr
+
+
+def load_all(paths: list) -> tuple:
+    """`load` of every file, their sets and cells together (the first file's protocol, which every
+    other must share)."""
+    doc, value, ppr = load(paths[0])
+    for path in paths[1:]:
+        other, v, p = load(path)
+        for k in ("epsilons", "deltas", "folds"):
+            if other["protocol"].get(k) != doc["protocol"].get(k):
+                raise SystemExit(f"{path}: its protocol's {k} differ from {paths[0]}'s")
+        doc["sets"] += [s for s in other["sets"] if s["name"] not in {t["name"] for t in doc["sets"]}]
+        doc["cells"] += other["cells"]
+        doc["_macro_f1"].update(other["_macro_f1"])
+        value.update(v)
+        ppr.update(p)
     return doc, value, ppr
 
 
@@ -333,6 +380,11 @@ def multiclass_peer(value: dict, s: str, eps: float):
     return max(vals) if vals else (None, None)
 
 
+def multiclass_candidates(rows: list) -> list:
+    """The candidates with a score in every multiclass row."""
+    return [l for l in CANDIDATES if all(l in r["scores"] for r in rows)]
+
+
 def multiclass_report(doc: dict, value: dict, check) -> None:
     """Issue 27's acceptance (auto >= the better of diffprivlib's LR and NB - 1 point, at epsilon 1
     and 5, in >= 80% of the cells, macro-F1 beside) and the held-out choice of a multiclass rule."""
@@ -342,7 +394,8 @@ def multiclass_report(doc: dict, value: dict, check) -> None:
         return
     print("\n## Multiclass sets (issue 27): accuracy / macro-F1\n")
     rows = rows_of(doc, value, tasks=("multiclass",))
-    held = {(r["set"], r["epsilon"], r["delta"]): r for r in lodo(rows, min_support=1)} if rows else {}
+    held_rows = lodo(rows, min_support=1, keys=multiclass_rule_keys, criterion=None) if rows else []
+    held = {(r["set"], r["epsilon"], r["delta"]): r for r in held_rows}
     learners = [l for l in CANDIDATES + ["auto"] if any(k[1] == l for k in value)]
     print("| set | k | ε | δ | " + " | ".join(learners) + " | held-out rule | best peer |")
     print("|---|---|---|---|" + "---|" * (len(learners) + 2))
@@ -362,6 +415,21 @@ def multiclass_report(doc: dict, value: dict, check) -> None:
                 print(f"| {s['name']} | {k} | {eps:g} | {delta:g} | " + " | ".join(cells)
                       + f" | {pick} | {peer} |")
     print()
+    if held_rows:
+        print("Held-out rule (key: task and pure or approximate DP; its criterion chosen without the "
+              "held-out set): " + ", ".join(sorted({f"{r['set']}: {r['criterion']}" for r in held_rows})))
+        print()
+        print("| δ | held-out rule | " + " | ".join(multiclass_candidates(rows)) + " | auto |")
+        print("|---|---|" + "---|" * (len(multiclass_candidates(rows)) + 1))
+        for delta in doc["protocol"]["deltas"]:
+            hr = [r for r in held_rows if r["delta"] == delta]
+            mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
+            cols = [mean([r["scores"][l] for r in hr if l in r["scores"]]) for l in multiclass_candidates(rows)]
+            autos = [r["auto"] for r in hr if r["auto"] is not None]
+            print(f"| {delta:g} | {mean([r['pick_score'] for r in hr]):.4f} | "
+                  + " | ".join(f"{c:.4f}" for c in cols)
+                  + (f" | {mean(autos):.4f} |" if len(autos) == len(hr) else " | — |"))
+        print("\n(mean accuracy over every multiclass cell of each δ)\n")
     print("### Acceptance checks of issue 27 (ε in 1, 5; multiclass sets)\n")
     for delta in doc["protocol"]["deltas"]:
         items = []
@@ -422,9 +490,10 @@ def self_test() -> int:
     return 0
 
 
-def prior_entries(model: dict) -> list:
+def prior_entries(model: dict, field: str = "mean_rank") -> list:
     """The fitted rule as `auto`'s prior (src/learn/auto/prior.json): one entry per key, its
-    learners best first (mean rank, ties by name, as `apply_rule` breaks them)."""
+    learners best first (mean score, ties by name, as `apply_rule` breaks them), the scores under
+    `field`."""
     out = []
     for key in sorted(model, key=lambda k: (len(k), [str(x) for x in k])):
         *rest, pure = key
@@ -434,13 +503,15 @@ def prior_entries(model: dict) -> list:
         mr = model[key]
         out.append({"task": task, "kind": kind, "bucket": bucket, "pure": pure == "pure",
                     "ranking": sorted(mr, key=lambda l: (mr[l], l)),
-                    "mean_rank": {l: round(mr[l], 3) for l in sorted(mr)}})
+                    field: {l: round(mr[l], 4 if field == "mean_regret" else 3) for l in sorted(mr)}})
     return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("json", nargs="?", help="scripts/suite.py's JSON output")
+    ap.add_argument("json", nargs="*",
+                    help="scripts/suite.py's JSON output (several: their sets and cells together, "
+                         "e.g. the binary and regression run and the multiclass run)")
     ap.add_argument("--self-test", action="store_true")
     ap.add_argument("--emit-prior", metavar="FILE",
                     help="also write the rule fitted on every set as auto's prior (JSON)")
@@ -449,9 +520,11 @@ def main(argv=None) -> int:
         return self_test()
     if not args.json:
         ap.error("give the suite's JSON file")
-    doc, value, ppr = load(args.json)
+    doc, value, ppr = load_all(args.json)
     if args.emit_prior:
         rows = rows_of(doc, value)
+        mc_rows = rows_of(doc, value, tasks=("multiclass",))
+        mc_criterion = choose_criterion(mc_rows, multiclass_rule_keys) if mc_rows else None
         prior = {
             "about": "auto's public prior: scripts/suite_lodo.py's rule fitted on every set of the "
                      "benchmark suite (docs/accuracy.md, \"auto\"); generated, do not edit",
@@ -462,6 +535,11 @@ def main(argv=None) -> int:
             "min_support": MIN_SUPPORT,
             "entries": prior_entries(supported(fit_rule(rows), key_support(rows), MIN_SUPPORT)),
         }
+        if mc_rows:
+            prior["multiclass_sets"] = sorted({r["set"] for r in mc_rows})
+            prior["multiclass_criterion"] = mc_criterion
+            prior["entries"] += prior_entries(
+                fit_rule(mc_rows, multiclass_rule_keys, mc_criterion), "mean_" + mc_criterion)
         with open(args.emit_prior, "w") as f:
             json.dump(prior, f, indent=1)
             f.write("\n")

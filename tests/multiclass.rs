@@ -131,8 +131,8 @@ async fn a_multiclass_table_trains_predicts_and_refuses_before_any_charge() {
             .all(|c| !c["coefficients"].as_array().unwrap().is_empty())
     );
 
-    // `auto` trains k classes: the multiclass learners in their fixed order
-    // (dp-linear alone today), with the rule recorded in the model.
+    // `auto` trains k classes: the prior's multiclass order (dp-linear first
+    // at delta = 0), with the rule recorded in the model.
     let request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "auto"});
     let job = expect_status(
         s.post(&owner, "/v1/jobs", &request).await,
@@ -150,7 +150,10 @@ async fn a_multiclass_table_trains_predicts_and_refuses_before_any_charge() {
     let selection = &auto["model"]["selection"];
     assert_eq!(selection["candidates"][0]["label"], "dp-linear", "{auto}");
     assert!(
-        selection["rule"].as_str().unwrap().contains("not fitted"),
+        selection["rule"]
+            .as_str()
+            .unwrap()
+            .contains("fitted on the benchmark suite's 7 multiclass sets"),
         "{auto}"
     );
     let predicted_auto = expect_status(

@@ -256,6 +256,11 @@ def test_local_multiclass_classifier_takes_the_schema_class_order(binary):
     assert list(clf.predict(rows)) == ["low", "mid", "high"]
     assert list(clf.classes_[proba.argmax(axis=1)]) == ["low", "mid", "high"]
     assert clf.decision_function(rows).shape == (3, 3)
+    # auto trains k classes too (with a delta its multiclass order puts DP-EBM first).
+    auto = PrivboostClassifier(algorithm="auto", epsilon=5.0, delta=1e-6, schema=schema, binary=binary).fit(X, y)
+    assert list(auto.classes_) == ["low", "mid", "high"]
+    assert auto.predict_proba(rows).shape == (3, 3)
+    assert list(auto.predict(rows)) == ["low", "mid", "high"]
     # Without a schema class list, classes_ is y's sorted distinct values.
     schema_no_classes = {"columns": schema["columns"]}
     clf = PrivboostClassifier(algorithm="dp-linear", epsilon=5.0, schema=schema_no_classes, binary=binary).fit(X, y)

@@ -90,7 +90,8 @@ pub struct Selection {
     /// The winner's released noisy score (none with one candidate).
     pub score: Option<Score>,
     /// The public rule that made the candidate list, when it is not the
-    /// prior (a multiclass task: [`super::MULTICLASS_RULE`]).
+    /// binary and regression prior (a multiclass task:
+    /// [`super::multiclass_rule`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
 }
@@ -188,7 +189,7 @@ impl AutoFile {
             n_validation: plan.n_validation,
             score,
             rule: matches!(plan.task, Task::Multiclass { .. })
-                .then(|| super::MULTICLASS_RULE.to_owned()),
+                .then(|| super::multiclass_rule(charge)),
         };
         let file = AutoFile {
             task: encoder.schema().task(),

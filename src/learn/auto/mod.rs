@@ -84,12 +84,13 @@ pub const SELECTION_PAYS: f64 = 1_000_000.0;
 /// 25; LazyBB only for binary classification, as it cannot do regression).
 /// The list never exceeds [`selection::MAX_CANDIDATES`].
 ///
-/// A multiclass task takes [`MULTICLASS_ORDER`] instead of the prior (which
-/// has no multiclass entries), filtered the same way.
+/// A multiclass task takes the prior's multiclass entry for pure or
+/// approximate DP, then the rest of [`MULTICLASS_ORDER`] (learners the
+/// prior was not fitted on), filtered the same way.
 pub fn candidates(facts: &PublicFacts, budget: Budget) -> Vec<(&'static str, AlgorithmSpec)> {
     let task = facts.task;
     let order: Vec<&str> = match task {
-        Task::Multiclass { .. } => MULTICLASS_ORDER.to_vec(),
+        Task::Multiclass { .. } => multiclass_order(prior::multiclass_ranking(budget)),
         Task::Binary | Task::Regression { .. } => prior::ranking(facts, budget)
             .iter()
             .map(String::as_str)
@@ -106,21 +107,40 @@ pub fn candidates(facts: &PublicFacts, budget: Budget) -> Vec<(&'static str, Alg
     list
 }
 
-/// The candidate order for a multiclass task. **Not fitted** (no
-/// leave-one-dataset-out rule exists for it): the prior (`prior.json`) has
-/// no multiclass entries. Since stop 27 dp-linear, DP-EBM and LazyBB (one-vs-
-/// rest) all train k classes, and on the suite's 7 multiclass sets
-/// (docs/accuracy.md, "Multiclass") dp-linear is more than a point better
-/// than DP-EBM in 13 of 28 cells and worse in 7, and LazyBB is below
-/// dp-linear in every cell but one: this order agrees with those
-/// measurements, which are in-sample for it. The list is filtered by
-/// [`super::family::AlgorithmName::supports`]: a learner that learns k
-/// classes joins by its `supports` arm alone.
+/// A multiclass task's order: the prior's multiclass ranking (fitted on
+/// the suite's seven multiclass sets, `prior::multiclass_ranking`), then the
+/// learners of [`MULTICLASS_ORDER`] it does not name, in that order.
+fn multiclass_order(fitted: &[String]) -> Vec<&str> {
+    let mut order: Vec<&str> = fitted.iter().map(String::as_str).collect();
+    for l in MULTICLASS_ORDER {
+        if !order.contains(l) {
+            order.push(l);
+        }
+    }
+    order
+}
+
+/// The multiclass learners in a fixed order, for those the prior's
+/// multiclass entries do not rank (a learner the suite's multiclass run did
+/// not measure) or for a prior without multiclass entries: **not fitted**.
+/// The list is filtered by [`super::family::AlgorithmName::supports`]: a
+/// learner that learns k classes joins by its `supports` arm alone.
 pub const MULTICLASS_ORDER: &[&str] = &["dp-linear", "dp-ebm", "lazybb", "dpboost"];
 
 /// What a multiclass `auto` model records as its rule (its selection's
-/// `rule`).
-pub const MULTICLASS_RULE: &str = "multiclass: the prior has no multiclass entries, so the candidates are the fixed order dp-linear, dp-ebm, lazybb, dpboost (not fitted on data) filtered to the learners that train k classes; the first runs alone with the whole budget unless each of the two best would get n x epsilon / 2 >= 1e6 (then private selection)";
+/// `rule`): the order it took, from the shipped prior, for a pure or an
+/// approximate-DP budget.
+pub fn multiclass_rule(budget: Budget) -> String {
+    let purity = if budget.delta() == 0.0 {
+        "pure DP"
+    } else {
+        "approximate DP"
+    };
+    format!(
+        "multiclass: the prior's multiclass order for {purity}, fitted on the benchmark suite's 7 multiclass sets by mean regret (docs/accuracy.md, \"Multiclass\"), then the other learners that train k classes: {}; the first runs alone with the whole budget unless each of the two best would get n x epsilon / 2 >= 1e6 (then private selection)",
+        multiclass_order(prior::multiclass_ranking(budget)).join(", ")
+    )
+}
 
 /// A learner of the prior at its defaults (`None` for a name the prior may
 /// list that `auto` does not run).

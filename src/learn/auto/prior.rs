@@ -28,7 +28,8 @@ const PRIOR_JSON: &str = include_str!("prior.json");
 /// One key of the prior and its learners, best first.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Entry {
-    /// `binary` or `regression`; `None` at the coarsest level.
+    /// `binary`, `regression` or `multiclass`; `None` at the coarsest
+    /// level.
     pub task: Option<String>,
     /// `numeric` or `categorical` (the majority of the feature columns).
     pub kind: Option<String>,
@@ -113,6 +114,28 @@ pub fn ranking_in<'a>(entries: &'a [Entry], facts: &PublicFacts, budget: Budget)
         }
     }
     &[]
+}
+
+/// The multiclass order of `entries` for the budget's purity: the entry
+/// whose task is `multiclass` with no finer key (the multiclass rule has one
+/// key, task and purity: seven suite sets are too few for finer ones;
+/// `scripts/suite_lodo.py`, `multiclass_rule_keys`). Empty without one.
+pub fn multiclass_ranking_in(entries: &[Entry], budget: Budget) -> &[String] {
+    let pure = budget.delta() == 0.0;
+    entries
+        .iter()
+        .find(|e| {
+            e.pure == pure
+                && e.task.as_deref() == Some("multiclass")
+                && e.kind.is_none()
+                && e.bucket.is_none()
+        })
+        .map_or(&[], |e| &e.ranking)
+}
+
+/// The shipped prior's multiclass order for a budget.
+pub fn multiclass_ranking(budget: Budget) -> &'static [String] {
+    multiclass_ranking_in(entries(), budget)
 }
 
 /// The shipped prior's order for a job.

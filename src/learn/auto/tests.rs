@@ -489,37 +489,66 @@ fn abalone_end_to_end() {
     assert!(rmse < 3.1, "{rmse}");
 }
 
-/// A multiclass job takes the fixed multiclass order (the prior has no
-/// multiclass entries), filtered to the learners that train k classes:
-/// today dp-linear alone, at any budget (a second candidate, and so
-/// selection, needs a second multiclass learner). Its plan is dp-linear's
-/// on every row with the whole budget, and the order lists only learners
-/// `auto` can run.
+/// A multiclass job takes the prior's multiclass order (fitted on the
+/// suite's multiclass sets, one entry per purity): dp-linear first with
+/// delta = 0, DP-EBM first with delta > 0, then the learners of
+/// `MULTICLASS_ORDER` the prior does not rank, filtered to the learners that
+/// train k classes. At these budgets one candidate runs, and `auto`'s plan
+/// is that learner's on every row with the whole budget.
 #[test]
-fn multiclass_runs_the_multiclass_learners_in_the_fixed_order() {
+fn multiclass_runs_the_prior_multiclass_order() {
     let task = Task::Multiclass { k: 7 };
-    for b in [budget(0.1, 0.0), budget(1.0, 1e-6), budget(200.0, 0.0)] {
-        let want: Vec<&str> = super::MULTICLASS_ORDER
-            .iter()
-            .copied()
-            .filter(|l| super::spec_of(l).is_some_and(|(_, spec)| spec.name().supports(task)))
-            .take(if 32_561.0 * b.epsilon() / 2.0 >= super::SELECTION_PAYS {
-                2
-            } else {
-                1
-            })
-            .collect();
-        assert_eq!(labels(task, b), want);
-        assert_eq!(labels(task, b)[0], "dp-linear");
+    for (b, first) in [
+        (budget(0.1, 0.0), "dp-linear"),
+        (budget(1.0, 0.0), "dp-linear"),
+        (budget(1.0, 1e-6), "dp-ebm"),
+        (budget(5.0, 1e-6), "dp-ebm"),
+    ] {
+        assert_eq!(labels(task, b), [first], "{b:?}");
+        let auto = AlgorithmSpec::Auto(AutoSpec::default())
+            .plan(b, facts(32_561, task))
+            .unwrap();
+        let alone = super::spec_of(first)
+            .unwrap()
+            .1
+            .plan(b, facts(32_561, task))
+            .unwrap();
+        assert_eq!(auto.cost, alone.cost, "{b:?}");
     }
+    // Budgets large enough for selection take the two best.
+    assert_eq!(labels(task, budget(200.0, 1e-6)), ["dp-ebm", "dp-linear"]);
     for label in super::MULTICLASS_ORDER {
         assert!(super::spec_of(label).is_some(), "{label}");
     }
-    let plan = AlgorithmSpec::Auto(AutoSpec::default())
-        .plan(budget(1.0, 0.0), facts(32_561, task))
-        .unwrap();
-    let dp_linear = AlgorithmSpec::DpLinear(Default::default())
-        .plan(budget(1.0, 0.0), facts(32_561, task))
-        .unwrap();
-    assert_eq!(plan.cost, dp_linear.cost);
+}
+
+/// The multiclass order: the prior's ranking first, then the fixed order's
+/// other learners; a prior without multiclass entries gives the fixed
+/// order.
+#[test]
+fn the_multiclass_order_appends_what_the_prior_does_not_rank() {
+    let fitted = vec!["dp-ebm".to_string(), "dp-linear".to_string()];
+    assert_eq!(
+        super::multiclass_order(&fitted),
+        ["dp-ebm", "dp-linear", "lazybb", "dpboost"]
+    );
+    assert_eq!(super::multiclass_order(&[]), super::MULTICLASS_ORDER);
+    let entries = [prior::Entry {
+        task: Some("multiclass".into()),
+        kind: None,
+        bucket: None,
+        pure: false,
+        ranking: vec!["dp-ebm".into()],
+    }];
+    assert_eq!(
+        prior::multiclass_ranking_in(&entries, budget(1.0, 1e-6)),
+        ["dp-ebm"]
+    );
+    assert!(prior::multiclass_ranking_in(&entries, budget(1.0, 0.0)).is_empty());
+    for delta in [0.0, 1e-6] {
+        assert!(
+            !prior::multiclass_ranking(budget(1.0, delta)).is_empty(),
+            "the shipped prior has a multiclass entry at delta {delta}"
+        );
+    }
 }
