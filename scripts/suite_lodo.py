@@ -528,7 +528,8 @@ def main(argv=None) -> int:
         prior = {
             "about": "auto's public prior: scripts/suite_lodo.py's rule fitted on every set of the "
                      "benchmark suite (docs/accuracy.md, \"auto\"); generated, do not edit",
-            "command": "python3 scripts/suite_lodo.py SUITE.json --emit-prior src/learn/auto/prior.json",
+            "command": "python3 scripts/suite_lodo.py docs/results/suite/suite.json "
+                       "docs/results/suite/multiclass.json --emit-prior src/learn/auto/prior.json",
             "suite_commit": (doc.get("git") or {}).get("commit"),
             "sets": sorted({r["set"] for r in rows}),
             "buckets": ["<1e3", "<1e4", "<1e5", ">=1e5"],
