@@ -156,11 +156,26 @@ fn linear(i: &Value) -> Markup {
 }
 
 fn dpboost(i: &Value) -> Markup {
-    let trees = i["trees"].as_array().cloned().unwrap_or_default();
+    // k classes: one binary fit per class (one-vs-rest), each with its
+    // initial score and trees.
+    if let Some(classes) = i["classes"].as_array() {
+        return html! {
+            p.note { "One-vs-rest over " (classes.len()) " classes: one binary fit per class; a class's probability is its fit's, normalised over the classes (not calibrated)." }
+            @for c in classes {
+                h3 { "Class " (text(&c["class"])) }
+                (dpboost_trees(&c["initial_score"], &i["trees_per_ensemble"], &c["trees"]))
+            }
+        };
+    }
+    dpboost_trees(&i["initial_score"], &i["trees_per_ensemble"], &i["trees"])
+}
+
+fn dpboost_trees(initial_score: &Value, per_ensemble: &Value, trees: &Value) -> Markup {
+    let trees = trees.as_array().cloned().unwrap_or_default();
     html! {
         dl.facts {
-            dt { "Initial score" } dd { (text(&i["initial_score"])) }
-            dt { "Trees per ensemble" } dd { (text(&i["trees_per_ensemble"])) }
+            dt { "Initial score" } dd { (text(initial_score)) }
+            dt { "Trees per ensemble" } dd { (text(per_ensemble)) }
             dt { "Trees" } dd { (trees.len()) }
         }
         @for (k, t) in trees.iter().enumerate() {
