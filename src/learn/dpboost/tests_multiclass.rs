@@ -309,14 +309,14 @@ fn a_small_multiclass_table_trains_predicts_and_inspects() {
         right += usize::from(p.index == actual);
     }
     // 90% of the rows follow their level; epsilon 1 per fit on 3000 rows
-    // finds it (measured: 2700, every row that follows its level).
+    // finds it (2700 rows follow it; the bound leaves 50 rows of margin).
     assert!(right >= 2650, "{right} of 3000");
     // One row at a time agrees with the batch.
-    for row in 0..3 {
+    for (row, output) in outputs.iter().enumerate().take(3) {
         let active: Vec<u32> = (0..data.n_literals() as u32)
             .filter(|&l| data.features.get(row, l as usize))
             .collect();
-        assert_eq!(predictor.predict(&active), outputs[row]);
+        assert_eq!(predictor.predict(&active), *output);
     }
 
     let back = Model::from_json(&model.to_json()).unwrap();
