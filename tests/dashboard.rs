@@ -388,7 +388,8 @@ fn three_class_csv() -> Vec<u8> {
 
 /// A k-class model's page shows its terms per class (issue 27): dp-linear's
 /// coefficients and LazyBB's rules under one heading and one table per
-/// class, DP-EBM's intercepts per class and one shape chart per class.
+/// class, DPBoost's trees under one heading per class, DP-EBM's intercepts
+/// per class and one shape chart per class.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multiclass_model_page_shows_its_terms_per_class() {
     let s = TestServer::start().await;
@@ -422,6 +423,7 @@ async fn a_multiclass_model_page_shows_its_terms_per_class() {
         ("dp-linear", "coefficients-", "multinomial"),
         ("lazybb", "vote-table-", "One-vs-rest"),
         ("dp-ebm", "", "Shape functions per class"),
+        ("dpboost", "", "One-vs-rest over 3 classes"),
     ] {
         let mut request = json!({"dataset_id": dataset, "epsilon": 4.0, "algorithm": algorithm});
         if algorithm == "dp-ebm" {
@@ -439,7 +441,12 @@ async fn a_multiclass_model_page_shows_its_terms_per_class() {
         assert_eq!(status, StatusCode::OK, "{algorithm}: {html}");
         assert!(html.contains(also), "{algorithm}: {html}");
         for (k, class) in classes.iter().enumerate() {
-            if per_class_ids.is_empty() {
+            if algorithm == "dpboost" {
+                assert!(
+                    html.contains(&format!("<h3>Class {class}</h3>")),
+                    "{algorithm}: {html}"
+                );
+            } else if per_class_ids.is_empty() {
                 assert!(
                     html.contains(&format!("Class {class}")),
                     "{algorithm}: {html}"

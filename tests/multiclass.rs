@@ -1,7 +1,6 @@
 //! Multiclass over HTTP (issue 27): a table with a three-class label
 //! uploads (a value outside the class list is refused with its row and
-//! without the value), learners that cannot do multiclass are refused
-//! before any charge, dp-linear trains and predicts a class with one
+//! without the value), dp-linear trains and predicts a class with one
 //! probability per class summing to 1, the model serves on the Open
 //! Inference Protocol and the MLflow-style route alike, and a private
 //! evaluation releases its accuracy, macro-F1 and a noisy confusion matrix
@@ -39,7 +38,7 @@ fn table() -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_multiclass_table_trains_predicts_and_refuses_before_any_charge() {
+async fn a_multiclass_table_trains_predicts_and_evaluates() {
     let s = TestServer::start().await;
     let (_, owner) = s.key("owner", "alice").await;
 
@@ -59,22 +58,6 @@ async fn a_multiclass_table_trains_predicts_and_refuses_before_any_charge() {
     .await;
     let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
     assert_eq!(body["dataset"]["n_rows"], 3000);
-
-    let before = s.ledger(&owner, &dataset).await;
-    for algorithm in ["dpboost"] {
-        let request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": algorithm});
-        let problem = expect_status(
-            s.post(&owner, "/v1/jobs", &request).await,
-            StatusCode::UNPROCESSABLE_ENTITY,
-        )
-        .await;
-        let message = problem["errors"][0]["message"].as_str().unwrap();
-        assert!(
-            message.contains("cannot do multiclass classification"),
-            "{algorithm}: {message}"
-        );
-    }
-    assert_eq!(s.ledger(&owner, &dataset).await, before, "nothing charged");
 
     let request = json!({"dataset_id": dataset, "epsilon": 2.0, "algorithm": "dp-linear"});
     let job = expect_status(
@@ -484,4 +467,121 @@ async fn a_multiclass_dp_ebm_trains_serves_and_inspects() {
     for bin in level["bins"].as_array().unwrap() {
         assert_eq!(bin["values"].as_array().unwrap().len(), 3, "{bin}");
     }
+}
+
+/// DPBoost for k classes over HTTP (one-vs-rest, docs/privacy.md "DPBoost
+/// for k classes"): an `init_share` whose per-fit scale is unusable is
+/// refused by the estimate and the job routes before any charge, naming the
+/// split; the estimate states the k fits; the default job trains 3 fits,
+/// predicts each level's class with probabilities summing to 1, serves the
+/// same on the Open Inference Protocol and the MLflow-style route, states
+/// the split, inspects per class, is charged its epsilon once, and refuses
+/// ONNX export by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dpboost_trains_one_fit_per_class() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "alice").await;
+    let body = expect_status(
+        s.upload(&owner, "grades", 4.0, SCHEMA, table()).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+
+    let before = s.ledger(&owner, &dataset).await;
+    let bad = json!({"dataset_id": dataset, "epsilon": 0.01, "algorithm": "dpboost",
+        "init_share": 1e-15});
+    for route in ["/v1/jobs/estimate", "/v1/jobs"] {
+        let p = expect_status(
+            s.post(&owner, route, &bad).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        let message = p["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains("out of range"), "{route}: {p}");
+        assert!(message.contains("3 one-vs-rest fits"), "{route}: {p}");
+    }
+    assert_eq!(s.ledger(&owner, &dataset).await, before, "nothing charged");
+
+    let request = json!({"dataset_id": dataset, "epsilon": 3.0, "algorithm": "dpboost"});
+    let estimate = expect_status(
+        s.post(&owner, "/v1/jobs/estimate", &request).await,
+        StatusCode::OK,
+    )
+    .await;
+    let text = estimate.to_string();
+    assert!(text.contains("\"one_vs_rest_fits\":3"), "{estimate}");
+    assert!(text.contains("one-vs-rest over 3 classes"), "{estimate}");
+
+    let job = expect_status(
+        s.post(&owner, "/v1/jobs", &request).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let model_id = job["model_id"].as_str().unwrap().to_owned();
+    let after = s.ledger(&owner, &dataset).await;
+    assert_eq!(after.len(), before.len() + 1);
+    assert_eq!(after.last().unwrap()["epsilon"], 3.0);
+
+    let rows = json!({"rows": [
+        {"level": "a", "flag": "1"}, {"level": "b", "flag": "0"}, {"level": "c", "flag": "1"}]});
+    let predicted = expect_status(
+        s.post(&owner, &format!("/v1/models/{model_id}/predict"), &rows)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    for (i, want) in ["low", "mid", "high"].iter().enumerate() {
+        let p = &predicted["predictions"][i];
+        assert_eq!(p["class"], *want, "{predicted}");
+        let probabilities: Vec<f64> = p["probabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(probabilities.len(), 3);
+        assert!(
+            (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+            "{p}"
+        );
+    }
+
+    serves_over_oip_and_mlflow(&s, &owner, &model_id, &predicted).await;
+
+    let resource = expect_status(
+        s.get(&owner, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    let statement = &resource["model"]["privacy"]["one_vs_rest"];
+    assert_eq!(statement["fits"], 3, "{resource}");
+    assert_eq!(statement["epsilon_per_fit"], 1.0, "{resource}");
+    assert_eq!(
+        resource["model"]["one_vs_rest"].as_array().unwrap().len(),
+        3,
+        "{resource}"
+    );
+    let classes = resource["inspection"]["classes"].as_array().unwrap();
+    let names: Vec<&str> = classes
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["low", "mid", "high"], "{resource}");
+    assert!(
+        classes
+            .iter()
+            .all(|c| c["trees"].as_array().unwrap().len() == 10),
+        "{resource}"
+    );
+
+    let r = s
+        .get(&owner, &format!("/v1/models/{model_id}/export?format=onnx"))
+        .await;
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert!(status.is_client_error(), "{status}: {text}");
+    assert!(text.contains("multiclass"), "{text}");
 }

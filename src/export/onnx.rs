@@ -50,7 +50,7 @@ use super::proto::{
     ValueInfoProto, attribute_type, data_type,
 };
 use crate::data::{Column, NumericEncoding, Schema, Task, UnknownPolicy};
-use crate::learn::{FormNode, FormOutput, LiteralForm, Model};
+use crate::learn::{FormNode, FormOutput, LearnError, LiteralForm, Model};
 
 /// The ONNX IR version written.
 pub const IR_VERSION: i64 = 10;
@@ -93,7 +93,12 @@ pub fn onnx_model(model: &Model) -> Result<ModelProto, ExportError> {
             )));
         }
     }
-    let form = model.literal_form()?;
+    // A model shape the form cannot write (a multiclass model) is the
+    // caller's to hear about (422 naming why), not a broken stored model.
+    let form = model.literal_form().map_err(|e| match e {
+        LearnError::InvalidParameter(m) => ExportError::Unsupported(m),
+        e => ExportError::Model(e),
+    })?;
     let mut g = Graph::default();
 
     // Inputs and the literal encoding, block by block in the encoder's order.

@@ -145,7 +145,8 @@ impl AlgorithmName {
             AlgorithmName::Lazybb => !matches!(task, Task::Regression { .. }),
             AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
             AlgorithmName::DpLinear | AlgorithmName::DpEbm => true,
-            AlgorithmName::Dpboost => !matches!(task, Task::Multiclass { .. }),
+            // DPBoost does k classes one-vs-rest (`dpboost::multiclass`).
+            AlgorithmName::Dpboost => true,
             // Over the learners that support the task (auto::candidates);
             // with none, its plan refuses by name.
             AlgorithmName::Auto => true,
@@ -820,11 +821,15 @@ fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<P
 }
 
 fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
-    let plan = spec.check(facts.task)?.plan(budget, facts.n_rows)?;
+    // k classes: k one-vs-rest binary fits at epsilon / k each
+    // (`dpboost::multiclass`); every scale checked is a fit's.
+    let plan = spec
+        .check(facts.task)?
+        .plan_for(facts.task, budget, facts.n_rows)?;
     plan.check_scales(facts.task)?;
     Ok(Plan {
         cost: plan.cost(),
-        steps: plan.trees(),
+        steps: plan.steps(),
         resolved: AlgorithmSpec::Dpboost(plan.params.to_spec()),
         defaults_used: !spec.any_given(),
         binning: None,
@@ -1099,6 +1104,15 @@ impl Plan {
                     self.defaults_used,
                     model,
                 )?))
+            }
+            PlannedLearner::DpBoost(plan) if plan.one_vs_rest.is_some() => {
+                let fits = dpboost::multiclass::fit_one_vs_rest(data, encoder, plan, rng, on_step)?;
+                Ok(Model::DpBoost(Box::new(DpBoostFile::new_classes(
+                    encoder,
+                    plan,
+                    self.defaults_used,
+                    fits,
+                )?)))
             }
             PlannedLearner::DpBoost(plan) => {
                 let model = dpboost::fit::fit(data, encoder, plan, rng, on_step)?;

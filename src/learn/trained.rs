@@ -178,6 +178,12 @@ fn output_of(task: Task, raw: f64) -> Output {
 }
 
 fn dpboost_output(f: &DpBoostFile, active: &[u32]) -> Output {
+    if f.is_multiclass() {
+        return Output::Classes(ClassesPrediction::from_scores(
+            &f.class_scores(active),
+            f.schema.class_names(),
+        ));
+    }
     output_of(f.task, f.raw(active))
 }
 
@@ -239,6 +245,16 @@ impl ModelPredictor {
                 .raw_classes_all(data)
                 .iter()
                 .map(|scores| Output::Classes(ClassesPrediction::from_scores(scores, names)))
+                .collect(),
+            ModelPredictor::DpBoost(f) if f.is_multiclass() => f
+                .class_scores_all(data)
+                .iter()
+                .map(|scores| {
+                    Output::Classes(ClassesPrediction::from_scores(
+                        scores,
+                        f.schema.class_names(),
+                    ))
+                })
                 .collect(),
             ModelPredictor::DpBoost(f) => f
                 .raw_all(data)

@@ -241,6 +241,21 @@ def _three_grades(n: int):
     return pd.DataFrame({"level": levels}), pd.Series(grades, name="grade")
 
 
+def test_local_multiclass_dpboost_classifier(binary):
+    """k classes with DPBoost (one-vs-rest): classes_ in schema order, predict_proba (n, k) summing to 1,
+    predict its argmax."""
+    X, y = _three_grades(3000)
+    schema = {"label": {"column": "grade", "classes": ["low", "mid", "high"]},
+              "columns": [{"name": "level", "type": "categorical", "categories": ["a", "b", "c"]}]}
+    clf = PrivboostClassifier(algorithm="dpboost", epsilon=5.0, schema=schema, binary=binary).fit(X, y)
+    assert list(clf.classes_) == ["low", "mid", "high"]
+    rows = pd.DataFrame({"level": ["a", "b", "c"]})
+    proba = clf.predict_proba(rows)
+    assert proba.shape == (3, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert list(clf.predict(rows)) == ["low", "mid", "high"]
+
+
 def test_local_multiclass_classifier_takes_the_schema_class_order(binary):
     """k classes with dp-linear: classes_ is the schema's list in its (unsorted) order, predict_proba is
     (n, k) in that order and sums to 1, predict is its argmax; a binary learner refuses a multiclass y."""

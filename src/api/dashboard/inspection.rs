@@ -1,8 +1,9 @@
 //! A model's inspection as HTML and SVG, by its shape: LazyBB's vote table,
 //! additive shape and TopDown trees; DP-EBM's importances and shape
 //! functions; dp-linear's coefficients; DPBoost's trees. A k-class model
-//! (issue 27) shows its terms per class: dp-linear's coefficients and
-//! LazyBB's one-vs-rest rules under one heading per class, DP-EBM's shape
+//! (issue 27) shows its terms per class: dp-linear's coefficients, LazyBB's
+//! one-vs-rest rules and DPBoost's one-vs-rest trees under one heading per
+//! class, DP-EBM's shape
 //! functions with one chart and one column per class. Read from the JSON
 //! that `GET /v1/models/{id}` returns (the family's inspection types), so
 //! that this layer names no learner's module.
@@ -35,8 +36,9 @@ pub(super) fn render(i: &Value) -> Markup {
 
 /// A k-class inspection, or `None` for a binary or regression one (no
 /// `classes` list). dp-linear lists `{class, intercept, coefficients}` per
-/// class and LazyBB `{class, rules}` (one binary fit per class); DP-EBM
-/// lists the class names and gives every bin one value per class.
+/// class, LazyBB `{class, rules}` and DPBoost `{class, initial_score,
+/// trees}` (one binary fit per class); DP-EBM lists the class names and
+/// gives every bin one value per class.
 fn per_class(i: &Value) -> Option<Markup> {
     let classes = i["classes"].as_array().filter(|c| !c.is_empty())?;
     if classes.iter().all(Value::is_string) && i["shapes"].is_array() {
@@ -53,6 +55,9 @@ fn per_class(i: &Value) -> Option<Markup> {
                 }
             }
         });
+    }
+    if classes.iter().all(|c| c["trees"].is_array()) {
+        return Some(dpboost(i));
     }
     if classes.iter().all(|c| c["rules"].is_object()) {
         return Some(html! {
@@ -259,11 +264,26 @@ fn linear(i: &Value, table_id: &str) -> Markup {
 }
 
 fn dpboost(i: &Value) -> Markup {
-    let trees = i["trees"].as_array().cloned().unwrap_or_default();
+    // k classes: one binary fit per class (one-vs-rest), each with its
+    // initial score and trees.
+    if let Some(classes) = i["classes"].as_array() {
+        return html! {
+            p.note { "One-vs-rest over " (classes.len()) " classes: one binary fit per class; a class's probability is its fit's, normalised over the classes (not calibrated)." }
+            @for c in classes {
+                h3 { "Class " (text(&c["class"])) }
+                (dpboost_trees(&c["initial_score"], &i["trees_per_ensemble"], &c["trees"]))
+            }
+        };
+    }
+    dpboost_trees(&i["initial_score"], &i["trees_per_ensemble"], &i["trees"])
+}
+
+fn dpboost_trees(initial_score: &Value, per_ensemble: &Value, trees: &Value) -> Markup {
+    let trees = trees.as_array().cloned().unwrap_or_default();
     html! {
         dl.facts {
-            dt { "Initial score" } dd { (text(&i["initial_score"])) }
-            dt { "Trees per ensemble" } dd { (text(&i["trees_per_ensemble"])) }
+            dt { "Initial score" } dd { (text(initial_score)) }
+            dt { "Trees per ensemble" } dd { (text(per_ensemble)) }
             dt { "Trees" } dd { (trees.len()) }
         }
         @for (k, t) in trees.iter().enumerate() {

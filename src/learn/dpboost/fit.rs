@@ -35,7 +35,7 @@ pub fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
             Ok(values.iter().map(|&v| scale_label(v, min, max)).collect())
         }
         Task::Multiclass { .. } => Err(LearnError::InvalidParameter(
-            "dpboost cannot do multiclass classification".into(),
+            "DPBoost trains k classes as k binary fits (dpboost::multiclass), never on the class index".into(),
         )),
     }
 }
@@ -51,7 +51,7 @@ pub fn scale_label(v: f64, min: f64, max: f64) -> f64 {
 /// regression; PAPERS.md §4 item 20).
 pub fn gradient(task: Task, y: f64, f: f64) -> f64 {
     match task {
-        // Multiclass: not reached (the plan refuses it before any charge).
+        // Multiclass: not reached (k classes train k binary fits).
         Task::Binary | Task::Multiclass { .. } => -y / (1.0 + (y * f).exp()),
         Task::Regression { .. } => f - y,
     }
@@ -73,7 +73,7 @@ pub fn initial_score(
     let n = y.len() as f64;
     match task {
         Task::Multiclass { .. } => Err(LearnError::InvalidParameter(
-            "dpboost cannot do multiclass classification".into(),
+            "DPBoost trains k classes as k binary fits (dpboost::multiclass), never on the class index".into(),
         )),
         Task::Binary => {
             let count = y.iter().filter(|&&v| v > 0.0).count() as i128;
@@ -96,7 +96,7 @@ pub fn initial_score(
 pub fn grid_hessian(task: Task, q: i64) -> i64 {
     let unit = 1i64 << GRAD_BITS;
     match task {
-        // Multiclass: not reached (the plan refuses it before any charge).
+        // Multiclass: not reached (k classes train k binary fits).
         Task::Binary | Task::Multiclass { .. } => {
             let a = q.abs().min(unit);
             a * (unit - a) / unit
@@ -115,8 +115,9 @@ fn permutation(n: usize, rng: &mut NoiseRng) -> Result<Vec<usize>, LearnError> {
     Ok(perm)
 }
 
-/// Train DPBoost on `data` as `plan` says; `on_tree(done)` after each tree,
-/// `false` cancels.
+/// Train DPBoost on `data` as `plan` says, for the schema's binary or
+/// regression label (k classes: `super::multiclass`); `on_tree(done)` after
+/// each tree, `false` cancels.
 pub fn fit(
     data: &Dataset,
     encoder: &Encoder,
@@ -124,7 +125,21 @@ pub fn fit(
     rng: &mut NoiseRng,
     on_tree: &mut dyn FnMut(u32) -> bool,
 ) -> Result<DpBoostModel, LearnError> {
-    let task = encoder.schema().task();
+    fit_task(data, encoder, encoder.schema().task(), plan, rng, on_tree)
+}
+
+/// [`fit`] for `task` (binary or regression), which may differ from the
+/// schema's: a one-vs-rest fit of a multiclass schema is binary on
+/// "is the row's class c?". The encoder gives only the public split
+/// candidates and column layouts, which do not depend on the label.
+pub fn fit_task(
+    data: &Dataset,
+    encoder: &Encoder,
+    task: Task,
+    plan: &DpBoostPlan,
+    rng: &mut NoiseRng,
+    on_tree: &mut dyn FnMut(u32) -> bool,
+) -> Result<DpBoostModel, LearnError> {
     let n = data.n_rows();
     if n == 0 {
         return Err(LearnError::NoRows);

@@ -10,12 +10,16 @@
 //! - [`tree`]: the public split candidates and one DP tree (Alg. 1).
 //! - [`fit`]: the two-level boosting loop (Alg. 2) and the initial score.
 //! - [`model`]: the trees, prediction, inspection and the model file.
+//! - [`multiclass`]: k classes as k one-vs-rest binary fits at epsilon / k.
 
 pub mod fit;
 pub mod model;
+pub mod multiclass;
 pub mod params;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_multiclass;
 pub mod tree;
 
 pub use model::{DpBoostFile, DpBoostInspection, DpBoostModel};

@@ -8,6 +8,7 @@ use super::tree::NEWTON_BOUND;
 use super::tree::Tree;
 use crate::data::{Encoder, Literal, Schema, Task};
 use crate::learn::LearnError;
+use crate::learn::lazybb::model::OneVsRestStatement;
 use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
 use crate::privacy::mechanisms;
 
@@ -109,6 +110,10 @@ pub struct DpBoostStatement {
     /// (`learn::binning`); absent otherwise, and in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binning: Option<crate::learn::binning::BinningStatement>,
+    /// k classes: the one-vs-rest split of the budget (`super::multiclass`);
+    /// absent for a binary or regression model, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_vs_rest: Option<OneVsRestStatement>,
 }
 
 impl DpBoostStatement {
@@ -183,7 +188,35 @@ impl DpBoostStatement {
             mechanisms: vec![mechanisms::REPORT_NOISY_MAX_LAPLACE.id.to_owned()],
             software_version: SOFTWARE_VERSION.into(),
             binning: None,
+            one_vs_rest: None,
         }
+    }
+
+    /// A k-class model's statement: one binary fit's, wrapped in the
+    /// one-vs-rest composition, with the job's whole epsilon.
+    fn new_classes(plan: &DpBoostPlan, k: usize, total: f64) -> DpBoostStatement {
+        let mut s = DpBoostStatement::new(plan);
+        let per_fit = plan.budget.epsilon();
+        s.epsilon = total;
+        s.accounting = format!(
+            "one-vs-rest over {k} classes: {k} binary DPBoost fits over the same rows, composed sequentially (basic composition: every row is in every fit), each {per_fit:e}-DP; within each fit, {}",
+            s.accounting
+        );
+        s.budget_split = format!(
+            "equal over the {k} one-vs-rest fits (epsilon / k each, rounded down); within each fit, {}",
+            s.budget_split
+        );
+        s.mechanism = format!(
+            "one-vs-rest over {k} classes, in each fit: {}; the class probabilities are the k fits' sigmoid probabilities normalised to sum to 1 (post-processing, not calibrated)",
+            s.mechanism
+        );
+        s.one_vs_rest = Some(OneVsRestStatement {
+            fits: k,
+            epsilon_per_fit: per_fit,
+            delta_per_fit: 0.0,
+            composition: "basic (sequential) composition over the k fits; every fit is binary DPBoost with its own proof unchanged (docs/privacy.md, \"DPBoost for k classes\")".into(),
+        });
+        s
     }
 }
 
@@ -214,8 +247,14 @@ pub struct DpBoostFile {
     pub schema: Schema,
     /// Literal names in index order (a check against the schema).
     pub literals: Vec<String>,
-    /// The trees.
+    /// The trees of a binary or regression model; for k classes, empty (no
+    /// trees, initial score 0): the trees are in `one_vs_rest`.
     pub model: DpBoostModel,
+    /// k classes: one binary model per class, in the schema's class order
+    /// ("is the row's class c?", `super::multiclass`); absent for a binary
+    /// or regression model, and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub one_vs_rest: Vec<DpBoostModel>,
 }
 
 impl DpBoostFile {
@@ -241,7 +280,41 @@ impl DpBoostFile {
             schema: encoder.schema().clone(),
             literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
             model,
+            one_vs_rest: Vec::new(),
         })
+    }
+
+    /// Wrap the k one-vs-rest fits of a multiclass plan (class 0 first).
+    pub fn new_classes(
+        encoder: &Encoder,
+        plan: &DpBoostPlan,
+        defaults_used: bool,
+        fits: Vec<DpBoostModel>,
+    ) -> Result<DpBoostFile, LearnError> {
+        let Some((k, total)) = plan.one_vs_rest else {
+            return Err(LearnError::InvalidParameter(
+                "DPBoost: class fits need a multiclass plan".into(),
+            ));
+        };
+        if fits.len() != k {
+            return Err(LearnError::InvalidParameter(format!(
+                "DPBoost: {} class fits for {k} classes",
+                fits.len()
+            )));
+        }
+        let empty = DpBoostModel {
+            initial_score: 0.0,
+            trees: Vec::new(),
+        };
+        let mut file = DpBoostFile::new(encoder, plan, defaults_used, empty)?;
+        file.privacy = DpBoostStatement::new_classes(plan, k, total.epsilon());
+        file.one_vs_rest = fits;
+        Ok(file)
+    }
+
+    /// Whether the model predicts k classes (one-vs-rest fits).
+    pub fn is_multiclass(&self) -> bool {
+        matches!(self.task, Task::Multiclass { .. })
     }
 
     /// Parse and check (the caller checked format and version).
@@ -261,25 +334,65 @@ impl DpBoostFile {
         file.model
             .check(n_literals, file.params.max_depth)
             .map_err(LearnError::ModelFormat)?;
+        match file.task {
+            Task::Multiclass { k } => {
+                if file.one_vs_rest.len() != k {
+                    return Err(LearnError::ModelFormat(format!(
+                        "a multiclass DPBoost model needs one fit per class ({k}), got {}",
+                        file.one_vs_rest.len()
+                    )));
+                }
+                if !file.model.trees.is_empty() || file.model.initial_score != 0.0 {
+                    return Err(LearnError::ModelFormat(
+                        "a multiclass DPBoost model keeps its trees in one_vs_rest, not in model"
+                            .into(),
+                    ));
+                }
+                for fit in &file.one_vs_rest {
+                    fit.check(n_literals, file.params.max_depth)
+                        .map_err(LearnError::ModelFormat)?;
+                }
+            }
+            Task::Binary | Task::Regression { .. } => {
+                if !file.one_vs_rest.is_empty() {
+                    return Err(LearnError::ModelFormat(
+                        "only a multiclass DPBoost model has one_vs_rest fits".into(),
+                    ));
+                }
+            }
+        }
         Ok(file)
     }
 
     /// Every row's output of `data` (encoded with the model's schema).
     pub fn raw_all(&self, data: &crate::data::Dataset) -> Vec<f64> {
-        // Every literal of every split of every tree is read for every row
-        // (`Tree::leaves_of_rows`): work independent of the rows, for DP
-        // evaluations (issue 26). The leaves are summed in tree order and
-        // then added to the initial score, as `raw` does, so a batch
-        // prediction equals the single-row one bit for bit.
-        let mut sums = vec![0.0f64; data.n_rows()];
-        for t in &self.model.trees {
-            for (s, leaf) in sums.iter_mut().zip(t.leaves_of_rows(&data.features)) {
-                *s += t.leaves[leaf];
-            }
-        }
-        sums.into_iter()
-            .map(|sum| DpBoostModel::unscale(self.task, self.model.initial_score + sum))
+        model_raw_all(&self.model, data)
+            .into_iter()
+            .map(|raw| DpBoostModel::unscale(self.task, raw))
             .collect()
+    }
+
+    /// k classes: every row's scores whose softmax is its normalised
+    /// one-vs-rest probabilities (`multiclass::normalising_scores`), one
+    /// vector of k per row.
+    pub fn class_scores_all(&self, data: &crate::data::Dataset) -> Vec<Vec<f64>> {
+        let logits: Vec<Vec<f64>> = self
+            .one_vs_rest
+            .iter()
+            .map(|m| model_raw_all(m, data))
+            .collect();
+        (0..data.n_rows())
+            .map(|i| {
+                let row: Vec<f64> = logits.iter().map(|l| l[i]).collect();
+                super::multiclass::normalising_scores(&row)
+            })
+            .collect()
+    }
+
+    /// k classes: one row's scores ([`Self::class_scores_all`]).
+    pub fn class_scores(&self, active: &[u32]) -> Vec<f64> {
+        let logits: Vec<f64> = self.one_vs_rest.iter().map(|m| m.raw(active)).collect();
+        super::multiclass::normalising_scores(&logits)
     }
 
     /// A row's output: a classifier's logit or a regressor's value in label
@@ -289,15 +402,48 @@ impl DpBoostFile {
     }
 }
 
+/// Every row's raw score under `model`: every literal of every split of
+/// every tree is read for every row (`Tree::leaves_of_rows`): work
+/// independent of the rows, for DP evaluations (issue 26). The leaves are
+/// summed in tree order and then added to the initial score, as
+/// [`DpBoostModel::raw`] does, so a batch prediction equals the single-row
+/// one bit for bit.
+fn model_raw_all(model: &DpBoostModel, data: &crate::data::Dataset) -> Vec<f64> {
+    let mut sums = vec![0.0f64; data.n_rows()];
+    for t in &model.trees {
+        for (s, leaf) in sums.iter_mut().zip(t.leaves_of_rows(&data.features)) {
+            *s += t.leaves[leaf];
+        }
+    }
+    sums.into_iter()
+        .map(|sum| model.initial_score + sum)
+        .collect()
+}
+
 /// What `inspect` shows of a DPBoost model: every tree with its splits (by
-/// literal names) and leaf values.
+/// literal names) and leaf values; for k classes, every class's fit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DpBoostInspection {
-    /// The initial score (logit or scaled label).
+    /// The initial score (logit or scaled label); 0 for k classes.
     pub initial_score: f64,
     /// Trees per ensemble.
     pub trees_per_ensemble: u32,
-    /// The trees in order.
+    /// The trees in order (empty for k classes: see `classes`).
+    pub trees: Vec<TreeOut>,
+    /// k classes: each class's one-vs-rest fit, in schema order; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassTrees>>,
+}
+
+/// One class's one-vs-rest fit as inspected.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassTrees {
+    /// The class name.
+    pub class: String,
+    /// The fit's initial score (a logit of "class c").
+    pub initial_score: f64,
+    /// The fit's trees in order.
     pub trees: Vec<TreeOut>,
 }
 
@@ -313,44 +459,81 @@ pub struct TreeOut {
 impl DpBoostInspection {
     /// Build from a file (post-processing: free).
     pub fn new(file: &DpBoostFile, encoder: &Encoder) -> DpBoostInspection {
-        let literals = encoder.literals();
+        let classes = file.is_multiclass().then(|| {
+            file.schema
+                .class_names()
+                .iter()
+                .zip(&file.one_vs_rest)
+                .map(|(name, fit)| ClassTrees {
+                    class: name.clone(),
+                    initial_score: fit.initial_score,
+                    trees: trees_out(fit, encoder),
+                })
+                .collect()
+        });
         DpBoostInspection {
             initial_score: file.model.initial_score,
             trees_per_ensemble: file.params.trees_per_ensemble,
-            trees: file
-                .model
-                .trees
-                .iter()
-                .map(|t| TreeOut {
-                    splits: t
-                        .splits
-                        .iter()
-                        .map(|s| {
-                            let parts: Vec<&Literal> =
-                                s.literals.iter().map(|&l| &literals[l as usize]).collect();
-                            split_text(&parts)
-                        })
-                        .collect(),
-                    leaves: t.leaves.clone(),
-                })
-                .collect(),
+            trees: trees_out(&file.model, encoder),
+            classes,
         }
     }
 
     /// Human-readable text.
     pub fn to_text(&self) -> String {
+        let Some(classes) = &self.classes else {
+            return trees_text(self.initial_score, &self.trees, self.trees_per_ensemble);
+        };
         let mut out = format!(
-            "Initial score: {:.6}\nTrees: {} ({} per ensemble)\n",
-            self.initial_score,
-            self.trees.len(),
-            self.trees_per_ensemble
+            "One-vs-rest over {} classes: one binary fit per class; a class's probability is its fit's, normalised over the classes\n",
+            classes.len()
         );
-        for (i, t) in self.trees.iter().enumerate() {
-            out.push_str(&format!("\nTree {}:\n", i + 1));
-            write_node(&mut out, t, 0, 1);
+        for c in classes {
+            out.push_str(&format!("\nClass {:?}:\n", c.class));
+            out.push_str(&trees_text(
+                c.initial_score,
+                &c.trees,
+                self.trees_per_ensemble,
+            ));
         }
         out
     }
+}
+
+/// A model's trees with their splits by literal names.
+fn trees_out(model: &DpBoostModel, encoder: &Encoder) -> Vec<TreeOut> {
+    let literals = encoder.literals();
+    model
+        .trees
+        .iter()
+        .map(|t| TreeOut {
+            splits: t
+                .splits
+                .iter()
+                .map(|s| {
+                    let parts: Vec<&Literal> =
+                        s.literals.iter().map(|&l| &literals[l as usize]).collect();
+                    split_text(&parts)
+                })
+                .collect(),
+            leaves: t.leaves.clone(),
+        })
+        .collect()
+}
+
+/// A tree list as text, after its initial score.
+fn trees_text(initial_score: f64, trees: &[TreeOut], per_ensemble: u32) -> String {
+    let mut out = format!(
+        "Initial score: {:.6}\nTrees: {} ({} per ensemble)\n",
+        initial_score,
+        trees.len(),
+        per_ensemble
+    );
+    for (i, t) in trees.iter().enumerate() {
+        out.push_str(&format!("\nTree {}:\n", i + 1));
+        write_node(&mut out, t, 0, 1);
+    }
+    out
 }
 
 fn write_node(out: &mut String, t: &TreeOut, node: usize, indent: usize) {

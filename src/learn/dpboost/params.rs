@@ -263,7 +263,30 @@ impl DpBoostParams {
             epsilon_leaves,
             split_sensitivity,
             split_scale,
+            one_vs_rest: None,
         })
+    }
+
+    /// Calibrate for `task`: a binary or regression label as [`Self::plan`];
+    /// k classes as k one-vs-rest binary fits (`super::multiclass`), each
+    /// planned exactly as a binary run at epsilon / k (delta is unused:
+    /// DPBoost is pure), so every scale checked is a per-fit scale.
+    pub fn plan_for(
+        self,
+        task: Task,
+        budget: Budget,
+        n_rows: usize,
+    ) -> Result<DpBoostPlan, LearnError> {
+        match task {
+            Task::Multiclass { k } => {
+                let fit = crate::learn::lazybb::multiclass::per_fit_budget(budget, k)?;
+                // Pure: each fit is planned at its epsilon share alone.
+                let mut plan = self.plan(Budget::new(fit.epsilon(), 0.0)?, n_rows)?;
+                plan.one_vs_rest = Some((k, budget));
+                Ok(plan)
+            }
+            Task::Binary | Task::Regression { .. } => self.plan(budget, n_rows),
+        }
     }
 }
 
@@ -313,18 +336,32 @@ pub struct DpBoostPlan {
     pub split_sensitivity: f64,
     /// Laplace scale of report-noisy-max over the split gains.
     pub split_scale: f64,
+    /// k classes: the number of one-vs-rest fits and the job's whole
+    /// budget; every other field is then one binary fit's plan at epsilon /
+    /// k (`budget` is that share). `None` for a binary or regression label.
+    pub one_vs_rest: Option<(usize, Budget)>,
 }
 
 impl DpBoostPlan {
-    /// Total trees.
+    /// Trees of one fit (of each class's fit for k classes).
     pub fn trees(&self) -> u32 {
         self.params.trees_per_ensemble * self.params.ensembles
     }
 
-    /// Pure epsilon-DP: sequential over ensembles and the initial score.
+    /// Progress steps: every tree of every fit (k fits for k classes).
+    pub fn steps(&self) -> u32 {
+        self.trees() * self.one_vs_rest.map_or(1, |(k, _)| k as u32)
+    }
+
+    /// Pure epsilon-DP: sequential over ensembles and the initial score;
+    /// for k classes, sequential over the k fits, whose epsilon shares sum
+    /// to at most the job's epsilon, which is what is charged.
     pub fn cost(&self) -> PrivacyCost {
         PrivacyCost::Pure {
-            epsilon: self.budget.epsilon(),
+            epsilon: self
+                .one_vs_rest
+                .map_or(self.budget, |(_, total)| total)
+                .epsilon(),
         }
     }
 
@@ -373,7 +410,8 @@ impl DpBoostPlan {
         for (what, scale) in scales {
             if !super::tree::laplace_scale_usable(scale) {
                 return Err(LearnError::InvalidParameter(format!(
-                    "DPBoost (epsilon): {what} Laplace scale {scale:e} is out of range; raise epsilon or the share it comes from"
+                    "DPBoost (epsilon): {what} Laplace scale {scale:e} is out of range; raise epsilon or the share it comes from{}",
+                    self.per_fit_note()
                 )));
             }
         }
@@ -394,6 +432,17 @@ impl DpBoostPlan {
 pub const HESSIAN_BOUND_UNITS: i64 = 1 << GRAD_BITS;
 
 impl DpBoostPlan {
+    /// For k classes, what an error about a scale adds: the scale is one
+    /// one-vs-rest fit's, at epsilon / k.
+    fn per_fit_note(&self) -> String {
+        match self.one_vs_rest {
+            Some((k, _)) => format!(
+                " (each of the {k} one-vs-rest fits of a {k}-class label runs at epsilon / {k})"
+            ),
+            None => String::new(),
+        }
+    }
+
     /// Newton leaves ([`LeafRelease::Newton`]): the Laplace scales, in 2^-20
     /// grid units, of the noise on every leaf's gradient sum and hessian
     /// sum. Sensitivity under substitution (module docs): the changed row is
@@ -417,7 +466,13 @@ pub fn noise_json(p: &DpBoostPlan) -> serde_json::Value {
     let unit = f64::from(1u32 << LEAF_BITS);
     serde_json::json!({
         "mechanism": format!(
-            "DPBoost: {} per tree node over the split gains of public candidates; exact discrete Laplace noise on each tree's clipped leaf values",
+            "{}DPBoost: {} per tree node over the split gains of public candidates; exact discrete Laplace noise on each tree's clipped leaf values",
+            match p.one_vs_rest {
+                Some((k, _)) => format!(
+                    "one-vs-rest over {k} classes: {k} binary DPBoost fits, each at epsilon / {k} (the scales below are one fit's); in each, "
+                ),
+                None => String::new(),
+            },
             crate::privacy::mechanisms::REPORT_NOISY_MAX_LAPLACE.name
         ),
         "n_rows": p.n_rows,
@@ -434,5 +489,7 @@ pub fn noise_json(p: &DpBoostPlan) -> serde_json::Value {
         "leaf_scale": scale / unit,
         "newton_gradient_sum_scale": p.newton_noise().0 / unit,
         "newton_hessian_sum_scale": p.newton_noise().1 / unit,
+        "one_vs_rest_fits": p.one_vs_rest.map(|(k, _)| k),
+        "epsilon_per_fit": p.budget.epsilon(),
     })
 }

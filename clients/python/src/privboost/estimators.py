@@ -66,10 +66,10 @@ _WEAK_LEARNERS = {  # accepted spelling -> (CLI value, API value)
 
 
 # The learners this client trains on a multiclass label (the server and the binary refuse the others
-# by name; "auto" runs the prior's multiclass order). The server's LazyBB also trains k classes
-# (one-vs-rest); the client keeps it binary, as the scikit-learn checks of the default classifier are
-# written for it.
-MULTICLASS_LEARNERS = frozenset({"dp-linear", "dp-ebm", "auto"})
+# by name; "auto" runs the prior's multiclass order). DPBoost trains k classes one-vs-rest. The
+# server's LazyBB also trains k classes (one-vs-rest); the client keeps it binary, as the
+# scikit-learn checks of the default classifier are written for it.
+MULTICLASS_LEARNERS = frozenset({"dp-linear", "dp-ebm", "dpboost", "auto"})
 
 
 class PrivacyLeakWarning(UserWarning):
