@@ -84,12 +84,23 @@ impl KeyRow {
 
 /// SHA-256 of a key, hex.
 pub(crate) fn hash_key(secret: &str) -> String {
-    hex(&Sha256::digest(secret.as_bytes()))
+    hex(&digest_key(secret))
+}
+
+/// SHA-256 of a key, raw: what the API's key cache is keyed by.
+pub(crate) fn digest_key(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
 }
 
 /// Lower-case hex of bytes.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
 }
 
 /// A fresh secret: `pb_` and 64 hex digits from the OS CSPRNG.
