@@ -228,3 +228,19 @@ pub(crate) async fn revoke(db: &super::Db, id: &str) -> Result<bool, StoreError>
         Ok(done.rows_affected() == 1)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_hashes_to_the_lower_case_hex_of_its_sha256() {
+        // FIPS 180-2's example: stored hashes must keep this exact form.
+        assert_eq!(
+            hash_key("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(hex(&digest_key("abc")), hash_key("abc"));
+        assert_eq!(hex(&[0x00, 0x0f, 0xf0, 0xff]), "000ff0ff");
+    }
+}
