@@ -1,18 +1,37 @@
 #!/usr/bin/env bash
-# Single-row predict load against a real `privboost serve` with wrk
+# Predict load against a real `privboost serve` with wrk
 # (Debian's package: apt-get install wrk), the client on the same machine.
 #
-#   scripts/predict_load.sh [BINARY] [CONNECTIONS] [SECONDS]
+#   scripts/predict_load.sh [--oip] [--rows N] [--rate-limit R] [BINARY] [CONNECTIONS] [SECONDS]
 #
 # Starts BINARY (default target/release/privboost) on a free loopback port
-# with a fresh data directory, INFO logs (the default filter) to a file and
-# no rate limit; uploads the shipped Mushroom data, trains LazyBB (tau 15,
-# epsilon 1), deploys it as "mushroom", then runs wrk (1 thread,
-# CONNECTIONS keep-alive connections, default 16) for SECONDS (default 10)
-# against POST /v1/deployments/mushroom/predict with one 22-column row and
-# the owner's key. Prints wrk's figures and the machine's load.
+# with a fresh data directory, INFO logs (the default filter) to a file;
+# uploads the shipped Mushroom data, trains LazyBB (tau 15, epsilon 1),
+# deploys it as "mushroom", then runs wrk (1 thread, CONNECTIONS keep-alive
+# connections, default 16) for SECONDS (default 10) with the owner's key
+# against POST /v1/deployments/mushroom/predict, or with --oip against the
+# Open Inference Protocol's POST /v2/models/mushroom/infer (one input
+# tensor per column). Each request carries N rows (default 1; Mushroom's
+# rows in order, repeated). --rate-limit R runs the server with the per-key
+# limiter on at R requests/s and a burst of R (default 0: off; choose R
+# above what the server can answer so that nothing is refused, and check
+# that wrk prints no "Non-2xx" line). Prints wrk's figures, rows/s, and the
+# machine's load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROUTE=predict
+ROWS=1
+RATE=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --oip) ROUTE=oip; shift ;;
+    --rows) ROWS=$2; shift 2 ;;
+    --rate-limit) RATE=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+RATE_FLAGS=(--rate-limit "$RATE")
+if [ "$RATE" != 0 ]; then RATE_FLAGS+=(--rate-burst "$RATE"); fi
 BIN=${1:-target/release/privboost}
 CONNECTIONS=${2:-16}
 SECONDS_=${3:-10}
@@ -21,7 +40,7 @@ WORK=$(mktemp -d)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 BASE=http://127.0.0.1:$PORT
 ADMIN=pb_load_admin_$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-"$BIN" serve --bind 127.0.0.1:$PORT --data-dir "$WORK/data" --admin-key "$ADMIN" --rate-limit 0 \
+"$BIN" serve --bind 127.0.0.1:$PORT --data-dir "$WORK/data" --admin-key "$ADMIN" "${RATE_FLAGS[@]}" \
   >/dev/null 2>"$WORK/serve.log" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -41,14 +60,20 @@ done
 [ -n "$MODEL" ] || { echo "predict_load: training did not finish" >&2; exit 1; }
 curl -sf -X PUT $BASE/v1/deployments/mushroom -H "Authorization: Bearer $OWNER" \
   -H 'content-type: application/json' -d "{\"model_id\":\"$MODEL\"}" >/dev/null
-python3 - "$WORK/body.json" <<'PY'
-import csv, json, sys
+python3 - "$WORK/body.json" "$ROUTE" "$ROWS" <<'PY'
+import csv, itertools, json, sys
+out, route, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with open("data/mushroom/mushroom.csv", newline="") as f:
     rows = csv.reader(f)
     header = next(rows)
-    row = next(rows)
-body = {"rows": [{k: v for k, v in zip(header, row) if k != "class"}]}
-open(sys.argv[1], "w").write(json.dumps(body))
+    data = list(rows)
+rows = [{k: v for k, v in zip(header, r) if k != "class"} for r in itertools.islice(itertools.cycle(data), n)]
+if route == "oip":
+    names = [k for k in header if k != "class"]
+    body = {"inputs": [{"name": k, "shape": [n], "datatype": "BYTES", "data": [r[k] for r in rows]} for k in names]}
+else:
+    body = {"rows": rows}
+open(out, "w").write(json.dumps(body))
 PY
 cat > "$WORK/post.lua" <<LUA
 local f = io.open("$WORK/body.json", "r")
@@ -58,6 +83,14 @@ f:close()
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $OWNER"
 LUA
-echo "predict load: $(nproc) cores, wrk 1 thread, $CONNECTIONS connections, ${SECONDS_}s, INFO logs to a file"
-wrk -t1 -c"$CONNECTIONS" -d"${SECONDS_}s" --latency -s "$WORK/post.lua" $BASE/v1/deployments/mushroom/predict
+case $ROUTE in
+  oip) URL=$BASE/v2/models/mushroom/infer ;;
+  *) URL=$BASE/v1/deployments/mushroom/predict ;;
+esac
+curl -sf -X POST "$URL" -H "Authorization: Bearer $OWNER" -H 'content-type: application/json' \
+  --data-binary "@$WORK/body.json" >/dev/null || { echo "predict_load: the request is refused" >&2; exit 1; }
+echo "predict load: $(nproc) cores, wrk 1 thread, $CONNECTIONS connections, ${SECONDS_}s, $ROWS row(s) per request to ${URL#$BASE}, rate limit ${RATE}/s (0: off), INFO logs to a file; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+wrk -t1 -c"$CONNECTIONS" -d"${SECONDS_}s" --latency -s "$WORK/post.lua" "$URL" | tee "$WORK/wrk.txt"
+RPS=$(awk '/^Requests\/sec/ {print $2}' "$WORK/wrk.txt")
+echo "rows/s: $(python3 -c "print(round($RPS * $ROWS))")"
 echo "log lines written: $(wc -l < "$WORK/serve.log"); load average: $(cut -d' ' -f1-3 /proc/loadavg)"

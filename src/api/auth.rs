@@ -1,6 +1,7 @@
 //! Authentication: the [`Caller`] extractor.
 //!
-//! `Authorization: Bearer <key>`; the key is hashed (SHA-256) and looked up.
+//! `Authorization: Bearer <key>`; the key is hashed (SHA-256) and looked up
+//! (in the key cache of [`super::cache`], else in the store).
 //! Missing, malformed or unknown keys get 401; a known key over its rate
 //! limit gets 429 ([`rate_limit`]). The key itself is never
 //! logged or stored. What a caller may touch is checked by each handler
@@ -58,19 +59,29 @@ impl FromRequestParts<AppState> for Caller {
         if secret.is_empty() {
             return Err(ApiError::Unauthorized);
         }
-        let key = keys::find_by_hash(&state.pool, &keys::hash_key(secret))
-            .await?
-            .ok_or(ApiError::Unauthorized)?;
+        let digest = keys::digest_key(secret);
+        // A verified key is cached for at most `cache::CACHE_TTL`; an
+        // unknown or revoked one is read from the store every time, and
+        // revoking a key clears the cache (`super::cache`).
+        let (id, role) = match state.caches.keys.get(&digest) {
+            Some(known) => known,
+            None => {
+                let ticket = state.caches.keys.ticket();
+                let key = keys::find_by_hash(&state.pool, &keys::hex(&digest))
+                    .await?
+                    .ok_or(ApiError::Unauthorized)?;
+                state
+                    .caches
+                    .keys
+                    .insert(ticket, digest, (key.id.clone(), key.role));
+                (key.id, key.role)
+            }
+        };
         if let Some(limiter) = &state.limiter {
-            limiter
-                .check(&key.id)
-                .map_err(|wait| ApiError::RateLimited {
-                    retry_after: rate_limit::retry_after_secs(wait),
-                })?;
+            limiter.check(&id).map_err(|wait| ApiError::RateLimited {
+                retry_after: rate_limit::retry_after_secs(wait),
+            })?;
         }
-        Ok(Caller {
-            id: key.id,
-            role: key.role,
-        })
+        Ok(Caller { id, role })
     }
 }

@@ -85,6 +85,9 @@ async fn revoke(
         return Err(ApiError::Conflict("a key cannot revoke itself".into()));
     }
     if keys::revoke(&state.pool, &id).await? {
+        // After the commit: the key's next request on this replica reads
+        // the store and gets 401 (other replicas: `super::cache`).
+        state.caches.keys.clear();
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound("key"))

@@ -19,6 +19,7 @@
 pub mod auth;
 pub mod error;
 
+mod cache;
 mod dashboard;
 mod datasets;
 mod evaluations;
@@ -55,6 +56,7 @@ use tracing::info;
 use crate::jobs::{JobQueue, Workers};
 use crate::store::{self, StoreError, keys::Role};
 
+pub use cache::CACHE_TTL;
 pub use error::ApiError;
 pub use rate_limit::RateLimit;
 
@@ -162,6 +164,8 @@ pub struct AppState {
     config: Arc<Config>,
     metrics: Arc<metrics::Metrics>,
     models: Arc<models::ModelCache>,
+    /// Verified keys and resolved deployments (`cache`).
+    caches: Arc<cache::Caches>,
     limiter: Option<Arc<rate_limit::KeyLimiter>>,
     /// Becomes `true` when the server stops (long-lived responses such as
     /// job event streams end then, so draining does not wait for them).
@@ -222,6 +226,7 @@ impl Server {
             config: Arc::new(config),
             metrics: Arc::new(metrics::Metrics::default()),
             models: Arc::new(models::ModelCache::default()),
+            caches: Arc::new(cache::Caches::default()),
             shutdown: shutdown_rx,
         };
         Ok(Server {

@@ -71,7 +71,11 @@ pub(crate) struct Loaded {
 /// when it reaches [`MODEL_CACHE_SIZE`]. A deleted model's entry is removed
 /// on the replica that deleted it; on another replica it may linger, but
 /// every route reaches the cache only through a store read that skips
-/// deleted models (or a deployment, which a deleted model never has).
+/// deleted models, or through a deployment (which a deleted model never
+/// has: the delete is refused while one serves it). A deployment may come
+/// from the deployment cache (`super::cache`), at most `CACHE_TTL` old, so
+/// another replica may serve a deleted model for at most `CACHE_TTL` after
+/// the move away from it; the replica that deletes it, never.
 #[derive(Default)]
 pub(crate) struct ModelCache {
     map: Mutex<HashMap<String, (ModelRecord, Arc<Loaded>)>>,
@@ -414,6 +418,10 @@ async fn delete_model(
     match models::delete(&state.pool, &id, &caller.id).await? {
         models::Deleted::Done => {
             state.models.forget(&id);
+            // A deployment never serves a deleted model (the delete is
+            // refused while one does), but a cached one may predate the
+            // move away from it: forget those too.
+            state.caches.deployments.clear();
             tracing::info!(model_id = %id, by = %caller.id, "model deleted");
             Ok(StatusCode::NO_CONTENT.into_response())
         }
@@ -453,15 +461,34 @@ pub(super) async fn deployment(
         .ok_or(ApiError::NotFound("deployment"))
 }
 
+/// [`deployment`] through the deployment cache: for serving, where an
+/// answer at most `cache::CACHE_TTL` old from another replica is fine.
+/// Moves (`put`, `rollback`) read the store itself.
+async fn cached_deployment(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+) -> Result<Deployment, ApiError> {
+    let key = super::cache::deployment_key(&caller.id, name);
+    if let Some(d) = state.caches.deployments.get(&key) {
+        return Ok(d);
+    }
+    let ticket = state.caches.deployments.ticket();
+    let d = deployment(state, caller, name).await?;
+    state.caches.deployments.insert(ticket, key, d.clone());
+    Ok(d)
+}
+
 /// The deployment `name` means to the caller and the model it serves now.
 pub(super) async fn deployed(
     state: &AppState,
     caller: &Caller,
     name: &str,
 ) -> Result<(Deployment, ModelRecord, Arc<Loaded>), ApiError> {
-    let d = deployment(state, caller, name).await?;
-    // The deployment is read every time (it moves between versions); the
-    // model it points to never changes, so a loaded one needs no read.
+    let d = cached_deployment(state, caller, name).await?;
+    // The deployment may move between versions, so it is cached briefly
+    // and forgotten on every move (`super::cache`); the model it points to
+    // never changes, so a loaded one needs no read.
     if let Some((record, loaded)) = state.models.get(&d.model_id) {
         return Ok((d, record, loaded));
     }
@@ -567,7 +594,11 @@ async fn put_deployment(
     let plain = own_name(&caller, &name)?;
     // The caller must see the model (else 404, as for any foreign resource).
     visible_model(&state, &caller, &body.model_id).await?;
-    match deployments::put(&state.pool, &caller.id, plain, &body.model_id).await? {
+    let put = deployments::put(&state.pool, &caller.id, plain, &body.model_id).await?;
+    // After the commit, whatever it did: a new deployment can change what
+    // a plain name means to its creator, a move what it serves.
+    state.caches.deployments.clear();
+    match put {
         Put::Created(d) => Ok((StatusCode::CREATED, axum::Json(deployment_json(&d)?))),
         Put::Updated(d) => Ok((StatusCode::OK, axum::Json(deployment_json(&d)?))),
         // Deleted between the check above and the move.
@@ -624,7 +655,9 @@ async fn rollback_deployment(
         .ok_or(ApiError::NotFound("deployment version"))?;
     // Only to a model the caller may still see.
     visible_model(&state, &caller, &v.model_id).await?;
-    match deployments::rollback(&state.pool, d.seq, Some(target), &caller.id).await? {
+    let rolled = deployments::rollback(&state.pool, d.seq, Some(target), &caller.id).await?;
+    state.caches.deployments.clear();
+    match rolled {
         Rollback::Done(d) => Ok(axum::Json(deployment_json(&d)?)),
         Rollback::UnknownVersion | Rollback::Gone => Err(ApiError::NotFound("deployment version")),
         Rollback::ModelGone => Err(ApiError::NotFound("model")),

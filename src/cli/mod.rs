@@ -15,6 +15,7 @@ mod experiment;
 mod export;
 mod files;
 mod inspect;
+mod log_writer;
 mod predict;
 mod randomize;
 mod schema;

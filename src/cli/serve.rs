@@ -13,6 +13,7 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::log_writer::LogWriter;
 use anyhow::Context;
 use clap::Args;
 use privboost::api::{self, Config, Server};
@@ -149,10 +150,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         EnvFilter::new(format!("{}=info,tower_http=info", env!("CARGO_CRATE_NAME")))
     });
+    // Lines go to stderr from a writer thread, not from the request's
+    // thread (`log_writer`); flushed before the process exits.
+    let writer = LogWriter::stderr().context("starting the log writer")?;
     if args.log_json {
         tracing_subscriber::fmt()
             .with_env_filter(filter)
-            .with_writer(std::io::stderr)
+            .with_writer(writer.clone())
             .json()
             .init();
     } else {
@@ -160,10 +164,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         // text, not escape codes.
         tracing_subscriber::fmt()
             .with_env_filter(filter)
-            .with_writer(std::io::stderr)
+            .with_writer(writer.clone())
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }
+    let result = serve(args);
+    writer.flush();
+    result
+}
+
+/// [`run`] once logging is set up.
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.config()?;
     if config.database_url.is_none() {
         std::fs::create_dir_all(&args.data_dir)

@@ -84,12 +84,23 @@ impl KeyRow {
 
 /// SHA-256 of a key, hex.
 pub(crate) fn hash_key(secret: &str) -> String {
-    hex(&Sha256::digest(secret.as_bytes()))
+    hex(&digest_key(secret))
+}
+
+/// SHA-256 of a key, raw: what the API's key cache is keyed by.
+pub(crate) fn digest_key(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
 }
 
 /// Lower-case hex of bytes.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
 }
 
 /// A fresh secret: `pb_` and 64 hex digits from the OS CSPRNG.
@@ -216,4 +227,20 @@ pub(crate) async fn revoke(db: &super::Db, id: &str) -> Result<bool, StoreError>
                 .await?;
         Ok(done.rows_affected() == 1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_hashes_to_the_lower_case_hex_of_its_sha256() {
+        // FIPS 180-2's example: stored hashes must keep this exact form.
+        assert_eq!(
+            hash_key("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(hex(&digest_key("abc")), hash_key("abc"));
+        assert_eq!(hex(&[0x00, 0x0f, 0xf0, 0xff]), "000ff0ff");
+    }
 }
