@@ -29,6 +29,8 @@ pub mod linear;
 pub mod metrics;
 pub mod naive_bayes;
 pub mod private_eval;
+#[cfg(test)]
+pub(crate) mod test_grades;
 pub mod trained;
 
 pub use lazybb::{baselines, hypothesis, inspect, model, params, projection};

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::DpBoostSpec;
 use super::multiclass::normalising_scores;
 use crate::data::{Dataset, Encoder, LabelMode, Schema, Task, read_csv};
+use crate::learn::test_grades::grades;
 use crate::learn::{AlgorithmSpec, Model, ModelPredictor, Output, PublicFacts};
 use crate::privacy::{Budget, NoiseRng, PrivacyCost};
 
@@ -223,32 +224,6 @@ fn probabilities_are_the_sigmoids_normalised() {
     let p = crate::learn::trained::softmax(&normalising_scores(&[800.0, -800.0, 800.0]));
     assert!(p.iter().all(|q| q.is_finite()), "{p:?}");
     assert!((p[0] - 0.5).abs() < 1e-15 && p[1] < 1e-300, "{p:?}");
-}
-
-const SCHEMA: &str = r#"{
-  "label": {"column": "grade", "classes": ["low", "mid", "high"]},
-  "columns": [
-    {"name": "level", "type": "categorical", "categories": ["a", "b", "c"]},
-    {"name": "flag", "type": "boolean"}
-  ]
-}"#;
-
-/// 3000 rows whose `level` decides the grade, one in ten shifted.
-fn grades() -> (Encoder, Dataset) {
-    let encoder = Encoder::new(&Schema::from_json(SCHEMA).unwrap()).unwrap();
-    let mut csv = String::from("level,flag,grade\n");
-    for i in 0..3000usize {
-        let c = i % 3;
-        let y = if i % 10 == 0 { (c + 1) % 3 } else { c };
-        csv.push_str(&format!(
-            "{},{},{}\n",
-            ["a", "b", "c"][c],
-            i / 3 % 2,
-            ["low", "mid", "high"][y]
-        ));
-    }
-    let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
-    (encoder, data)
 }
 
 fn fit(epsilon: f64, encoder: &Encoder, data: &Dataset, seed: u64) -> Model {

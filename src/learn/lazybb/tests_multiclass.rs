@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::params::default_parameters;
 use crate::data::{Dataset, Encoder, LabelMode, Schema, Task, read_csv};
+use crate::learn::test_grades::grades;
 use crate::learn::{AlgorithmSpec, LazyBbSpec, Model, ModelPredictor, Output, PublicFacts};
 use crate::privacy::{Budget, NoiseRng, PrivacyCost};
 
@@ -169,32 +170,6 @@ fn drawn_selection_noise_is_at_the_per_fit_scale() {
             assert!((p - wrong).abs() > 0.1, "{task:?}: {p} looks like {wrong}");
         }
     }
-}
-
-const SCHEMA: &str = r#"{
-  "label": {"column": "grade", "classes": ["low", "mid", "high"]},
-  "columns": [
-    {"name": "level", "type": "categorical", "categories": ["a", "b", "c"]},
-    {"name": "flag", "type": "boolean"}
-  ]
-}"#;
-
-/// 3000 rows whose `level` decides the grade, one in ten shifted.
-fn grades() -> (Encoder, Dataset) {
-    let encoder = Encoder::new(&Schema::from_json(SCHEMA).unwrap()).unwrap();
-    let mut csv = String::from("level,flag,grade\n");
-    for i in 0..3000usize {
-        let c = i % 3;
-        let y = if i % 10 == 0 { (c + 1) % 3 } else { c };
-        csv.push_str(&format!(
-            "{},{},{}\n",
-            ["a", "b", "c"][c],
-            i / 3 % 2,
-            ["low", "mid", "high"][y]
-        ));
-    }
-    let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
-    (encoder, data)
 }
 
 fn fit(spec: &AlgorithmSpec, epsilon: f64, encoder: &Encoder, data: &Dataset, seed: u64) -> Model {
