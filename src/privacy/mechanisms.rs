@@ -61,12 +61,25 @@ pub const RANDOMIZED_RESPONSE: Mechanism = Mechanism {
     docs: "docs/privacy.md, \"Local DP collection\"",
 };
 
+/// Objective perturbation (Chaudhuri, Monteleoni and Sarwate 2011): a
+/// hidden random vector added to dp-linear's objective
+/// (`privacy::objective`). Its output is released only through
+/// [`DISCRETE_LAPLACE`] on a grid; the hidden vector itself is the one
+/// floating-point draw in privboost.
+pub const OBJECTIVE_PERTURBATION: Mechanism = Mechanism {
+    id: "objective-perturbation",
+    name: "objective perturbation",
+    sampler: "a hidden vector b, never released, of density proportional to exp(-beta ||b||): its norm a sum of exponentials and its direction normalised Gaussians, drawn in floating point from uniform multiples of 2^-53 (not exact: the proof is a change of variables over the reals)",
+    docs: "docs/privacy.md, \"dp-linear by objective perturbation\"",
+};
+
 /// Every mechanism the code can run.
 pub const ALL: &[Mechanism] = &[
     REPORT_NOISY_MAX_LAPLACE,
     DISCRETE_GAUSSIAN,
     DISCRETE_LAPLACE,
     RANDOMIZED_RESPONSE,
+    OBJECTIVE_PERTURBATION,
 ];
 
 /// Where all noise comes from, whatever the mechanism.
@@ -91,10 +104,12 @@ pub fn sampler_text(mechanisms: &[Mechanism]) -> String {
         .iter()
         .map(|m| format!("{}: {}", m.name, m.sampler))
         .collect();
-    format!(
-        "exact, no floating-point value enters a random draw; {}; all from {RANDOMNESS}",
-        parts.join("; ")
-    )
+    let exactness = if mechanisms.contains(&OBJECTIVE_PERTURBATION) {
+        "every released value's noise is exact; the hidden vector of objective perturbation is drawn in floating point"
+    } else {
+        "exact, no floating-point value enters a random draw"
+    };
+    format!("{exactness}; {}; all from {RANDOMNESS}", parts.join("; "))
 }
 
 #[cfg(test)]

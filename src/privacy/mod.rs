@@ -12,6 +12,9 @@
 //! - [`laplace`]: report-noisy-max with exact discrete Laplace noise, the
 //!   selection mechanism of both weak learners (it replaced a rejection-sampled
 //!   exponential mechanism whose running time depended on the scores).
+//! - [`objective`]: the hidden vector of objective perturbation, the one
+//!   draw made in floating point (its output is released only through
+//!   exact discrete Laplace noise on a grid).
 //! - [`randomized_response`]: k-ary randomized response, the local-DP
 //!   mechanism of `privboost randomize`, and its unbiased estimator.
 //! - [`budget_units`]: exact budget amounts (scaled integers) for the
@@ -20,7 +23,8 @@
 //!   or advanced composition, the noise rates `eta`, and the float-error
 //!   margins they charge for.
 //!
-//! No mechanism draws floating-point noise: scores are rounded to a fixed
+//! No mechanism draws floating-point noise into a release (the hidden vector
+//! of [`objective`] is not released): scores are rounded to a fixed
 //! grid and the randomness is exact (integer and rational arithmetic only).
 //! The grid and the float error of the scores are part of each mechanism's
 //! stated epsilon; `docs/privacy.md` has the statements and proofs.
@@ -38,6 +42,7 @@ pub mod laplace;
 pub mod mechanisms;
 pub mod metrics;
 pub mod noise;
+pub mod objective;
 pub mod randomized_response;
 pub mod rng;
 pub mod selection;
