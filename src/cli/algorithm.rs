@@ -98,6 +98,9 @@ pub enum SolverArg {
     /// Noiseless gradient descent on a regularised objective, the
     /// coefficients released once with noise.
     OutputPerturbation,
+    /// A hidden random term in the regularised objective, its approximate
+    /// minimiser released once with noise (binary, pure DP).
+    ObjectivePerturbation,
 }
 
 impl SolverArg {
@@ -106,6 +109,7 @@ impl SolverArg {
         match self {
             SolverArg::BlockDescent => LinearSolver::BlockDescent,
             SolverArg::OutputPerturbation => LinearSolver::OutputPerturbation,
+            SolverArg::ObjectivePerturbation => LinearSolver::ObjectivePerturbation,
         }
     }
 }
@@ -180,12 +184,13 @@ pub struct AlgorithmArgs {
     /// schema's bounds) [default: 0 with intervals, else 0.1].
     #[arg(long)]
     pub range_share: Option<f64>,
-    /// dp-linear: `block-descent` or `output-perturbation` (binary
-    /// classification and regression) [default: block-descent].
+    /// dp-linear: `block-descent`, `output-perturbation` (binary
+    /// classification and regression) or `objective-perturbation`
+    /// (classification, --delta 0) [default: block-descent].
     #[arg(long, value_enum)]
     pub solver: Option<SolverArg>,
-    /// dp-linear output perturbation: the regulariser lambda [default: from
-    /// n, the budget and the feature count].
+    /// dp-linear output and objective perturbation: the regulariser lambda
+    /// [default: from n, the budget and the feature count].
     #[arg(long)]
     pub regularization: Option<f64>,
     /// DPBoost: trees per ensemble T_e [default: 10].

@@ -113,12 +113,13 @@ pub struct EvalArgs {
     /// schema's bounds).
     #[arg(long)]
     range_share: Option<f64>,
-    /// dp-linear: `block-descent` or `output-perturbation` (binary
-    /// classification and regression) [default: block-descent].
+    /// dp-linear: `block-descent`, `output-perturbation` (binary
+    /// classification and regression) or `objective-perturbation`
+    /// (classification, --delta 0) [default: block-descent].
     #[arg(long, value_enum)]
     solver: Option<super::algorithm::SolverArg>,
-    /// dp-linear output perturbation: the regulariser lambda [default: from
-    /// n, the budget and the feature count].
+    /// dp-linear output and objective perturbation: the regulariser lambda
+    /// [default: from n, the budget and the feature count].
     #[arg(long)]
     regularization: Option<f64>,
     /// DPBoost: trees per ensemble [default: 10].

@@ -483,7 +483,7 @@ enum PlannedLearner {
         one_vs_rest: Option<(usize, Budget)>,
     },
     Ebm(EbmPlan),
-    Linear(LinearPlan),
+    Linear(Box<LinearPlan>),
     DpBoost(DpBoostPlan),
     Auto(AutoPlan),
     /// LazyBB + 1-Rule on local-DP rows: no calibration, no noise.
@@ -811,12 +811,13 @@ fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<P
     let plan = spec.plan_for(facts.task, budget, facts.n_rows, &facts.linear)?;
     Ok(Plan {
         cost: plan.cost(),
-        steps: plan.params.epochs,
+        // Objective perturbation with k classes: k fits of `epochs` steps.
+        steps: plan.params.epochs * plan.objective.map_or(1, |o| o.fits as u32),
         resolved: AlgorithmSpec::DpLinear(plan.params.to_spec()),
         defaults_used: !spec.any_given(),
         binning: None,
         unit: Neighbouring::ROW,
-        learner: PlannedLearner::Linear(plan),
+        learner: PlannedLearner::Linear(Box::new(plan)),
     })
 }
 
@@ -967,7 +968,9 @@ impl Plan {
                 }
                 noise
             }
-            PlannedLearner::Linear(p) if p.output.is_some() => linear::file::noise_json(p),
+            PlannedLearner::Linear(p) if p.output.is_some() || p.objective.is_some() => {
+                linear::file::noise_json(p)
+            }
             PlannedLearner::Linear(p) => {
                 let mut noise = json!({
                     "mechanism": format!(

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::LinearModel;
+use super::objective::ObjectivePlan;
 use super::output::{self, OutputPlan};
 use super::params::{LinearParams, LinearPlan, Noise};
 use crate::data::{Encoder, Schema, Task};
@@ -64,6 +65,25 @@ pub struct LinearStatement {
 /// The public noise description of an output-perturbation plan (the
 /// estimate route's `noise`).
 pub fn noise_json(plan: &LinearPlan) -> serde_json::Value {
+    if let Some(op) = &plan.objective {
+        return serde_json::json!({
+            "mechanism": format!(
+                "dp-linear by objective perturbation: a hidden linear term in the objective, then {} on each of the {} rounded coefficients once, after {} accelerated gradient steps",
+                mechanism_of(plan).name,
+                op.dimension,
+                op.steps
+            ),
+            "n_rows": plan.n_rows,
+            "blocks": op.blocks,
+            "coefficients": op.dimension,
+            "steps": op.steps,
+            "lambda": op.lambda,
+            "epsilon_hidden": op.epsilon_hidden,
+            "hidden_mean_norm": op.hidden_mean_norm(),
+            "sigma_coefficient": op.output_std(),
+            "grid": op.grid,
+        });
+    }
     let Some(op) = &plan.output else {
         return serde_json::Value::Null;
     };
@@ -101,6 +121,9 @@ impl LinearStatement {
     fn new(plan: &LinearPlan, task: Task) -> LinearStatement {
         if let Some(op) = &plan.output {
             return Self::output(plan, op, task);
+        }
+        if let Some(op) = &plan.objective {
+            return Self::objective(plan, op);
         }
         let p = plan.params;
         let m = mechanism_of(plan);
@@ -248,6 +271,96 @@ impl LinearStatement {
                 mechanisms::sampler_text(&[m])
             ),
             mechanisms: vec![m.id.to_owned()],
+            software_version: SOFTWARE_VERSION.into(),
+            binning: None,
+        }
+    }
+}
+
+impl LinearStatement {
+    /// The statement of an objective-perturbation run (`objective.rs`).
+    fn objective(plan: &LinearPlan, op: &ObjectivePlan) -> LinearStatement {
+        let epsilon = plan.budget.epsilon();
+        // The released noise first.
+        let used = [
+            mechanisms::DISCRETE_LAPLACE,
+            mechanisms::OBJECTIVE_PERTURBATION,
+        ];
+        let ranges = if plan.ranged_lines > 0 {
+            format!(
+                "{}% to the ranges of the {} lines (a noisy count per interval of each, standard deviation {:.3} rows), then of the rest ",
+                plan.params.range_share * 100.0,
+                plan.ranged_lines,
+                plan.range_std()
+            )
+        } else {
+            String::new()
+        };
+        LinearStatement {
+            epsilon,
+            delta: plan.budget.delta(),
+            neighbouring: "substitution of one row; the row count n is public".into(),
+            n_rows: plan.n_rows,
+            accounting: format!(
+                "pure DP by basic composition: {}{} the perturbed objective's minimiser ({}) and the release of the rounded coefficients ({}) sum to epsilon = {epsilon}",
+                if plan.ranged_lines > 0 {
+                    "the lines' ranges, "
+                } else {
+                    ""
+                },
+                if op.fits > 1 {
+                    format!(
+                        "and for each of the {} one-vs-rest fits (one per class)",
+                        op.fits
+                    )
+                } else {
+                    "and".to_owned()
+                },
+                op.epsilon_objective,
+                op.epsilon_output
+            ),
+            rho: None,
+            budget_split: format!(
+                "{ranges}{}{}% to the release of the rounded coefficients and the rest to the perturbation of the objective",
+                if op.fits > 1 {
+                    format!(
+                        "an equal part to each of the {} one-vs-rest fits, and of each ",
+                        op.fits
+                    )
+                } else {
+                    String::new()
+                },
+                super::objective::OUTPUT_SHARE * 100.0
+            ),
+            mechanism: format!(
+                "dp-linear by objective perturbation (Chaudhuri, Monteleoni and Sarwate 2011; numeric columns as {}): {}the logistic loss plus (Lambda / 2) ||w||^2 with Lambda = {:e} plus b . w / n for a hidden b of density ~ exp(-{:.6} ||b|| / 2) (mean norm {:.3}), features divided by sqrt({}); {} steps of Nesterov's accelerated descent bring the point within {:e} of the exact minimiser, which is rounded to the grid {:e} and released once with {}",
+                plan.params.numeric_features.as_str(),
+                if plan.ranged_lines > 0 {
+                    "a private range for every line (noisy counts of its intervals; the line is mapped from the intervals whose count clears a public threshold onto [-1, 1], the rest clamped), then "
+                } else {
+                    ""
+                },
+                op.lambda,
+                op.epsilon_hidden,
+                op.hidden_mean_norm(),
+                op.blocks,
+                op.steps,
+                op.error_radius,
+                op.grid,
+                mechanisms::DISCRETE_LAPLACE.cited()
+            ),
+            sigma_curvature: 0.0,
+            sigma_gradient: 0.0,
+            sensitivity: format!(
+                "the logistic loss has |l'| <= 1 and l'' <= 1/4 and every row has norm at most 1, so the minimiser's densities on neighbours differ by at most exp(epsilon_b + 2 ln(1 + 1 / (4 n Lambda))) (Theorem 9); the computed point is within r of the minimiser, so after rounding two neighbours' points differ by at most 2d = {} grid steps in L1 (docs/privacy.md, \"dp-linear by objective perturbation\")",
+                2 * op.dimension
+            ),
+            sigma_coefficient: Some(op.output_std()),
+            sampler: format!(
+                "{}; the Laplace scale is a rational rounded up",
+                mechanisms::sampler_text(&used)
+            ),
+            mechanisms: used.iter().map(|m| m.id.to_owned()).collect(),
             software_version: SOFTWARE_VERSION.into(),
             binning: None,
         }

@@ -442,6 +442,9 @@ pub fn fit(
     if let Some(op) = &plan.output {
         return super::output::fit(data, encoder, plan, op, rng, on_epoch);
     }
+    if let Some(op) = &plan.objective {
+        return super::objective::fit(data, encoder, plan, op, rng, on_epoch);
+    }
     if let Task::Multiclass { k } = task {
         return fit_multiclass(data, encoder, plan, k, rng, on_epoch);
     }

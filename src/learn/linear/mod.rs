@@ -10,6 +10,8 @@
 //! - [`fit`]: cyclic block Newton steps on noisy integer sums.
 //! - [`output`]: the other solver: noiseless gradient descent on a
 //!   regularised objective, the coefficients released once with noise.
+//! - [`objective`]: the third: a hidden random term in the objective (pure
+//!   DP, binary), its approximate minimiser released once with noise.
 //! - [`model`]: coefficients, prediction, inspection, load checks.
 //! - [`file`]: the version-2 model file and its privacy statement.
 
@@ -17,12 +19,15 @@ pub mod features;
 pub mod file;
 pub mod fit;
 pub mod model;
+pub mod objective;
 pub mod output;
 pub mod params;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_multiclass;
+#[cfg(test)]
+mod tests_objective;
 #[cfg(test)]
 mod tests_output;
 

@@ -180,7 +180,7 @@ impl Loss {
 
     /// `l'(z)` clamped to `[-1, 1]` after it is computed (so the bound `L = 1`
     /// holds for the value as computed; NaN becomes 0).
-    fn derivative(self, z: f64, y: f64) -> f64 {
+    pub(super) fn derivative(self, z: f64, y: f64) -> f64 {
         let g = match self {
             Loss::Logistic => sigmoid(z) - y,
             Loss::Huber => z - y,
@@ -443,8 +443,95 @@ impl Design {
     }
 
     /// Rows.
-    fn n_rows(&self) -> usize {
+    pub(super) fn n_rows(&self) -> usize {
         self.index.first().map_or(0, Vec::len)
+    }
+}
+
+/// Scratch space for the mean loss gradient of the scaled problem: reused
+/// across steps so that a descent allocates once.
+pub(super) struct GradientWork {
+    score: Vec<f64>,
+    derivative: Vec<f64>,
+    sum: Vec<f64>,
+    compensation: Vec<f64>,
+}
+
+impl GradientWork {
+    /// Scratch for `design`.
+    pub(super) fn new(design: &Design) -> GradientWork {
+        let (n, d) = (design.n_rows(), design.dimension);
+        GradientWork {
+            score: vec![0.0; n],
+            derivative: vec![0.0; n],
+            sum: vec![0.0; d + 1],
+            compensation: vec![0.0; d + 1],
+        }
+    }
+
+    /// The mean loss gradient `(1/n) sum_i l'(y_i, w . x~_i) x~_i` at `w`
+    /// (length `d + 1`: slot `d` is the "no feature" coordinate, whose
+    /// weight must be 0), written into `out[..d]`. Every row of every block
+    /// is visited whatever the data; the sums are Neumaier-compensated (the
+    /// module docs' floating-point paragraph).
+    pub(super) fn mean_gradient(
+        &mut self,
+        design: &Design,
+        y: &[f64],
+        loss: Loss,
+        w: &[f64],
+        out: &mut [f64],
+    ) {
+        let d = design.dimension;
+        // Scores with Neumaier-compensated sums too (the sums' own slots
+        // `derivative` hold the compensation until l' replaces them): the
+        // score's error is then a few ulps of |z| whatever ||w||, and l' is
+        // flat where |z| is large (objective.rs, floating point).
+        self.score.iter_mut().for_each(|s| *s = 0.0);
+        self.derivative.iter_mut().for_each(|c| *c = 0.0);
+        for (index, value) in design.index.iter().zip(&design.value) {
+            for (((s, c), &j), &v) in self
+                .score
+                .iter_mut()
+                .zip(self.derivative.iter_mut())
+                .zip(index)
+                .zip(value)
+            {
+                let term = w[j as usize] * v;
+                let total = *s + term;
+                *c += if s.abs() >= term.abs() {
+                    (*s - total) + term
+                } else {
+                    (term - total) + *s
+                };
+                *s = total;
+            }
+        }
+        for ((g, &s), &yi) in self.derivative.iter_mut().zip(&self.score).zip(y) {
+            *g = loss.derivative(s + *g, yi);
+        }
+        let (sum, compensation) = (&mut self.sum, &mut self.compensation);
+        sum.iter_mut().for_each(|s| *s = 0.0);
+        compensation.iter_mut().for_each(|c| *c = 0.0);
+        for (index, value) in design.index.iter().zip(&design.value) {
+            for ((&j, &v), &g) in index.iter().zip(value).zip(&self.derivative) {
+                // Neumaier's compensated sum: the error of the sum does
+                // not grow with n (module docs, floating point).
+                let j = j as usize;
+                let term = g * v;
+                let total = sum[j] + term;
+                compensation[j] += if sum[j].abs() >= term.abs() {
+                    (sum[j] - total) + term
+                } else {
+                    (term - total) + sum[j]
+                };
+                sum[j] = total;
+            }
+        }
+        let n = design.n_rows() as f64;
+        for j in 0..d {
+            out[j] = (sum[j] + compensation[j]) / n;
+        }
     }
 }
 
@@ -469,41 +556,12 @@ pub(super) fn descend(
     let radius = (2.0 * loss.at_zero() / lambda).sqrt();
     // Slot d is the "no feature" coordinate: its weight stays 0.
     let mut w = vec![0.0f64; d + 1];
-    let mut score = vec![0.0f64; n];
-    let mut derivative = vec![0.0f64; n];
-    let mut sum = vec![0.0f64; d + 1];
-    let mut compensation = vec![0.0f64; d + 1];
+    let mut gradient = vec![0.0f64; d];
+    let mut work = GradientWork::new(design);
     for t in 0..steps {
-        score.iter_mut().for_each(|s| *s = 0.0);
-        for (index, value) in design.index.iter().zip(&design.value) {
-            for ((s, &j), &v) in score.iter_mut().zip(index).zip(value) {
-                *s += w[j as usize] * v;
-            }
-        }
-        for ((g, &s), &yi) in derivative.iter_mut().zip(&score).zip(y) {
-            *g = loss.derivative(s, yi);
-        }
-        sum.iter_mut().for_each(|s| *s = 0.0);
-        compensation.iter_mut().for_each(|c| *c = 0.0);
-        for (index, value) in design.index.iter().zip(&design.value) {
-            for ((&j, &v), &g) in index.iter().zip(value).zip(&derivative) {
-                // Neumaier's compensated sum: the error of the sum does
-                // not grow with n (module docs, floating point).
-                let j = j as usize;
-                let term = g * v;
-                let total = sum[j] + term;
-                compensation[j] += if sum[j].abs() >= term.abs() {
-                    (sum[j] - total) + term
-                } else {
-                    (term - total) + sum[j]
-                };
-                sum[j] = total;
-            }
-        }
-        let n_f = n as f64;
+        work.mean_gradient(design, y, loss, &w, &mut gradient);
         for j in 0..d {
-            let gradient = (sum[j] + compensation[j]) / n_f + lambda * w[j];
-            w[j] -= eta * gradient;
+            w[j] -= eta * (gradient[j] + lambda * w[j]);
         }
         // Projection on the ball of radius R, as a multiplication by a
         // factor (no branch on the data); min with NaN gives 1.
@@ -551,12 +609,136 @@ pub(super) fn rounded(w: &[f64], plan: &OutputPlan) -> Vec<i128> {
 /// (`fit::targets`: 0/1, or the clamped value scaled onto `[-1, 1]`), each
 /// clamped to `[-1, 1]` once more so the sensitivity bound holds whatever
 /// the float scaling did.
-fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
+pub(super) fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
     let mut y = super::fit::targets(data, task)?;
     for t in &mut y {
         *t = t.clamp(-1.0, 1.0);
     }
     Ok(y)
+}
+
+/// The scaled problem of a one-release solver (this one and
+/// `objective.rs`): the lines' private ranges first when the plan releases
+/// them (params.rs item 0; every value stays in `[-1, 1]`), else the public
+/// layout; then the design and the labels.
+pub(super) struct Scaled {
+    /// The layout's blocks.
+    pub blocks: Vec<super::features::Block>,
+    /// Features per block.
+    pub sizes: Vec<usize>,
+    /// The design (features divided by `sqrt(K)`).
+    pub design: Design,
+    /// The labels as the loss sees them (a multiclass label's class
+    /// indices).
+    pub y: Vec<f64>,
+}
+
+impl Scaled {
+    /// The scaled problem of `data` for a plan of `blocks` blocks and
+    /// `dimension` features (both public, checked against the layout).
+    pub(super) fn new(
+        data: &Dataset,
+        encoder: &Encoder,
+        plan: &LinearPlan,
+        blocks: usize,
+        dimension: usize,
+        rng: &mut NoiseRng,
+    ) -> Result<Scaled, LearnError> {
+        let task = encoder.schema().task();
+        let n = data.n_rows();
+        if n == 0 {
+            return Err(LearnError::NoRows);
+        }
+        if n != plan.n_rows {
+            return Err(LearnError::InvalidParameter(
+                "the data does not have the planned number of rows".into(),
+            ));
+        }
+        let layout = super::fit::ranged_layout(data, encoder, plan, rng)?;
+        let sizes: Vec<usize> = layout.iter().map(|b| b.features.len()).collect();
+        if layout.len() != blocks || sizes.iter().sum::<usize>() != dimension {
+            return Err(LearnError::InvalidParameter(
+                "the schema does not have the planned number of blocks".into(),
+            ));
+        }
+        let rows: Vec<BlockRows> = layout
+            .iter()
+            .map(|b| features::block_rows(data, b))
+            .collect();
+        let design = Design::new(&rows, &sizes);
+        let y = match task {
+            // Class indices: the objective solver's one-vs-rest fits make
+            // their 0/1 labels from them.
+            Task::Multiclass { .. } => data
+                .classes
+                .as_ref()
+                .ok_or(LearnError::NoLabels)?
+                .iter()
+                .map(|&c| f64::from(c))
+                .collect(),
+            _ => targets(data, task)?,
+        };
+        Ok(Scaled {
+            blocks: layout,
+            sizes,
+            design,
+            y,
+        })
+    }
+
+    /// The model of one released table per class (one-vs-rest, class
+    /// order; post-processing as [`Self::into_model`]): class 0's table and
+    /// the other `k - 1`, scored by the softmax of the `k` scores.
+    pub(super) fn into_classes_model(self, released: &[Vec<f64>]) -> LinearModel {
+        let tables: Vec<Vec<Vec<f64>>> = released.iter().map(|r| self.table(r, 1.0, 0.0)).collect();
+        let mut tables = tables.into_iter();
+        let coefficients = tables.next().unwrap_or_default();
+        LinearModel {
+            curvatures: self.sizes.iter().map(|&f| vec![0.0; f]).collect(),
+            blocks: self.blocks,
+            coefficients,
+            class_coefficients: tables.collect(),
+        }
+    }
+
+    /// One released vector as a table per block, times `unit`, the
+    /// intercept shifted by `shift`, the `1/sqrt(K)` scaling undone.
+    fn table(&self, released: &[f64], unit: f64, shift: f64) -> Vec<Vec<f64>> {
+        let shrink = 1.0 / (self.blocks.len().max(1) as f64).sqrt();
+        let mut coefficients: Vec<Vec<f64>> = self
+            .design
+            .offsets
+            .iter()
+            .zip(&self.sizes)
+            .map(|(&off, &f)| {
+                released[off..off + f]
+                    .iter()
+                    .map(|x| x * shrink * unit)
+                    .collect()
+            })
+            .collect();
+        if let Some(intercept) = coefficients.first_mut().and_then(|c| c.first_mut()) {
+            *intercept += shift;
+        }
+        coefficients
+    }
+
+    /// The model of released coefficients of the scaled problem
+    /// (post-processing): undo the `1/sqrt(K)` scaling; a regressor's
+    /// scores back in label units.
+    pub(super) fn into_model(self, released: &[f64], task: Task) -> LinearModel {
+        let (unit, shift) = match task {
+            Task::Regression { min, max } => (half_range(min, max), (min + max) / 2.0),
+            _ => (1.0, 0.0),
+        };
+        let coefficients = self.table(released, unit, shift);
+        LinearModel {
+            curvatures: self.sizes.iter().map(|&f| vec![0.0; f]).collect(),
+            blocks: self.blocks,
+            coefficients,
+            class_coefficients: Vec::new(),
+        }
+    }
 }
 
 /// Train dp-linear by output perturbation as `plan` (whose `output` is
@@ -572,55 +754,15 @@ pub(super) fn fit(
 ) -> Result<LinearModel, LearnError> {
     let task = encoder.schema().task();
     let loss = Loss::of(task)?;
-    let n = data.n_rows();
-    if n == 0 {
-        return Err(LearnError::NoRows);
-    }
-    if n != plan.n_rows {
-        return Err(LearnError::InvalidParameter(
-            "the data does not have the planned number of rows".into(),
-        ));
-    }
-    // The lines' private ranges first when the plan releases them (params.rs
-    // item 0; every value stays in [-1, 1]), else the public layout.
-    let blocks = super::fit::ranged_layout(data, encoder, plan, rng)?;
-    let sizes: Vec<usize> = blocks.iter().map(|b| b.features.len()).collect();
-    if blocks.len() != op.blocks || sizes.iter().sum::<usize>() != op.dimension {
-        return Err(LearnError::InvalidParameter(
-            "the schema does not have the planned number of blocks".into(),
-        ));
-    }
-    let rows: Vec<BlockRows> = blocks
-        .iter()
-        .map(|b| features::block_rows(data, b))
-        .collect();
-    let design = Design::new(&rows, &sizes);
-    let y = targets(data, task)?;
-    let w = descend(&design, &y, loss, op.lambda, op.steps, on_step)?;
+    let scaled = Scaled::new(data, encoder, plan, op.blocks, op.dimension, rng)?;
+    let w = descend(
+        &scaled.design,
+        &scaled.y,
+        loss,
+        op.lambda,
+        op.steps,
+        on_step,
+    )?;
     let released = release(&w, op, rng)?;
-    // Post-processing: undo the 1/sqrt(K) scaling; a regressor's scores
-    // back in label units.
-    let shrink = 1.0 / (op.blocks.max(1) as f64).sqrt();
-    let (unit, shift) = match task {
-        Task::Regression { min, max } => (half_range(min, max), (min + max) / 2.0),
-        _ => (1.0, 0.0),
-    };
-    let mut coefficients: Vec<Vec<f64>> = design
-        .offsets
-        .iter()
-        .zip(&sizes)
-        .map(|(&off, &f)| {
-            released[off..off + f]
-                .iter()
-                .map(|x| x * shrink * unit)
-                .collect()
-        })
-        .collect();
-    coefficients[0][0] += shift;
-    Ok(LinearModel {
-        curvatures: sizes.iter().map(|&f| vec![0.0; f]).collect(),
-        blocks,
-        coefficients,
-        class_coefficients: Vec::new(),
-    })
+    Ok(scaled.into_model(&released, task))
 }

@@ -83,6 +83,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::features::LinearShape;
+use super::objective::{self, ObjectivePlan};
 use super::output::{self, OutputPlan};
 use crate::data::Task;
 use crate::learn::LearnError;
@@ -144,6 +145,10 @@ pub enum LinearSolver {
     /// Noiseless full-batch gradient descent on a regularised objective,
     /// then the coefficients released once with noise (`output.rs`).
     OutputPerturbation,
+    /// A hidden random term added to the regularised objective, its
+    /// minimiser approximated and released once with noise (`objective.rs`;
+    /// binary classification, pure DP).
+    ObjectivePerturbation,
 }
 
 impl LinearSolver {
@@ -152,7 +157,14 @@ impl LinearSolver {
         match self {
             LinearSolver::BlockDescent => "block-descent",
             LinearSolver::OutputPerturbation => "output-perturbation",
+            LinearSolver::ObjectivePerturbation => "objective-perturbation",
         }
+    }
+
+    /// Whether the solver releases the coefficients once (output or
+    /// objective perturbation) rather than noisy sums every epoch.
+    pub fn releases_once(&self) -> bool {
+        *self != LinearSolver::BlockDescent
     }
 }
 
@@ -228,12 +240,12 @@ impl LinearSpec {
     /// only), chosen on the shipped Adult and Abalone sets and documented in
     /// docs/accuracy.md with the measurements behind them.
     pub fn check(&self, task: Task) -> Result<LinearParams, LearnError> {
-        if self.solver == Some(LinearSolver::OutputPerturbation) {
-            return self.check_output(task);
+        if let Some(solver) = self.solver.filter(LinearSolver::releases_once) {
+            return self.check_output(task, solver);
         }
         if self.regularization.is_some() {
             return Err(LearnError::InvalidParameter(
-                "regularization (regularization) is a parameter of the output-perturbation solver; block descent's ridge is ridge".into(),
+                "regularization (regularization) is a parameter of the output-perturbation and objective-perturbation solvers; block descent's ridge is ridge".into(),
             ));
         }
         let p = LinearParams {
@@ -296,12 +308,27 @@ impl LinearSpec {
         Ok(p)
     }
 
-    /// [`Self::check`] for the output-perturbation solver: block descent's
-    /// own parameters are refused; `epochs` (the gradient steps) and
-    /// `regularization` left at 0 mean "the default for the budget and n"
-    /// ([`LinearParams::plan_task`] fills them).
-    fn check_output(&self, task: Task) -> Result<LinearParams, LearnError> {
-        output::Loss::of(task)?;
+    /// [`Self::check`] for the solvers that release once (output and
+    /// objective perturbation): block descent's own parameters are refused;
+    /// `epochs` (the gradient steps) and `regularization` left at 0 mean
+    /// "the default for the budget and n" ([`LinearParams::plan_task`] fills
+    /// them).
+    fn check_output(&self, task: Task, solver: LinearSolver) -> Result<LinearParams, LearnError> {
+        let name = solver.as_str();
+        let max_steps = match solver {
+            LinearSolver::ObjectivePerturbation => {
+                if let Task::Regression { .. } = task {
+                    return Err(LearnError::InvalidParameter(
+                        "solver (solver): objective-perturbation is for classification; use block-descent or output-perturbation for regression".into(),
+                    ));
+                }
+                objective::MAX_STEPS
+            }
+            _ => {
+                output::Loss::of(task)?;
+                output::MAX_STEPS
+            }
+        };
         let given = [
             ("learning_rate", self.learning_rate.is_some()),
             ("ridge", self.ridge.is_some()),
@@ -309,7 +336,8 @@ impl LinearSpec {
         ];
         if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
             return Err(LearnError::InvalidParameter(format!(
-                "{name} ({name}) is a parameter of the block-descent solver, not of output-perturbation"
+                "{name} ({name}) is a parameter of the block-descent solver, not of {}",
+                solver.as_str()
             )));
         }
         let p = LinearParams {
@@ -319,13 +347,12 @@ impl LinearSpec {
             curvature_share: 0.2,
             numeric_features: self.numeric_features.unwrap_or(NumericFeatures::Linear),
             range_share: self.range_share.unwrap_or(output::RANGE_SHARE),
-            solver: LinearSolver::OutputPerturbation,
+            solver,
             regularization: self.regularization.unwrap_or(0.0),
         };
-        if self.epochs.is_some() && !(1..=output::MAX_STEPS).contains(&p.epochs) {
+        if self.epochs.is_some() && !(1..=max_steps).contains(&p.epochs) {
             return Err(LearnError::InvalidParameter(format!(
-                "epochs (epochs): the output-perturbation solver takes between 1 and {} gradient steps, got {}",
-                output::MAX_STEPS,
+                "epochs (epochs): the {name} solver takes between 1 and {max_steps} gradient steps, got {}",
                 p.epochs
             )));
         }
@@ -363,7 +390,7 @@ impl LinearSpec {
 impl LinearParams {
     /// The resolved parameters as a spec (what a job stores).
     pub fn to_spec(&self) -> LinearSpec {
-        if self.solver == LinearSolver::OutputPerturbation {
+        if self.solver.releases_once() {
             return LinearSpec {
                 epochs: Some(self.epochs),
                 numeric_features: Some(self.numeric_features),
@@ -485,7 +512,7 @@ impl LinearSpec {
             ..*self
         };
         let mut params = spec.check(task)?;
-        if solver == LinearSolver::OutputPerturbation {
+        if solver.releases_once() {
             return params.plan_task(budget, n_rows, shape, task);
         }
         if self.numeric_features.is_none() {
@@ -517,7 +544,12 @@ impl LinearSpec {
 /// 12) but lost 3 points of accuracy on average to block descent (up to 18
 /// on spambase and 12 on phishing), and no public rule on the suite's facts
 /// picked the better of the two; it is available as
-/// `"solver": "output-perturbation"`.
+/// `"solver": "output-perturbation"`. Objective perturbation (binary,
+/// delta = 0) matched diffprivlib in 17 of 21 cells with the same mean
+/// accuracy as block descent, but as the default it made `auto`'s
+/// held-out rule worse and it draws a hidden vector in floating point
+/// (docs/accuracy.md, "dp-linear by objective perturbation"); it is
+/// available as `"solver": "objective-perturbation"`.
 pub const DEFAULT_SOLVER: LinearSolver = LinearSolver::BlockDescent;
 
 /// The noise of one kind of release (grid units): the shared exact-noise
@@ -591,6 +623,10 @@ pub struct LinearPlan {
     /// else is released.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputPlan>,
+    /// The objective-perturbation solver's plan (as `output`; none for the
+    /// other solvers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<ObjectivePlan>,
 }
 
 /// A line's interval is inside its private range when its noisy count
@@ -665,7 +701,6 @@ impl LinearParams {
         if self.solver == LinearSolver::BlockDescent {
             return self.plan_classes(budget, n_rows, shape, task.n_classes().unwrap_or(0));
         }
-        let loss = output::Loss::of(task)?;
         let (blocks, _) = shape.of(self.numeric_features);
         let dimension = shape.dimension_of(self.numeric_features);
         let lines = shape.lines_of(self.numeric_features);
@@ -698,6 +733,50 @@ impl LinearParams {
                 Some(Noise::Gaussian { num, den })
             }
         };
+        if self.solver == LinearSolver::ObjectivePerturbation {
+            if params.regularization == 0.0 {
+                params.regularization =
+                    objective::default_regularization(budget, n_rows, dimension);
+            }
+            let op = objective::plan(
+                budget,
+                rest,
+                n_rows,
+                blocks,
+                dimension,
+                task,
+                params.regularization,
+            )?;
+            if params.epochs == 0 {
+                params.epochs = op.steps;
+            } else if params.epochs != op.steps {
+                return Err(LearnError::InvalidParameter(format!(
+                    "epochs (epochs): the objective-perturbation solver takes the {} steps its accuracy needs (a public function of n, d, epsilon and the regularization); leave epochs unset",
+                    op.steps
+                )));
+            }
+            return Ok(LinearPlan {
+                params,
+                n_rows,
+                blocks,
+                curvature_sensitivity: 0,
+                budget,
+                lines,
+                cross_pairs: 0,
+                rho: None,
+                scale: 1,
+                curvature_noise: op.noise,
+                cross_noise: None,
+                gradient_noise: op.noise,
+                lambda: op.lambda,
+                classes: task.n_classes().unwrap_or(0),
+                ranged_lines: ranged,
+                range_noise,
+                output: None,
+                objective: Some(op),
+            });
+        }
+        let loss = output::Loss::of(task)?;
         if params.regularization == 0.0 {
             params.regularization =
                 output::default_regularization(budget, rest, n_rows, dimension)?;
@@ -737,6 +816,7 @@ impl LinearParams {
             ranged_lines: ranged,
             range_noise,
             output: Some(op),
+            objective: None,
         })
     }
 
@@ -752,10 +832,11 @@ impl LinearParams {
         classes: usize,
     ) -> Result<LinearPlan, LearnError> {
         // The gradient release's L1 and squared L2 sensitivity in grid steps.
-        if self.solver == LinearSolver::OutputPerturbation {
-            return Err(LearnError::InvalidParameter(
-                "the output-perturbation solver is planned with its task (plan_task)".into(),
-            ));
+        if self.solver.releases_once() {
+            return Err(LearnError::InvalidParameter(format!(
+                "the {} solver is planned with its task (plan_task)",
+                self.solver.as_str()
+            )));
         }
         let (g_l1, g_l2_sq) = if classes > 0 {
             (GRADIENT_L1_MULTICLASS, GRADIENT_L2_SQ_MULTICLASS)
@@ -894,6 +975,7 @@ impl LinearParams {
             ranged_lines: ranged,
             range_noise,
             output: None,
+            objective: None,
         })
     }
 }

@@ -437,7 +437,7 @@ fn default_solver_and_parameters() {
     ] {
         let p = spec.plan_for(task, budget, 1000, &shape).unwrap();
         assert_eq!(p.params.solver, LinearSolver::BlockDescent, "{task:?}");
-        assert!(p.output.is_none());
+        assert!(p.output.is_none() && p.objective.is_none());
     }
     // Steps by hand: 4 beta / lambda.
     assert_eq!(output::default_steps(Loss::Logistic, 0.25), 16);
