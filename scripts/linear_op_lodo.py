@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""dp-linear's output-perturbation regulariser, chosen leave-one-dataset-out on the suite.
+"""dp-linear's output- or objective-perturbation regulariser, chosen leave-one-dataset-out.
 
-The default regulariser of `--solver output-perturbation` is a public rule
+The default regulariser of `--solver output-perturbation` (and, with `--solver
+objective-perturbation`, of that solver: delta = 0 only, m = n epsilon / sqrt(d) with the whole
+epsilon, the grid 2^-20 .. 2^0; src/learn/linear/objective.rs) is a public rule
 
     lambda = 2 ^ round(log2(c) - a log2(m)),  clamped to [2^LO, 1],
 
@@ -17,7 +19,7 @@ power of two scores every rule exactly. This script
 3. prints the rule fitted on every set (the default to ship) and, for reference, each set's
    best power of two (in-sample, so optimistic).
 
-Usage: python3 scripts/linear_op_lodo.py [--sets a,b] [--jobs 2] [--json out.json]
+Usage: python3 scripts/linear_op_lodo.py [--solver S] [--sets a,b] [--jobs 2] [--json out.json]
 """
 
 import argparse
@@ -39,16 +41,21 @@ POWERS = [0.0, 0.25, 0.5, 0.75, 1.0]
 SCALES = list(range(-6, 9))  # log2 c
 
 
+# The objective-perturbation solver's grid (objective.rs, MIN_REGULARIZATION_LOG2).
+OBJECTIVE_LO = -20
+
+
 def signal(n: int, d: int, epsilon: float, delta: float, rho: float) -> float:
     if delta == 0:
         return n * epsilon / math.sqrt(max(d, 1))
     return n * math.sqrt(2 * rho)
 
 
-def rule_log2(a: float, log2c: int, m: float) -> int:
-    """The rule's power of two (Rust: output::default_regularization)."""
+def rule_log2(a: float, log2c: int, m: float, lo: int = LO) -> int:
+    """The rule's power of two (Rust: output::default_regularization,
+    objective::default_regularization with lo = OBJECTIVE_LO)."""
     j = round(log2c - a * math.log2(max(m, 1.0)))
-    return min(HI, max(LO, j))
+    return min(HI, max(lo, j))
 
 
 def main(argv=None) -> int:
@@ -56,6 +63,12 @@ def main(argv=None) -> int:
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "privboost"))
     ap.add_argument("--suite-dir", default=os.path.join(ROOT, "..", "shared", "data", "suite"))
     ap.add_argument("--sets", help="comma-separated binary sets (default: every binary set)")
+    ap.add_argument("--solver", default="output-perturbation",
+                    choices=["output-perturbation", "objective-perturbation"])
+    ap.add_argument("--scales", default="-6,8", help="the range of log2 c tried (inclusive)")
+    ap.add_argument("--numeric-features", choices=["linear", "both", "intervals"],
+                    help="the numeric treatment (default: the solver's)")
+    ap.add_argument("--grid", help="log2 lambda from,to,step (default: the rule's whole range, step 1)")
     ap.add_argument("--epsilon", default="0.5,1,5")
     ap.add_argument("--deltas", default="0,1e-6")
     ap.add_argument("--folds", type=int, default=5)
@@ -73,13 +86,23 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.shipped = False
     args.binary = os.path.abspath(args.binary)
+    lo = OBJECTIVE_LO if args.solver == "objective-perturbation" else LO
+    scales = list(range(int(args.scales.split(",")[0]), int(args.scales.split(",")[1]) + 1))
+    if args.solver == "objective-perturbation" and args.deltas != "0":
+        ap.error("objective-perturbation is pure DP: use --deltas 0")
+    grid_js = list(range(lo, HI + 1))
+    if args.grid:
+        g0, g1, step = (int(x) for x in args.grid.split(","))
+        grid_js = list(range(g0, g1 + 1, step))
+    mode_flags = ["--numeric-features", args.numeric_features] if args.numeric_features else []
     args.work_dir = os.path.abspath(args.work_dir)
     epsilons = [float(e) for e in args.epsilon.split(",")]
     deltas = [float(d) for d in args.deltas.split(",")]
     sets, _ = suite.discover(args)
     sets = [s for s in sets if s["task"] == "binary"]
     binary_sha = suite.sha256_file(args.binary)
-    cache = suite.Cache(os.path.join(args.work_dir, "op-grid"), True)
+    grid_name = "op-grid" if args.solver == "output-perturbation" else "objective-grid"
+    cache = suite.Cache(os.path.join(args.work_dir, grid_name), True)
     tmp = os.path.join(args.work_dir, "op-grid-tmp")
     os.makedirs(tmp, exist_ok=True)
 
@@ -91,7 +114,7 @@ def main(argv=None) -> int:
         s["pairs"] = pairs
         out = os.path.join(tmp, f"{s['name']}-shape.json")
         subprocess.run([args.binary, "train", "--algorithm", "dp-linear", "--solver",
-                        "output-perturbation", "--data", pairs[0][0], "--schema", s["schema"],
+                        args.solver, *mode_flags, "--data", pairs[0][0], "--schema", s["schema"],
                         "--epsilon", "1", "--out", out], check=True, capture_output=True)
         with open(out) as f:
             model = json.load(f)
@@ -117,11 +140,13 @@ def main(argv=None) -> int:
         s["used"] = args.big_folds if args.big and s["n_train"] > args.big else args.folds
         for k, (tr, te) in enumerate(s["pairs"][:s["used"]]):
             for d in deltas:
-                for j in range(LO, HI + 1):
+                for j in grid_js:
                     key = {"set": s["name"], "data": s["data_sha256"], "fold": k,
                            "folds": args.folds, "split_seed": args.split_seed, "delta": d,
                            "log2_lambda": j, "repeats": args.repeats, "binary": binary_sha,
                            "epsilons": epsilons}
+                    if args.numeric_features:
+                        key["numeric_features"] = args.numeric_features
                     tasks.append((s, k, tr, te, d, j, key))
     lock, done = threading.Lock(), [0]
 
@@ -130,7 +155,7 @@ def main(argv=None) -> int:
         if cache.get(key) is None:
             out = os.path.join(tmp, f"{s['name']}-{k}-{d}-{j}.json")
             cmd = [args.binary, "eval", "--algorithm", "dp-linear", "--solver",
-                   "output-perturbation", "--regularization", repr(2.0 ** j), "--data", tr,
+                   args.solver, *mode_flags, "--regularization", repr(2.0 ** j), "--data", tr,
                    "--test", te, "--schema", s["schema"],
                    "--epsilon", ",".join(suite.eps_text(e) for e in epsilons),
                    "--delta", suite.eps_text(d), "--repeats", str(args.repeats), "--json", out]
@@ -174,7 +199,7 @@ def main(argv=None) -> int:
     def cell_j(name, e, d, a, c):
         f = facts[name]
         rho = f["rho"].get(f"{e}/{d}", 0.0)
-        return rule_log2(a, c, signal(f["n"], f["d"], e, d, rho))
+        return rule_log2(a, c, signal(f["n"], f["d"], e, d, rho), lo)
 
     def score(names, d, a, c):
         vals = []
@@ -187,7 +212,7 @@ def main(argv=None) -> int:
         return sum(vals) / len(vals)
 
     def fit(names, d):
-        return max(((a, c) for a in POWERS for c in SCALES),
+        return max(((a, c) for a in POWERS for c in scales),
                    key=lambda r: (round(score(names, d, *r), 9), -abs(r[0] - 0.5), -abs(r[1])))
 
     names = [s["name"] for s in sets]
