@@ -112,6 +112,8 @@ impl AlgorithmName {
                 "curvature_share",
                 "numeric_features",
                 "range_share",
+                "solver",
+                "regularization",
             ],
             AlgorithmName::Dpboost => &[
                 "trees_per_ensemble",
@@ -315,6 +317,8 @@ impl LearnError {
             ("(curvature_share)", "curvature_share"),
             ("(numeric_features)", "numeric_features"),
             ("(range_share)", "range_share"),
+            ("(solver)", "solver"),
+            ("(regularization)", "regularization"),
             ("(trees_per_ensemble)", "trees_per_ensemble"),
             ("(ensembles)", "ensembles"),
             ("(max_depth)", "max_depth"),
