@@ -93,4 +93,21 @@ echo "predict load: $(nproc) cores, wrk 1 thread, $CONNECTIONS connections, ${SE
 wrk -t1 -c"$CONNECTIONS" -d"${SECONDS_}s" --latency -s "$WORK/post.lua" "$URL" | tee "$WORK/wrk.txt"
 RPS=$(awk '/^Requests\/sec/ {print $2}' "$WORK/wrk.txt")
 echo "rows/s: $(python3 -c "print(round($RPS * $ROWS))")"
+# Issue 30's serving targets beside the figures: one row per request at
+# >= 30k requests/s with p99 < 2 ms; a 10,000-row batch at >= 5 M rows/s.
+P99=$(awk '$1 == "99%" {print $2}' "$WORK/wrk.txt")
+python3 - "$RPS" "$ROWS" "$P99" <<'PY'
+import sys
+rps, rows, p99 = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+unit = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+ms = next((float(p99[:-len(u)]) * f for u, f in sorted(unit.items(), key=lambda x: -len(x[0]))
+           if p99.endswith(u)), float("nan"))
+if rows == 1:
+    met = rps >= 30000 and ms < 2.0
+    print(f"issue 30 target: >= 30000 requests/s with p99 < 2 ms: {rps:.0f} requests/s, "
+          f"p99 {ms:.2f} ms: {'met' if met else 'not met'}")
+elif rows == 10000:
+    print(f"issue 30 target: >= 5 M rows/s for 10,000-row requests: {rps * rows / 1e6:.2f} M rows/s: "
+          f"{'met' if rps * rows >= 5e6 else 'not met'}")
+PY
 echo "log lines written: $(wc -l < "$WORK/serve.log"); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
