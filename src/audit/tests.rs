@@ -629,6 +629,18 @@ fn every_learner_at_defaults() -> Vec<(&'static str, crate::learn::AlgorithmSpec
             AlgorithmSpec::Dpboost(DpBoostSpec::default()),
             pure,
         ),
+        // dp-linear's objective-perturbation solver (an option, issue 25),
+        // at a large regulariser so that its accelerated descent takes few
+        // steps under callgrind (the step count is public either way).
+        (
+            "dp-linear objective",
+            AlgorithmSpec::DpLinear(LinearSpec {
+                solver: Some(crate::learn::linear::LinearSolver::ObjectivePerturbation),
+                regularization: Some(1.0 / 16.0),
+                ..LinearSpec::default()
+            }),
+            pure,
+        ),
     ]
 }
 

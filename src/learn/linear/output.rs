@@ -61,7 +61,7 @@
 //! the full-batch case of their convex analysis).
 //!
 //! **Floating point.** The bound is for exact arithmetic. The code computes
-//! each gradient with compensated (Neumaier) sums, so each step's float
+//! each gradient with compensated (TwoSum) sums, so each step's float
 //! error is a few units in the last place of the quantities it touches;
 //! the contraction keeps the accumulated error of the computed iterate
 //! below roughly `u n K (1 + R) / lambda` in units of the bound's `1/(n
@@ -101,7 +101,6 @@ use super::model::LinearModel;
 use super::params::{LinearPlan, Noise};
 use crate::data::{Dataset, Encoder, Task};
 use crate::learn::LearnError;
-use crate::learn::ebm::sigmoid;
 use crate::privacy::{Budget, NoiseRng, zcdp};
 
 /// The relative margin added to the sensitivity `2 / (n lambda)` for the
@@ -182,11 +181,28 @@ impl Loss {
     /// holds for the value as computed; NaN becomes 0).
     pub(super) fn derivative(self, z: f64, y: f64) -> f64 {
         let g = match self {
-            Loss::Logistic => sigmoid(z) - y,
+            Loss::Logistic => logistic(z) - y,
             Loss::Huber => z - y,
         };
         if g.is_nan() { 0.0 } else { g.clamp(-1.0, 1.0) }
     }
+}
+
+/// The logistic function without a branch on the sign of `z` (the
+/// descents compute it for every row at every step, so a branch would make
+/// their instruction count depend on how many scores are negative):
+/// `exp(-z)` overflows to infinity for very negative `z`, giving 0.
+fn logistic(z: f64) -> f64 {
+    1.0 / (1.0 + (-z).exp())
+}
+
+/// Knuth's TwoSum: `a + b` and its rounding error, exactly, without a
+/// branch (Neumaier's variant compares magnitudes; the descents run it for
+/// every row at every step, so its work must not depend on the values).
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
 }
 
 /// Everything public about an output-perturbation run (module docs).
@@ -416,11 +432,15 @@ impl Design {
             .zip(&offsets)
             .zip(features)
             .map(|((r, &off), &f)| {
+                // Without a branch on the data (the work of building the
+                // design must not depend on which rows have no feature):
+                // `inside` selects the coordinate or the slot `d`.
                 r.feature
                     .iter()
                     .map(|&j| {
                         let j = usize::from(j);
-                        if j < f { (off + j) as u32 } else { d as u32 }
+                        let inside = usize::from(j < f);
+                        (inside * (off + j) + (1 - inside) * d) as u32
                     })
                     .collect()
             })
@@ -472,7 +492,7 @@ impl GradientWork {
     /// The mean loss gradient `(1/n) sum_i l'(y_i, w . x~_i) x~_i` at `w`
     /// (length `d + 1`: slot `d` is the "no feature" coordinate, whose
     /// weight must be 0), written into `out[..d]`. Every row of every block
-    /// is visited whatever the data; the sums are Neumaier-compensated (the
+    /// is visited whatever the data; the sums are TwoSum-compensated (the
     /// module docs' floating-point paragraph).
     pub(super) fn mean_gradient(
         &mut self,
@@ -483,7 +503,7 @@ impl GradientWork {
         out: &mut [f64],
     ) {
         let d = design.dimension;
-        // Scores with Neumaier-compensated sums too (the sums' own slots
+        // Scores with compensated sums too (the sums' own slots
         // `derivative` hold the compensation until l' replaces them): the
         // score's error is then a few ulps of |z| whatever ||w||, and l' is
         // flat where |z| is large (objective.rs, floating point).
@@ -497,13 +517,8 @@ impl GradientWork {
                 .zip(index)
                 .zip(value)
             {
-                let term = w[j as usize] * v;
-                let total = *s + term;
-                *c += if s.abs() >= term.abs() {
-                    (*s - total) + term
-                } else {
-                    (term - total) + *s
-                };
+                let (total, error) = two_sum(*s, w[j as usize] * v);
+                *c += error;
                 *s = total;
             }
         }
@@ -515,16 +530,11 @@ impl GradientWork {
         compensation.iter_mut().for_each(|c| *c = 0.0);
         for (index, value) in design.index.iter().zip(&design.value) {
             for ((&j, &v), &g) in index.iter().zip(value).zip(&self.derivative) {
-                // Neumaier's compensated sum: the error of the sum does
+                // A compensated sum (TwoSum): the error of the sum does
                 // not grow with n (module docs, floating point).
                 let j = j as usize;
-                let term = g * v;
-                let total = sum[j] + term;
-                compensation[j] += if sum[j].abs() >= term.abs() {
-                    (sum[j] - total) + term
-                } else {
-                    (term - total) + sum[j]
-                };
+                let (total, error) = two_sum(sum[j], g * v);
+                compensation[j] += error;
                 sum[j] = total;
             }
         }
