@@ -248,6 +248,30 @@ async fn full_flow_on_mushroom_matches_the_cli() {
     s.stop().await;
 }
 
+/// The first 200 Mushroom rows predicted by `model_id` over HTTP and by
+/// `privboost predict` on its file (`model`: the model route's body): the
+/// CLI's (class, score, probability) per row, the route's answer, and the
+/// rows as CSV.
+async fn served_and_cli(
+    s: &TestServer,
+    key: &str,
+    model_id: &str,
+    model: &Value,
+) -> (Vec<(String, f64, f64)>, Value, String) {
+    let (rows, csv) = mushroom_rows(200);
+    let served = expect_status(
+        s.post(
+            key,
+            &format!("/v1/models/{model_id}/predict"),
+            &json!({"rows": rows}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    (cli_predict(&model["model"], &csv), served, csv)
+}
+
 /// Run `privboost predict` on a model file and rows; returns (class, score, probability) per row.
 fn cli_predict(model: &Value, csv: &str) -> Vec<(String, f64, f64)> {
     let dir = tempfile::tempdir().unwrap();
@@ -311,18 +335,7 @@ async fn top_down_trees_train_and_predict_like_the_cli() {
         StatusCode::OK,
     )
     .await;
-    let (rows, csv) = mushroom_rows(200);
-    let served = expect_status(
-        s.post(
-            &owner,
-            &format!("/v1/models/{model_id}/predict"),
-            &json!({"rows": rows}),
-        )
-        .await,
-        StatusCode::OK,
-    )
-    .await;
-    let cli = cli_predict(&model["model"], &csv);
+    let (cli, served, _) = served_and_cli(&s, &owner, model_id, &model).await;
     for (i, (c, p)) in cli
         .iter()
         .zip(served["predictions"].as_array().unwrap())
@@ -471,18 +484,7 @@ async fn objective_perturbation_trains_and_predicts_like_the_cli() {
             .contains("floating point"),
         "{model}"
     );
-    let (rows, csv) = mushroom_rows(200);
-    let served = expect_status(
-        s.post(
-            &owner,
-            &format!("/v1/models/{model_id}/predict"),
-            &json!({"rows": rows}),
-        )
-        .await,
-        StatusCode::OK,
-    )
-    .await;
-    let cli = cli_predict(&model["model"], &csv);
+    let (cli, served, csv) = served_and_cli(&s, &owner, model_id, &model).await;
     let mut hits = 0usize;
     for (i, (c, p)) in cli
         .iter()

@@ -97,7 +97,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::LinearModel;
-use super::output::{GradientWork, Loss, Scaled};
+// The regulariser's range and the exact samplers' limits are output
+// perturbation's.
+use super::output::{
+    GradientWork, Loss, MAX_GRID_COORDINATE, MAX_LAPLACE_SCALE, MAX_REGULARIZATION, Scaled,
+};
 use super::params::{LinearPlan, Noise};
 use crate::data::{Dataset, Encoder, Task};
 use crate::learn::LearnError;
@@ -116,13 +120,6 @@ const OUTPUT_NOISE_FRACTION: f64 = 0.25;
 pub const FLOAT_ERROR_CONSTANT: f64 = 64.0;
 /// Largest number of gradient steps a plan may take.
 pub const MAX_STEPS: u32 = 200_000;
-/// Largest regulariser accepted.
-pub const MAX_REGULARIZATION: f64 = 1e3;
-/// The discrete Laplace takes a scale numerator below 2^64.
-const MAX_LAPLACE_SCALE: f64 = (1u64 << 62) as f64;
-/// Rounded coordinates (grid steps) stay below this, so noise and all fit
-/// an `i128` with room.
-const MAX_GRID_COORDINATE: f64 = (1u64 << 60) as f64;
 
 /// Everything public about an objective-perturbation run (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -372,8 +369,7 @@ pub(super) fn release(
     let limit = plan.bound / plan.grid;
     y.iter()
         .map(|&v| {
-            let steps = (v / plan.grid).clamp(-limit, limit);
-            let q = (steps + 0.5f64.copysign(steps)) as i128;
+            let q = super::output::grid_steps(v, plan.grid, limit);
             Ok((q + plan.noise.draw(rng)?) as f64 * plan.grid)
         })
         .collect()

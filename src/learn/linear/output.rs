@@ -121,10 +121,10 @@ const GAUSSIAN_SD_STEPS: f64 = 8192.0;
 /// 2^29 so the rational rounded up fits.
 const MAX_VARIANCE: f64 = (1u64 << 29) as f64;
 /// The discrete Laplace takes a scale numerator below 2^64.
-const MAX_LAPLACE_SCALE: f64 = (1u64 << 62) as f64;
+pub(super) const MAX_LAPLACE_SCALE: f64 = (1u64 << 62) as f64;
 /// The largest `|w / gamma|` (grid steps): `R / gamma` must stay below it so
 /// the rounded coordinates and the noise fit an `i128` with room.
-const MAX_GRID_COORDINATE: f64 = (1u64 << 60) as f64;
+pub(super) const MAX_GRID_COORDINATE: f64 = (1u64 << 60) as f64;
 /// Largest number of gradient steps accepted.
 pub const MAX_STEPS: u32 = 20_000;
 /// The default steps are `STEPS_PER_CONDITION` times the condition number
@@ -607,12 +607,15 @@ pub(super) fn release(
 /// 2^60) and rounded half away from zero (`as` maps NaN to 0).
 pub(super) fn rounded(w: &[f64], plan: &OutputPlan) -> Vec<i128> {
     let bound = plan.radius / plan.grid;
-    w.iter()
-        .map(|&x| {
-            let steps = (x / plan.grid).clamp(-bound, bound);
-            (steps + 0.5f64.copysign(steps)) as i128
-        })
-        .collect()
+    w.iter().map(|&x| grid_steps(x, plan.grid, bound)).collect()
+}
+
+/// `x` in steps of `grid`, clamped to `+-limit` steps (1-Lipschitz, so no
+/// distance grows) and rounded half away from zero (`as` maps NaN to 0):
+/// the rounding of both one-release solvers (this one and `objective.rs`).
+pub(super) fn grid_steps(x: f64, grid: f64, limit: f64) -> i128 {
+    let steps = (x / grid).clamp(-limit, limit);
+    (steps + 0.5f64.copysign(steps)) as i128
 }
 
 /// The labels as the loss sees them (module docs): block descent's targets

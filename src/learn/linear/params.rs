@@ -733,6 +733,39 @@ impl LinearParams {
                 Some(Noise::Gaussian { num, den })
             }
         };
+        // Both one-release solvers' plans: nothing but the ranges and the
+        // coefficients' one noise.
+        let one_release = |params: LinearParams,
+                           noise: Noise,
+                           lambda: f64,
+                           output: Option<OutputPlan>,
+                           objective: Option<ObjectivePlan>|
+         -> Result<LinearPlan, LearnError> {
+            Ok(LinearPlan {
+                params,
+                n_rows,
+                blocks,
+                curvature_sensitivity: 0,
+                budget,
+                lines,
+                cross_pairs: 0,
+                rho: if budget.delta() == 0.0 {
+                    None
+                } else {
+                    Some(zcdp::rho_for(budget.epsilon(), budget.delta())?)
+                },
+                scale: 1,
+                curvature_noise: noise,
+                cross_noise: None,
+                gradient_noise: noise,
+                lambda,
+                classes: task.n_classes().unwrap_or(0),
+                ranged_lines: ranged,
+                range_noise,
+                output,
+                objective,
+            })
+        };
         if self.solver == LinearSolver::ObjectivePerturbation {
             if params.regularization == 0.0 {
                 params.regularization =
@@ -755,26 +788,8 @@ impl LinearParams {
                     op.steps
                 )));
             }
-            return Ok(LinearPlan {
-                params,
-                n_rows,
-                blocks,
-                curvature_sensitivity: 0,
-                budget,
-                lines,
-                cross_pairs: 0,
-                rho: None,
-                scale: 1,
-                curvature_noise: op.noise,
-                cross_noise: None,
-                gradient_noise: op.noise,
-                lambda: op.lambda,
-                classes: task.n_classes().unwrap_or(0),
-                ranged_lines: ranged,
-                range_noise,
-                output: None,
-                objective: Some(op),
-            });
+            // Pure DP only: the plan refused a delta.
+            return one_release(params, op.noise, op.lambda, None, Some(op));
         }
         let loss = output::Loss::of(task)?;
         if params.regularization == 0.0 {
@@ -794,30 +809,7 @@ impl LinearParams {
             params.regularization,
             params.epochs,
         )?;
-        Ok(LinearPlan {
-            params,
-            n_rows,
-            blocks,
-            curvature_sensitivity: 0,
-            budget,
-            lines,
-            cross_pairs: 0,
-            rho: if budget.delta() == 0.0 {
-                None
-            } else {
-                Some(zcdp::rho_for(budget.epsilon(), budget.delta())?)
-            },
-            scale: 1,
-            curvature_noise: op.noise,
-            cross_noise: None,
-            gradient_noise: op.noise,
-            lambda: op.lambda,
-            classes: 0,
-            ranged_lines: ranged,
-            range_noise,
-            output: Some(op),
-            objective: None,
-        })
+        one_release(params, op.noise, op.lambda, Some(op), None)
     }
 
     /// [`Self::plan`] for a multiclass label of `classes` classes (0: binary

@@ -210,13 +210,7 @@ fn release_noise_has_the_planned_scale() {
 /// and a regulariser too small for n (steps or float precision).
 #[test]
 fn refusals_before_any_charge() {
-    let shape = LinearShape {
-        intervals: (5, 8),
-        linear: (5, 4),
-        both: (9, 12),
-        lines: 4,
-        dimensions: [33, 5, 37],
-    };
+    let shape = super::tests_output::SHAPE;
     let op = |spec: LinearSpec, task: Task, b: Budget, n: usize| {
         LinearSpec {
             solver: Some(LinearSolver::ObjectivePerturbation),

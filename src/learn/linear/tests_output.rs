@@ -265,18 +265,22 @@ fn release_noise_has_the_planned_scale() {
     }
 }
 
+/// A schema's layout by hand for the plan tests of both one-release
+/// solvers: 4 numeric columns of 8 intervals (4 lines) and one more block.
+pub(super) const SHAPE: LinearShape = LinearShape {
+    intervals: (5, 8),
+    linear: (5, 4),
+    both: (9, 12),
+    lines: 4,
+    dimensions: [33, 5, 37],
+};
+
 /// The plan refuses before any charge: a multiclass label, a regulariser
 /// out of range, too many steps, block descent's own parameters, and a
 /// regulariser so small that the float error could pass the margin.
 #[test]
 fn refusals_before_any_charge() {
-    let shape = LinearShape {
-        intervals: (5, 8),
-        linear: (5, 4),
-        both: (9, 12),
-        lines: 4,
-        dimensions: [33, 5, 37],
-    };
+    let shape = SHAPE;
     let op = |spec: LinearSpec, task: Task, n: usize| {
         LinearSpec {
             solver: Some(LinearSolver::OutputPerturbation),
@@ -368,13 +372,7 @@ fn refusals_before_any_charge() {
 /// run again.
 #[test]
 fn default_solver_and_parameters() {
-    let shape = LinearShape {
-        intervals: (5, 8),
-        linear: (5, 4),
-        both: (9, 12),
-        lines: 4,
-        dimensions: [33, 5, 37],
-    };
+    let shape = SHAPE;
     let pure = Budget::new(1.0, 0.0).unwrap();
     let approx = Budget::new(1.0, 1e-6).unwrap();
     let p = LinearSpec {
