@@ -3,7 +3,7 @@
 //! (split seed 1) with fresh OS noise, one JSON line per cell on stdout:
 //! m0 accuracy or RMSE, m1 ROC AUC or the train-mean predictor's RMSE, m2
 //! the predicted-positive rate, m3 the true rate, m4 the mean predicted
-//! probability. `scripts/ebm_rule_lodo.py` fits the rule on its output.
+//! probability (multiclass sets: m0 accuracy, m1 macro-F1). `scripts/ebm_rule_lodo.py` fits the rule on its output.
 //! Usage: ebm_tune DIR[,DIR..] EPS[,EPS..] DELTA LR[,LR..] EPOCHS[,E..] FOLDS REPEATS [default]
 use std::fs::File;
 
@@ -157,8 +157,22 @@ fn main() {
                                     0.0,
                                 ]
                             }
-                            Task::Multiclass { .. } => {
-                                panic!("this tuner is for binary and regression sets")
+                            Task::Multiclass { k } => {
+                                let actual = test.classes.as_ref().unwrap();
+                                let predicted: Vec<usize> = out
+                                    .iter()
+                                    .map(|o| match o {
+                                        Output::Classes(c) => c.index,
+                                        _ => panic!(),
+                                    })
+                                    .collect();
+                                [
+                                    metrics::multiclass_accuracy(&predicted, actual),
+                                    metrics::macro_f1(&predicted, actual, k),
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                ]
                             }
                         }
                     })
@@ -177,10 +191,10 @@ fn main() {
                 println!(
                     "{{\"set\":\"{}\",\"task\":\"{}\",\"n\":{},\"k\":{},\"eps\":{epsilon},\"delta\":{delta},\"spec\":{},\"m0\":{:.5},\"s0\":{:.5},\"m1\":{:.5},\"m2\":{:.4},\"m3\":{:.4},\"m4\":{:.4},\"ms\":{:.1},\"runs\":{}}}",
                     dir.trim_end_matches('/').rsplit('/').next().unwrap(),
-                    if task == Task::Binary {
-                        "binary"
-                    } else {
-                        "regression"
+                    match task {
+                        Task::Binary => "binary",
+                        Task::Regression { .. } => "regression",
+                        Task::Multiclass { .. } => "multiclass",
                     },
                     splits[0].0.n_rows(),
                     PublicFacts::new(&encoder, 1).n_features,

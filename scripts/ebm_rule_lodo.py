@@ -9,17 +9,28 @@ deviation of one leaf sum at those epochs: for each held-out set, the
 parameters minimising the mean regret (accuracy points; RMSE over the mean
 predictor's) on the other sets, then scored on the held-out set. The rule's
 learning rate is snapped to the nearest measured one (in log scale).
-Usage: scripts/ebm_rule_lodo.py grid1.jsonl [grid2.jsonl ...]
+Multiclass sets (accuracy regret; the leaf sums' noise is twice the
+binary one, `learn::ebm::params::leaf_l1_sensitivity`) are fitted on their
+own: `--task multiclass` keeps only them (default: binary and regression),
+and fits the pure-DP rule whose epochs grow with the signal: the most of
+1, 2, 3, 5 epochs that keeps `n / s >= T` (one if none does), with the
+learning rate `10^(a + b log10(n / s))` at those epochs; (a, b, T) chosen
+by the same leave-one-dataset-out (`Schedule::default_for`).
+Usage: scripts/ebm_rule_lodo.py [--task multiclass] grid1.jsonl [grid2.jsonl ...]
 """
 import json, math, sys, itertools, collections
 from functools import lru_cache
-rows=[json.loads(l) for f in sys.argv[1:] for l in open(f)]
-LR=[0.01,0.02,0.05,0.1,0.2,0.4,0.7,1.0]
+args=sys.argv[1:]
+MULTICLASS=args[:2]==['--task','multiclass']
+if MULTICLASS: args=args[2:]
+rows=[json.loads(l) for f in args for l in open(f)]
+rows=[d for d in rows if (d['task']=='multiclass')==MULTICLASS]
+LR=sorted({d['spec']['learning_rate'] for d in rows})
 cell=collections.defaultdict(dict); info={}
 for d in rows:
     key=(d['set'],d['eps'],d['delta'])
     cfg=(d['spec']['learning_rate'],d['spec']['epochs'])
-    loss=1-d['m0'] if d['task']=='binary' else d['m0']/d['m1']
+    loss=d['m0']/d['m1'] if d['task']=='regression' else 1-d['m0']
     cell[key][cfg]=(loss,d); info[key]=(d['task'],d['n'],d['k'])
 @lru_cache(None)
 def rho_for(eps,delta):
@@ -39,10 +50,13 @@ def rho_for(eps,delta):
         else: hi=m
     return lo
 def sigma(n,k,eps,delta,E):
-    if delta>0: return math.sqrt(2*E*k/(0.85*rho_for(eps,delta)))
-    return math.sqrt(2)*2*E*k/(0.85*eps)
+    # a multiclass leaf sum's L1 / L2 sensitivity is twice the binary one
+    f=2 if MULTICLASS else 1
+    if delta>0: return f*math.sqrt(2*E*k/(0.85*rho_for(eps,delta)))
+    return f*math.sqrt(2)*2*E*k/(0.85*eps)
 def snap(lr):
     lr=min(max(lr,0.01),1.0)
+    # the measured learning rates (a rule below the grid takes its lowest)
     return min(LR,key=lambda x:abs(math.log(x)-math.log(lr)))
 def rule(p,key):
     a,b,E=p; t,n,k=info[key]
@@ -69,6 +83,34 @@ def score2(p,keys):
         if cfg not in cell[k]: return 9
         t+=cell[k][cfg][0]-min(v[0] for v in cell[k].values())
     return t/len(keys)
+if MULTICLASS:
+    EP=[1,2,3,5]
+    def rule_t(p,key):
+        a,b,T=p
+        z=lambda E:info[key][1]/sigma(info[key][1],info[key][2],key[1],key[2],E)
+        E=max([e for e in EP if z(e)>=T] or [1])
+        return (snap(10**(a+b*math.log10(z(E)))),E)
+    def score_t(p,keys):
+        t=0
+        for k in keys:
+            cfg=rule_t(p,k)
+            if cfg not in cell[k]: return 9
+            t+=cell[k][cfg][0]-min(v[0] for v in cell[k].values())
+        return t/len(keys)
+    G=[(a/4,b/8,10**(t/8)) for a in range(-12,9) for b in range(0,9) for t in range(0,33)]
+    keys=[k for k in cell if k[2]==0]
+    sets=sorted(set(k[0] for k in keys))
+    best=min(G,key=lambda p:score_t(p,keys))
+    print('pooled all-sets rule (a, b, T)',best,round(score_t(best,keys),4))
+    total=[]
+    for h in sets:
+        p=min(G,key=lambda p:score_t(p,[k for k in keys if k[0]!=h]))
+        for key in sorted(k for k in keys if k[0]==h):
+            cfg=rule_t(p,key); l,d=cell[key][cfg]; r=l-min(v[0] for v in cell[key].values())
+            total.append(r)
+            print(h[:12],key[1],p,cfg,f"acc {d['m0']:.3f} macro-F1 {d['m1']:.3f} regret {r:.3f}")
+    print('pure multiclass held-out mean regret',round(sum(total)/len(total),4))
+    sys.exit(0)
 G=[(a/4,b/8,Ez,Ep) for a in range(-12,5) for b in range(0,9) for Ez in [5,10,20] for Ep in [2,3,5]]
 keys=list(cell)
 sets=sorted(set(k[0] for k in keys))
@@ -82,10 +124,11 @@ for h in sets:
         cfg=rule2(p,key); l,d=cell[key][cfg]; bestl=min(v[0] for v in cell[key].values())
         res[key]=(p,cfg,d,l-bestl)
 for variant in ['zcdp','pure']:
-  for task in ['binary','regression']:
+  for task in ['binary','regression','multiclass']:
     ks=[k for k in res if info[k][0]==task and ((k[2]>0)==(variant=='zcdp'))]
-    print(variant,task,'held-out mean regret',round(sum(res[k][3] for k in ks)/len(ks),4))
+    if ks: print(variant,task,'held-out mean regret',round(sum(res[k][3] for k in ks)/len(ks),4))
 for k in sorted(res,key=lambda k:(k[2]==0,info[k][0],k[0],k[1])):
     p,cfg,d,r=res[k]
-    if info[k][0]=='binary': print(k[0][:12],k[1],k[2],p,cfg,f"acc {d['m0']:.3f} auc {d['m1']:.3f} pp {d['m2']:.3f}/{d['m3']:.3f} regret {r:.3f}")
+    if info[k][0]=='multiclass': print(k[0][:12],k[1],k[2],p,cfg,f"acc {d['m0']:.3f} macro-F1 {d['m1']:.3f} regret {r:.3f}")
+    elif info[k][0]=='binary': print(k[0][:12],k[1],k[2],p,cfg,f"acc {d['m0']:.3f} auc {d['m1']:.3f} pp {d['m2']:.3f}/{d['m3']:.3f} regret {r:.3f}")
     else: print(k[0][:12],k[1],k[2],p,cfg,f"rmse {d['m0']:.4g} mean {d['m1']:.4g} ratio {d['m0']/d['m1']:.3f} regret {r:.3f}")

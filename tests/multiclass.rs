@@ -114,7 +114,7 @@ async fn a_multiclass_table_trains_predicts_and_evaluates() {
             .all(|c| !c["coefficients"].as_array().unwrap().is_empty())
     );
 
-    // `auto` trains k classes: the prior's multiclass order (dp-linear first
+    // `auto` trains k classes: the prior's multiclass order (DP-EBM first
     // at delta = 0), with the rule recorded in the model.
     let request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "auto"});
     let job = expect_status(
@@ -131,7 +131,7 @@ async fn a_multiclass_table_trains_predicts_and_evaluates() {
     )
     .await;
     let selection = &auto["model"]["selection"];
-    assert_eq!(selection["candidates"][0]["label"], "dp-linear", "{auto}");
+    assert_eq!(selection["candidates"][0]["label"], "dp-ebm", "{auto}");
     assert!(
         selection["rule"]
             .as_str()

@@ -43,44 +43,67 @@ impl Schedule {
     ///
     /// - epochs: [`DEFAULT_EPOCHS_ZCDP`] with delta > 0 (a regressor:
     ///   [`DEFAULT_EPOCHS_ZCDP_REGRESSION`]), [`DEFAULT_EPOCHS_PURE`] with
-    ///   delta = 0 (the Laplace noise grows with `E K`, not its root);
+    ///   delta = 0 (the Laplace noise grows with `E K`, not its root); k
+    ///   classes with delta = 0: the most of [`PURE_MULTICLASS_EPOCHS`]
+    ///   that keeps `n / s` at least [`PURE_MULTICLASS_MIN_SNR`] (one
+    ///   epoch if none does), since the best epochs grew with the
+    ///   signal-to-noise ratio on the suite's multiclass sets (one at
+    ///   epsilon <= 1, three to five at epsilon 5 on the larger sets);
     /// - learning rate (a fraction of a Newton step, `fit`): it grows with
     ///   the signal-to-noise ratio of a leaf sum, `n / s` with `s` the
     ///   standard deviation of the noise on one leaf sum at those epochs
-    ///   and the default budget split: `10^-1.75 (n / s)^b`, kept in
-    ///   [0.01, 1], with `b = 0.875` (`0.625` for a regressor with delta >
-    ///   0). The noise a shape value gathers over the run is about
-    ///   `learning_rate x E x s / n` per unit of signal, so a noisy run
-    ///   learns slowly and a clean one takes full steps.
+    ///   and the default budget split: `10^a (n / s)^b`, kept in [0.01, 1],
+    ///   with `a = -1.75, b = 0.875` (`b = 0.625` for a regressor with a
+    ///   delta; `a = -1, b = 0.375` for k classes with delta = 0, fitted on
+    ///   the multiclass sets alone). The noise a shape value gathers over
+    ///   the run is about `learning_rate x E x s / n` per unit of signal, so
+    ///   a noisy run learns slowly and a clean one takes full steps.
     pub fn default_for(task: Task, n_rows: usize, budget: Budget, n_features: usize) -> Schedule {
         let pure = budget.delta() == 0.0;
-        let regression = matches!(task, Task::Regression { .. });
-        let (epochs, slope) = match (pure, regression) {
-            (true, _) => (DEFAULT_EPOCHS_PURE, RULE_B),
-            (false, false) => (DEFAULT_EPOCHS_ZCDP, RULE_B),
-            (false, true) => (DEFAULT_EPOCHS_ZCDP_REGRESSION, RULE_B_ZCDP_REGRESSION),
-        };
-        let iterations = f64::from(epochs) * n_features.max(1) as f64;
         let training = 1.0 - DEFAULT_BINNING_SHARE - INTERCEPT_SHARE - calibration_share(task);
         // The leaf sums' sensitivity over the binary one (1 for binary and
-        // regression, so their rule is unchanged; a multiclass run's noise
-        // per sum is 2 (L1) or sqrt(2) (L2) times larger, and the rule
-        // sees that larger `s`; it was not fitted on multiclass sets).
+        // regression; a multiclass run's noise per sum is 2 (L1) or
+        // sqrt(2) (L2) times larger, and the rule sees that larger `s`).
         let l1 = leaf_l1_sensitivity(task) / 2.0;
         let l2_sq = leaf_l2_sensitivity_squared(task) / 4.0;
-        let s = if pure {
-            // sqrt(2) x the Laplace scale 2 E K / epsilon_t.
-            2f64.sqrt() * 2.0 * l1 * iterations / (training * budget.epsilon())
-        } else {
-            match zcdp::rho_for(budget.epsilon(), budget.delta()) {
-                Ok(rho) => (2.0 * l2_sq * iterations / (training * rho)).sqrt(),
-                // The plan refuses such a budget; any value will do here.
-                Err(_) => f64::INFINITY,
+        // The standard deviation of one leaf sum's noise at `epochs`.
+        let noise = |epochs: u32| {
+            let iterations = f64::from(epochs) * n_features.max(1) as f64;
+            if pure {
+                // sqrt(2) x the Laplace scale 2 E K / epsilon_t.
+                2f64.sqrt() * 2.0 * l1 * iterations / (training * budget.epsilon())
+            } else {
+                match zcdp::rho_for(budget.epsilon(), budget.delta()) {
+                    Ok(rho) => (2.0 * l2_sq * iterations / (training * rho)).sqrt(),
+                    // The plan refuses such a budget; any value will do here.
+                    Err(_) => f64::INFINITY,
+                }
             }
         };
-        let snr = n_rows as f64 / s;
+        let snr = |epochs: u32| n_rows as f64 / noise(epochs);
+        let multiclass = matches!(task, Task::Multiclass { .. });
+        let regression = matches!(task, Task::Regression { .. });
+        let (epochs, intercept, slope) = match (pure, regression, multiclass) {
+            (true, _, true) => (
+                PURE_MULTICLASS_EPOCHS
+                    .into_iter()
+                    .filter(|&e| snr(e) >= PURE_MULTICLASS_MIN_SNR)
+                    .max()
+                    .unwrap_or(1),
+                RULE_A_PURE_MULTICLASS,
+                RULE_B_PURE_MULTICLASS,
+            ),
+            (true, _, false) => (DEFAULT_EPOCHS_PURE, RULE_A, RULE_B),
+            (false, false, _) => (DEFAULT_EPOCHS_ZCDP, RULE_A, RULE_B),
+            (false, true, _) => (
+                DEFAULT_EPOCHS_ZCDP_REGRESSION,
+                RULE_A,
+                RULE_B_ZCDP_REGRESSION,
+            ),
+        };
+        let snr = snr(epochs);
         let learning_rate = if snr.is_finite() && snr > 0.0 {
-            10f64.powf(RULE_A + slope * snr.log10()).clamp(0.01, 1.0)
+            10f64.powf(intercept + slope * snr.log10()).clamp(0.01, 1.0)
         } else {
             0.01
         };
@@ -106,6 +129,16 @@ const RULE_B: f64 = 0.875;
 /// The slope for a regressor with delta > 0 (fitted on the suite's
 /// regression sets alone, which scored better held out there).
 const RULE_B_ZCDP_REGRESSION: f64 = 0.625;
+/// k classes with delta = 0 (issue 27; fitted on the suite's multiclass
+/// sets alone by leave-one-dataset-out, `scripts/ebm_rule_lodo.py --task
+/// multiclass`; docs/accuracy.md, "Pure-DP DP-EBM for k classes"): the
+/// epochs the rule chooses from, the least signal-to-noise ratio `n / s`
+/// a run keeps (10^2.25), and the learning rate's intercept and slope.
+pub const PURE_MULTICLASS_EPOCHS: [u32; 4] = [1, 2, 3, 5];
+/// See [`PURE_MULTICLASS_EPOCHS`].
+pub const PURE_MULTICLASS_MIN_SNR: f64 = 177.827_941_003_892_3;
+const RULE_A_PURE_MULTICLASS: f64 = -1.0;
+const RULE_B_PURE_MULTICLASS: f64 = 0.375;
 
 /// DP-EBM's parameters as a request gives them (unset: the default rule's).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -941,6 +974,54 @@ mod tests {
         );
         assert_eq!(r.epochs, 20);
         assert!((r.learning_rate - 0.065_45).abs() < 1e-4, "{r:?}");
+    }
+
+    /// k classes with delta = 0: the epochs grow with the signal (the most
+    /// of 1, 2, 3, 5 keeping `n / s >= 10^2.25`), the learning rate is
+    /// `10^-1 (n / s)^0.375` at those epochs.
+    #[test]
+    fn the_pure_multiclass_rule_by_hand() {
+        let rule = |n, epsilon, k| {
+            Schedule::default_for(
+                Task::Multiclass { k: 10 },
+                n,
+                Budget::new(epsilon, 0.0).unwrap(),
+                k,
+            )
+        };
+        // n = 8794, K = 16, epsilon 5: one epoch's s = sqrt(2) x 2 x 2 x 16
+        // / (0.85 x 5) = 21.2964; n / s = 412.93 at E = 1, 206.47 at E = 2,
+        // 137.64 at E = 3 (< 177.83): E = 2, learning rate 10^(-1 + 0.375 x
+        // log10 206.47) = 0.738021.
+        let high = rule(8794, 5.0, 16);
+        assert_eq!(high.epochs, 2);
+        assert!((high.learning_rate - 0.738_021).abs() < 1e-5, "{high:?}");
+        // epsilon 1: n / s = 82.59 at E = 1, below the threshold: one epoch,
+        // learning rate 0.523409.
+        let low = rule(8794, 1.0, 16);
+        assert_eq!(low.epochs, 1);
+        assert!((low.learning_rate - 0.523_409).abs() < 1e-5, "{low:?}");
+        // A clean run takes five epochs and full steps.
+        let clean = rule(1_000_000, 5.0, 4);
+        assert_eq!((clean.epochs, clean.learning_rate), (5, 1.0));
+        // The binary pure rule is unchanged (5 epochs), and so is the
+        // multiclass rule with a delta (10 epochs).
+        let binary = Schedule::default_for(Task::Binary, 8794, Budget::new(5.0, 0.0).unwrap(), 16);
+        assert_eq!(binary.epochs, DEFAULT_EPOCHS_PURE);
+        let zcdp = Schedule::default_for(
+            Task::Multiclass { k: 10 },
+            8794,
+            Budget::new(5.0, 1e-6).unwrap(),
+            16,
+        );
+        assert_eq!(zcdp.epochs, DEFAULT_EPOCHS_ZCDP);
+        // More epsilon never lowers the epochs.
+        let mut last = 0;
+        for epsilon in [0.1, 0.5, 1.0, 2.0, 5.0, 20.0] {
+            let e = rule(8794, epsilon, 16).epochs;
+            assert!(e >= last, "{epsilon}: {e}");
+            last = e;
+        }
     }
 
     #[test]
