@@ -224,6 +224,31 @@ async fn bad_local_dp_declarations_store_nothing() {
         .await;
         assert!(body.to_string().contains(field), "{extra:?}: {body}");
     }
+    // A label with a class list: local DP randomizes one label bit, so both
+    // protocols refuse it before reading a row.
+    let multiclass = SMALL_SCHEMA.replace(
+        r#""positive": "1", "negative": "0""#,
+        r#""classes": ["0", "1", "2"]"#,
+    );
+    for protocol in ["all-columns", "sampled-column"] {
+        let body = expect_status(
+            s.upload_form(
+                &owner,
+                "bad",
+                "1",
+                &multiclass,
+                small_csv(20).into_bytes(),
+                &[("local_dp_epsilon", "4"), ("local_dp_protocol", protocol)],
+            )
+            .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        assert!(
+            body.to_string().contains("a label with 3 classes"),
+            "{protocol}: {body}"
+        );
+    }
     let list = expect_status(s.get(&owner, "/v1/datasets").await, StatusCode::OK).await;
     assert_eq!(list["items"].as_array().unwrap().len(), 0, "{list}");
 }
@@ -281,6 +306,19 @@ fn randomize_refuses_bad_input_with_a_clear_message() {
     .unwrap();
     let (ok, err) = run("1", &regression, &raw);
     assert!(!ok && err.contains("binary classification only"), "{err}");
+    // A class list: refused (it used to write empty labels).
+    let multiclass = dir.path().join("multiclass.json");
+    std::fs::write(
+        &multiclass,
+        SMALL_SCHEMA.replace(
+            r#""positive": "1", "negative": "0""#,
+            r#""classes": ["0", "1", "2"]"#,
+        ),
+    )
+    .unwrap();
+    let (ok, err) = run("1", &multiclass, &raw);
+    assert!(!ok && err.contains("a label with 3 classes"), "{err}");
+    assert!(!out.exists(), "nothing written on failure");
 
     // A good run writes the same header and only values of the schema.
     let (ok, err) = run("2", &schema, &raw);

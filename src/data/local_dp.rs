@@ -231,10 +231,21 @@ impl Domains {
     /// private bins (a phase that would spend central budget).
     pub fn new(schema: &Schema) -> Result<Domains, DataError> {
         schema.validate()?;
-        if let Task::Regression { .. } = schema.task() {
-            return Err(DataError::schema(
-                "local DP covers binary classification only: a numeric (regression) label cannot be randomized and debiased by the learners yet",
-            ));
+        match schema.task() {
+            Task::Binary => {}
+            Task::Regression { .. } => {
+                return Err(DataError::schema(
+                    "local DP covers binary classification only: a numeric (regression) label cannot be randomized and debiased by the learners yet",
+                ));
+            }
+            // The randomized label is one bit (positive or negative) in both
+            // protocols and in how reports are stored; a class list would be
+            // written as garbage, so it is refused before any row is read.
+            Task::Multiclass { k } => {
+                return Err(DataError::schema(format!(
+                    "local DP covers binary classification only: a label with {k} classes cannot be randomized and debiased by the learners yet; upload the rows centrally (every learner but ldp-naive-bayes trains k classes)"
+                )));
+            }
         }
         let mut columns = Vec::with_capacity(schema.columns.len());
         for column in &schema.columns {
@@ -529,6 +540,20 @@ mod tests {
         .unwrap();
         let e = Domains::new(&regression).unwrap_err().to_string();
         assert!(e.contains("binary classification only"), "{e}");
+        // A class list: refused by both protocols (the randomized label is
+        // one bit; before this check `randomize` wrote empty labels).
+        let multiclass = Schema::from_json(
+            r#"{"label": {"column": "y", "classes": ["a", "b", "c"]},
+                "columns": [{"name": "a", "type": "boolean"}]}"#,
+        )
+        .unwrap();
+        for e in [
+            LocalDp::new(&multiclass, 2.0, None).unwrap_err(),
+            LocalDp::sampled_column(&multiclass, 2.0).unwrap_err(),
+        ] {
+            let e = e.to_string();
+            assert!(e.contains("a label with 3 classes"), "{e}");
+        }
         let private = Schema::from_json(
             r#"{"label": {"column": "y", "positive": "1"},
                 "columns": [{"name": "a", "type": "numeric", "min": 0, "max": 1, "bins": {"private": 4}}]}"#,

@@ -111,6 +111,10 @@ def test_bad_input_is_refused():
     regression = {**SCHEMA, "label": {"column": "y", "type": "numeric", "min": 0, "max": 1}}
     with pytest.raises(ValueError, match="binary classification only"):
         randomize(rows, regression, 1.0)
+    multiclass = {**SCHEMA, "label": {"column": "y", "classes": ["0", "1", "2"]}}
+    for protocol in ["all-columns", "sampled-column"]:
+        with pytest.raises(ValueError, match="a label with 3 classes"):
+            randomize(rows, multiclass, 1.0, protocol=protocol)
 
 
 def test_a_local_dp_upload_trains_without_central_budget(owner):

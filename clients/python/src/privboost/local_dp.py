@@ -177,6 +177,23 @@ REPORTED_VALUE = "reported_value"
 PROTOCOLS = ("all-columns", "sampled-column")
 
 
+def _binary_label(schema):
+    """The schema's label, refused unless binary: both protocols randomize one label bit (the
+    server and ``privboost randomize`` refuse the same schemas)."""
+    label = schema["label"]
+    if label.get("type") == "numeric":
+        raise ValueError(
+            "local DP covers binary classification only: a numeric (regression) label cannot be "
+            "randomized and debiased by the learners yet"
+        )
+    if "classes" in label:
+        raise ValueError(
+            f"local DP covers binary classification only: a label with {len(label['classes'])} "
+            "classes cannot be randomized and debiased by the learners yet; upload the rows centrally"
+        )
+    return label
+
+
 def randomize(
     data: pd.DataFrame,
     schema: Mapping[str, Any],
@@ -208,12 +225,7 @@ def randomize(
                 "jointly with one column at the full epsilon"
             )
         return _randomize_sampled(data, schema, epsilon, rng or random.SystemRandom())
-    label = schema["label"]
-    if label.get("type") == "numeric":
-        raise ValueError(
-            "local DP covers binary classification only: a numeric (regression) label cannot be "
-            "randomized and debiased by the learners yet"
-        )
+    label = _binary_label(schema)
     features = [c for c in schema["columns"] if c["type"] != "ignore"]
     if label_epsilon is None:
         label_epsilon = epsilon / (len(features) + 1)
@@ -261,12 +273,7 @@ def _randomize_sampled(
     columns (independent of the row, so it is reported in the clear), then randomized response
     of the pair ``2 v + y`` over ``2 k_j`` values at the full epsilon. epsilon-local DP per row:
     one randomized response of one pair, the draw of ``j`` reading nothing of the row."""
-    label = schema["label"]
-    if label.get("type") == "numeric":
-        raise ValueError(
-            "local DP covers binary classification only: a numeric (regression) label cannot be "
-            "randomized and debiased by the learners yet"
-        )
+    label = _binary_label(schema)
     if label["column"] in (REPORTED_COLUMN, REPORTED_VALUE):
         raise ValueError(f"the label column may not be named {REPORTED_COLUMN!r} or {REPORTED_VALUE!r}")
     declared = {c["name"]: c for c in schema["columns"]}
