@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Test accuracy on Adult of models trained on rows randomized on the client (local DP).
+"""Test accuracy on Adult (or another split) of models trained on rows randomized on the client
+(local DP).
 
 Usage: scripts/local_dp_accuracy.py BINARY [--epsilon 1,2,4,8] [--repeats 5]
        [--label-epsilon L] [--protocol all-columns|sampled-column]
+       [--train CSV --test CSV --schema JSON]   (default: Adult's canonical split)
 
 For each local epsilon and repeat: `privboost randomize` the canonical training
 split (data/adult/adult-train.csv) with fresh OS noise, `privboost train
@@ -17,6 +19,7 @@ temporary files are deleted.
 
 import argparse
 import csv
+import json
 import os
 import statistics
 import subprocess
@@ -33,7 +36,7 @@ def run(args):
     subprocess.run(args, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def accuracy(binary, workdir, epsilon, label_epsilon, protocol):
+def accuracy(binary, workdir, epsilon, label_epsilon, protocol, TRAIN=TRAIN, TEST=TEST, SCHEMA=SCHEMA):
     randomized = os.path.join(workdir, "randomized.csv")
     model = os.path.join(workdir, "model.json")
     predictions = os.path.join(workdir, "predictions.csv")
@@ -48,8 +51,10 @@ def accuracy(binary, workdir, epsilon, label_epsilon, protocol):
     run([binary, "train", "--data", randomized, "--schema", SCHEMA,
          "--local-dp-epsilon", str(epsilon), *extra, "--out", model])
     run([binary, "predict", "--model", model, "--data", TEST, "--out", predictions])
+    with open(SCHEMA) as f:
+        label = json.load(f)["label"]["column"]
     with open(TEST, newline="") as f:
-        truth = [row["income"] for row in csv.DictReader(f)]
+        truth = [row[label].strip() for row in csv.DictReader(f)]
     with open(predictions, newline="") as f:
         predicted = [row["class"] for row in csv.DictReader(f)]
     assert len(truth) == len(predicted)
@@ -64,6 +69,9 @@ def main():
     parser.add_argument("--label-epsilon", type=float, default=None)
     parser.add_argument("--protocol", default="all-columns",
                         choices=["all-columns", "sampled-column"])
+    parser.add_argument("--train", default=TRAIN)
+    parser.add_argument("--test", default=TEST)
+    parser.add_argument("--schema", default=SCHEMA)
     args = parser.parse_args()
     if args.protocol == "sampled-column":
         if args.label_epsilon:
@@ -75,7 +83,8 @@ def main():
     print(f"|---|---|---|---|")
     with tempfile.TemporaryDirectory() as workdir:
         for epsilon in [float(e) for e in args.epsilon.split(",")]:
-            accs = [accuracy(args.binary, workdir, epsilon, args.label_epsilon, args.protocol)
+            accs = [accuracy(args.binary, workdir, epsilon, args.label_epsilon, args.protocol,
+                             args.train, args.test, args.schema)
                     for _ in range(args.repeats)]
             sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
             print(f"| {epsilon:g} | {label} | {len(accs)} | {statistics.mean(accs):.4f} ± {sd:.4f} |")

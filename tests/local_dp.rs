@@ -224,31 +224,30 @@ async fn bad_local_dp_declarations_store_nothing() {
         .await;
         assert!(body.to_string().contains(field), "{extra:?}: {body}");
     }
-    // A label with a class list: local DP randomizes one label bit, so both
-    // protocols refuse it before reading a row.
+    // A label with a class list: the all-columns protocol randomizes one
+    // label bit, so it refuses it before reading a row (sampled-column
+    // takes it: `sampled_column_reports_train_k_classes`).
     let multiclass = SMALL_SCHEMA.replace(
         r#""positive": "1", "negative": "0""#,
         r#""classes": ["0", "1", "2"]"#,
     );
-    for protocol in ["all-columns", "sampled-column"] {
-        let body = expect_status(
-            s.upload_form(
-                &owner,
-                "bad",
-                "1",
-                &multiclass,
-                small_csv(20).into_bytes(),
-                &[("local_dp_epsilon", "4"), ("local_dp_protocol", protocol)],
-            )
-            .await,
-            StatusCode::UNPROCESSABLE_ENTITY,
+    let body = expect_status(
+        s.upload_form(
+            &owner,
+            "bad",
+            "1",
+            &multiclass,
+            small_csv(20).into_bytes(),
+            &[("local_dp_epsilon", "4")],
         )
-        .await;
-        assert!(
-            body.to_string().contains("a label with 3 classes"),
-            "{protocol}: {body}"
-        );
-    }
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(
+        body.to_string().contains("a label with 3 classes"),
+        "{body}"
+    );
     let list = expect_status(s.get(&owner, "/v1/datasets").await, StatusCode::OK).await;
     assert_eq!(list["items"].as_array().unwrap().len(), 0, "{list}");
 }
@@ -306,7 +305,8 @@ fn randomize_refuses_bad_input_with_a_clear_message() {
     .unwrap();
     let (ok, err) = run("1", &regression, &raw);
     assert!(!ok && err.contains("binary classification only"), "{err}");
-    // A class list: refused (it used to write empty labels).
+    // A class list: refused by the all-columns protocol (it used to write
+    // empty labels).
     let multiclass = dir.path().join("multiclass.json");
     std::fs::write(
         &multiclass,
@@ -585,5 +585,118 @@ async fn sampled_column_reports_train_naive_bayes_end_to_end() {
         assert!(response.status().is_client_error(), "{extra:?}");
         let body: serde_json::Value = response.json().await.unwrap();
         assert!(body.to_string().contains(field), "{extra:?}: {body}");
+    }
+}
+
+/// k classes by the sampled-column protocol over HTTP: `randomize` reports
+/// (value, class) pairs over the class list, the upload stores them, the
+/// default job trains ldp-naive-bayes with three class tables, and the
+/// model predicts each row's class with one probability per class.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampled_column_reports_train_k_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = r#"{
+      "label": {"column": "y", "classes": ["lo", "mid", "hi"]},
+      "columns": [
+        {"name": "x", "type": "numeric", "min": 0, "max": 90, "bins": 3},
+        {"name": "c", "type": "categorical", "categories": ["a", "b"]}
+      ]
+    }"#;
+    let mut raw = String::from("x,c,y\n");
+    for i in 0..6000 {
+        let x = (i * 37) % 90;
+        let y = ["lo", "mid", "hi"][x / 30];
+        raw.push_str(&format!("{x},{},{y}\n", ["a", "b"][i % 2]));
+    }
+    let (schema_path, raw_path, out) = (
+        dir.path().join("schema.json"),
+        dir.path().join("raw.csv"),
+        dir.path().join("reports.csv"),
+    );
+    std::fs::write(&schema_path, schema).unwrap();
+    std::fs::write(&raw_path, raw).unwrap();
+    let (ok, err) = privboost(&[
+        "randomize",
+        "--schema",
+        schema_path.to_str().unwrap(),
+        "--epsilon",
+        "6",
+        "--protocol",
+        "sampled-column",
+        raw_path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let reports = std::fs::read(&out).unwrap();
+    for line in String::from_utf8(reports.clone()).unwrap().lines().skip(1) {
+        let label = line.rsplit(',').next().unwrap();
+        assert!(["lo", "mid", "hi"].contains(&label), "{line}");
+    }
+
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let body = expect_status(
+        s.upload_form(
+            &owner,
+            "reports",
+            "1",
+            schema,
+            reports,
+            &[
+                ("local_dp_epsilon", "6"),
+                ("local_dp_protocol", "sampled-column"),
+            ],
+        )
+        .await,
+        StatusCode::CREATED,
+    )
+    .await;
+    let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
+    let job = expect_status(
+        s.post(&owner, "/v1/jobs", &json!({"dataset_id": dataset}))
+            .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    assert_eq!(job["params"]["algorithm"], "ldp-naive-bayes", "{job}");
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let model_id = job["model_id"].as_str().unwrap().to_owned();
+    let model = expect_status(
+        s.get(&owner, &format!("/v1/models/{model_id}")).await,
+        StatusCode::OK,
+    )
+    .await;
+    let classes: Vec<&str> = model["inspection"]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(classes, ["lo", "mid", "hi"], "{model}");
+    let rows = json!({"rows": [
+        {"x": 10, "c": "a"}, {"x": 45, "c": "b"}, {"x": 80, "c": "a"}
+    ]});
+    let predicted = expect_status(
+        s.post(&owner, &format!("/v1/models/{model_id}/predict"), &rows)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    for (i, want) in ["lo", "mid", "hi"].iter().enumerate() {
+        let p = &predicted["predictions"][i];
+        assert_eq!(p["class"], *want, "{predicted}");
+        let probabilities: Vec<f64> = p["probabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(probabilities.len(), 3, "{p}");
+        assert!(
+            (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+            "{p}"
+        );
     }
 }

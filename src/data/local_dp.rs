@@ -97,6 +97,15 @@ impl LocalDp {
         label_epsilon: Option<f64>,
     ) -> Result<LocalDp, DataError> {
         Domains::new(schema)?;
+        // The all-columns protocol randomizes the label alone, as one bit,
+        // and its learner (LazyBB's debiased 1-Rule) is binary; a class list
+        // would be written as garbage, so it is refused before any row is
+        // read (the sampled-column protocol takes k classes).
+        if let Task::Multiclass { k } = schema.task() {
+            return Err(DataError::schema(format!(
+                "the all-columns local-DP protocol covers binary classification only: a label with {k} classes needs the sampled-column protocol (privboost randomize --protocol sampled-column, trained by ldp-naive-bayes), or upload the rows centrally"
+            )));
+        }
         if !(epsilon.is_finite() && epsilon > 0.0) {
             return Err(DataError::LocalDp {
                 message: format!("the local epsilon must be a finite number > 0, got {epsilon}"),
@@ -221,14 +230,17 @@ pub struct ColumnDomain {
 pub struct Domains {
     /// Per schema column (in schema order): `None` for an ignored column.
     pub columns: Vec<Option<ColumnDomain>>,
-    /// The label's two cells: positive, then negative.
-    pub label: [String; 2],
+    /// The label's cells: positive then negative for a binary label; the
+    /// schema's classes, in order, for a class list (sampled-column only:
+    /// [`LocalDp::new`] refuses it).
+    pub label: Vec<String>,
 }
 
 impl Domains {
     /// The domains of `schema`. Refuses what local DP does not cover: a
     /// regression label (the learners that debias are classifiers) and
-    /// private bins (a phase that would spend central budget).
+    /// private bins (a phase that would spend central budget). A class list
+    /// is read here; the all-columns protocol refuses it ([`LocalDp::new`]).
     pub fn new(schema: &Schema) -> Result<Domains, DataError> {
         schema.validate()?;
         match schema.task() {
@@ -238,14 +250,7 @@ impl Domains {
                     "local DP covers binary classification only: a numeric (regression) label cannot be randomized and debiased by the learners yet",
                 ));
             }
-            // The randomized label is one bit (positive or negative) in both
-            // protocols and in how reports are stored; a class list would be
-            // written as garbage, so it is refused before any row is read.
-            Task::Multiclass { k } => {
-                return Err(DataError::schema(format!(
-                    "local DP covers binary classification only: a label with {k} classes cannot be randomized and debiased by the learners yet; upload the rows centrally (every learner but ldp-naive-bayes trains k classes)"
-                )));
-            }
+            Task::Multiclass { .. } => {}
         }
         let mut columns = Vec::with_capacity(schema.columns.len());
         for column in &schema.columns {
@@ -322,7 +327,10 @@ impl Domains {
         }
         Ok(Domains {
             columns,
-            label: [schema.label.positive.clone(), schema.label.negative_name()],
+            label: match &schema.label.classes {
+                Some(classes) => classes.clone(),
+                None => vec![schema.label.positive.clone(), schema.label.negative_name()],
+            },
         })
     }
 
@@ -356,14 +364,18 @@ impl Domains {
             .ok_or_else(|| DataError::cell(row, name, "value outside the column's domain"))
     }
 
-    /// The label's domain index (0 positive, 1 negative) of a cell.
+    /// The label's domain index of a cell: 0 positive, 1 negative; a class
+    /// list's index in schema order.
     pub fn label_index(
         &self,
         encoder: &Encoder,
         value: &str,
         row: usize,
     ) -> Result<u32, DataError> {
-        Ok(u32::from(!encoder.encode_label(value.trim(), row)?))
+        match encoder.schema().task() {
+            Task::Multiclass { .. } => Ok(u32::from(encoder.encode_class(value.trim(), row)?)),
+            _ => Ok(u32::from(!encoder.encode_label(value.trim(), row)?)),
+        }
     }
 }
 
@@ -427,7 +439,7 @@ mod tests {
         // age 4 intervals; hours 4 intervals + missing; work 2 + missing;
         // color 1 + other; shape 1 + missing; smoker false/true.
         assert_eq!(sizes, [4, 5, 3, 2, 2, 2]);
-        assert_eq!(domains.label, ["yes".to_string(), "no".to_string()]);
+        assert_eq!(domains.label, ["yes", "no"]);
         assert_eq!(domains.label_index(&encoder, "no", 1).unwrap(), 1);
         // Clamped and unknown values land on a domain value.
         assert_eq!(
@@ -540,20 +552,25 @@ mod tests {
         .unwrap();
         let e = Domains::new(&regression).unwrap_err().to_string();
         assert!(e.contains("binary classification only"), "{e}");
-        // A class list: refused by both protocols (the randomized label is
-        // one bit; before this check `randomize` wrote empty labels).
+        // A class list: refused by the all-columns protocol (its label is
+        // one randomized bit; before this check `randomize` wrote empty
+        // labels), taken by sampled-column with the classes as the label's
+        // domain.
         let multiclass = Schema::from_json(
             r#"{"label": {"column": "y", "classes": ["a", "b", "c"]},
                 "columns": [{"name": "a", "type": "boolean"}]}"#,
         )
         .unwrap();
-        for e in [
-            LocalDp::new(&multiclass, 2.0, None).unwrap_err(),
-            LocalDp::sampled_column(&multiclass, 2.0).unwrap_err(),
-        ] {
-            let e = e.to_string();
-            assert!(e.contains("a label with 3 classes"), "{e}");
-        }
+        let e = LocalDp::new(&multiclass, 2.0, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a label with 3 classes"), "{e}");
+        assert!(LocalDp::sampled_column(&multiclass, 2.0).is_ok());
+        let domains = Domains::new(&multiclass).unwrap();
+        assert_eq!(domains.label, ["a", "b", "c"]);
+        let encoder = Encoder::new(&multiclass).unwrap();
+        assert_eq!(domains.label_index(&encoder, " c ", 1).unwrap(), 2);
+        assert!(domains.label_index(&encoder, "d", 1).is_err());
         let private = Schema::from_json(
             r#"{"label": {"column": "y", "positive": "1"},
                 "columns": [{"name": "a", "type": "numeric", "min": 0, "max": 1, "bins": {"private": 4}}]}"#,

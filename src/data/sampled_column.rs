@@ -23,16 +23,17 @@
 //!    ([`crate::privacy::exact::uniform_below`]), independently of the row.
 //! 2. Encode the row's value of column `j` to its domain index `v < k_j`
 //!    ([`super::Domains`], the values the encoder can give the column) and
-//!    the label to `y` (0 positive, 1 negative); the pair is `z = 2 v + y`
-//!    ([`pair_index`]), one of `2 k_j` values.
-//! 3. Report `(j, RR_{2 k_j, epsilon}(z))`: k-ary randomized response of the
+//!    the label to `y < L` (0 positive, 1 negative, `L = 2`; or the class's
+//!    index in a class list of `L` classes); the pair is `z = L v + y`
+//!    ([`pair_index`]), one of `L k_j` values.
+//! 3. Report `(j, RR_{L k_j, epsilon}(z))`: k-ary randomized response of the
 //!    pair at the full epsilon (`privacy::randomized_response`).
 //!
 //! # Privacy (epsilon-local DP per row)
 //!
 //! Let `x, x'` be any two rows and `(j, z~)` any output. The draw of `j` does
 //! not read the row: `P(j | x) = P(j | x') = 1 / d`. Given `j`, the report is
-//! one randomized response over `2 k_j` values, whose ratio bound is
+//! one randomized response over `L k_j` values (whatever `L`), whose ratio bound is
 //! `P(z~ | z) / P(z~ | z') <= p / q = e^epsilon` (seed 001 Def. 13.1; the
 //! module docs of `privacy::randomized_response`). So
 //! `P(j, z~ | x) / P(j, z~ | x') = P(z~ | z_j(x)) / P(z~ | z_j(x')) <= e^epsilon`:
@@ -54,7 +55,8 @@
 //! the schema's literals, of which only the reported column's are set (the
 //! reported cell's encoding), followed by one marker literal per feature
 //! column (`n_literals + f` is set when the row reported feature column `f`),
-//! and the reported label as the label bit. The marker, not the literal
+//! and the reported label as the label bit (a class list: as the row's
+//! class index). The marker, not the literal
 //! pattern, says which column a row reported, so a value that lights no
 //! literal (a boolean's `false`, a threshold column's last interval) is read
 //! back correctly. [`decode_reports`] turns the stored rows back into
@@ -70,7 +72,7 @@ use super::encode::Encoder;
 use super::error::DataError;
 use super::local_dp::Domains;
 use super::reader::{OnBadRow, ReadOptions, ReadReport};
-use super::schema::Schema;
+use super::schema::{Schema, Task};
 use crate::privacy::randomized_response::RandomizedResponse;
 use crate::privacy::{NoiseRng, PrivacyError, exact};
 
@@ -79,16 +81,17 @@ pub const REPORTED_COLUMN: &str = "reported_column";
 /// The report file's column holding the reported value's cell.
 pub const REPORTED_VALUE: &str = "reported_value";
 
-/// The index of the pair (value `v`, label `y`) among the `2 k` values of
-/// the pair's randomized response: `2 v + y`, `y` = 0 for the positive
-/// class and 1 for the negative one (the order of [`Domains::label`]).
-pub fn pair_index(value: u32, label: u32) -> u32 {
-    2 * value + label
+/// The index of the pair (value `v`, label `y`) among the `L k` values of
+/// the pair's randomized response: `L v + y`, with `L = n_labels` the
+/// label's domain size and `y` its index in [`Domains::label`] (binary: 0
+/// for the positive class and 1 for the negative one, `L = 2`).
+pub fn pair_index(value: u32, label: u32, n_labels: u32) -> u32 {
+    n_labels * value + label
 }
 
 /// `(value, label)` of a pair index ([`pair_index`]'s inverse).
-pub fn pair_of(index: u32) -> (u32, u32) {
-    (index / 2, index % 2)
+pub fn pair_of(index: u32, n_labels: u32) -> (u32, u32) {
+    (index / n_labels, index % n_labels)
 }
 
 /// One row's report: the feature column it reported (index among the
@@ -109,8 +112,10 @@ pub struct SampledColumn {
     domains: Domains,
     /// Schema index of each feature column, in feature order.
     columns: Vec<usize>,
-    /// Per feature column, RR over its `2 k_j` pairs at the full epsilon.
+    /// Per feature column, RR over its `L k_j` pairs at the full epsilon.
     rrs: Vec<RandomizedResponse>,
+    /// `L`: the label's domain size (2, or the number of classes).
+    n_labels: u32,
 }
 
 impl SampledColumn {
@@ -138,11 +143,12 @@ impl SampledColumn {
                 message: "the sampled-column protocol needs at least one feature column".into(),
             });
         }
+        let n_labels = domains.label.len() as u32;
         let rrs = columns
             .iter()
             .map(|&c| {
                 let k = domains.columns[c].as_ref().map_or(0, |d| d.values.len()) as u32;
-                RandomizedResponse::new(2 * k, epsilon)
+                RandomizedResponse::new(n_labels * k, epsilon)
             })
             .collect::<Result<Vec<_>, PrivacyError>>()
             .map_err(|e| DataError::LocalDp {
@@ -152,6 +158,7 @@ impl SampledColumn {
             domains,
             columns,
             rrs,
+            n_labels,
         })
     }
 
@@ -172,10 +179,15 @@ impl SampledColumn {
 
     /// `k_f`: the number of values of feature column `f`.
     pub fn k(&self, f: usize) -> u32 {
-        self.rrs[f].k() / 2
+        self.rrs[f].k() / self.n_labels
     }
 
-    /// The pair randomized response of feature column `f` (over `2 k_f`
+    /// `L`: the number of label values (2, or the class list's length).
+    pub fn n_labels(&self) -> u32 {
+        self.n_labels
+    }
+
+    /// The pair randomized response of feature column `f` (over `L k_f`
     /// values; its `keep` and `other` are the debiasing's `p` and `q`).
     pub fn rr(&self, f: usize) -> &RandomizedResponse {
         &self.rrs[f]
@@ -211,7 +223,7 @@ impl SampledColumn {
             exact::uniform_below(rng, self.columns.len() as u128).map_err(entropy)? as usize;
         // Steps 2 and 3: the pair of column j, randomized at the full epsilon.
         let pair = self.rrs[feature]
-            .sample(rng, pair_index(values[feature], y))
+            .sample(rng, pair_index(values[feature], y, self.n_labels))
             .map_err(entropy)?;
         Ok(Report { feature, pair })
     }
@@ -219,7 +231,7 @@ impl SampledColumn {
     /// The three cells of a report line, in the order `reported_column,
     /// reported_value, label`.
     pub fn cells(&self, encoder: &Encoder, report: Report) -> [String; 3] {
-        let (value, y) = pair_of(report.pair);
+        let (value, y) = pair_of(report.pair, self.n_labels);
         let c = self.columns[report.feature];
         let domain = self.domains.columns[c]
             .as_ref()
@@ -250,10 +262,17 @@ impl SampledColumn {
                 data.n_literals()
             )));
         }
-        let labels = data
-            .labels
-            .as_ref()
-            .ok_or_else(|| DataError::schema("sampled-column rows need their reported labels"))?;
+        // The reported label of row `i`: its bit (0 positive, 1 negative)
+        // or its class index.
+        let missing = || DataError::schema("sampled-column rows need their reported labels");
+        let label: Box<dyn Fn(usize) -> u32 + '_> = if self.n_labels == 2 && data.classes.is_none()
+        {
+            let labels = data.labels.as_ref().ok_or_else(missing)?;
+            Box::new(move |i| u32::from(!labels.get(i)))
+        } else {
+            let classes = data.classes.as_ref().ok_or_else(missing)?;
+            Box::new(move |i| u32::from(classes[i]))
+        };
         let mut feature = vec![usize::MAX; data.n_rows()];
         for f in 0..d {
             for i in data.features.column_bits(n_literals + f).ones() {
@@ -289,10 +308,13 @@ impl SampledColumn {
                 .iter()
                 .position(|v| v.literals == lit)
                 .ok_or_else(|| corrupt(i, "the reported literals are not a value of the column"))?;
-            let y = u32::from(!labels.get(i));
+            let y = label(i);
+            if y >= self.n_labels {
+                return Err(corrupt(i, "the reported class is not one of the schema's"));
+            }
             reports.push(Report {
                 feature: f,
-                pair: pair_index(value as u32, y),
+                pair: pair_index(value as u32, y, self.n_labels),
             });
         }
         Ok(reports)
@@ -355,7 +377,10 @@ pub fn read_reports<R: Read>(
         })
         .collect();
     let mut bits = BitMatrixBuilder::new(n_literals + d);
+    // Binary: the reported label as the label bit; a class list: its index.
+    let multiclass = matches!(encoder.schema().task(), Task::Multiclass { .. });
     let mut labels = BitVec::new();
+    let mut classes: Vec<u16> = Vec::new();
     let mut errors = Vec::new();
     let mut skipped = 0;
     let mut record = csv::ByteRecord::new();
@@ -377,7 +402,7 @@ pub fn read_reports<R: Read>(
             }
         }
         row += 1;
-        let result = (|| -> Result<bool, DataError> {
+        let result = (|| -> Result<u16, DataError> {
             if record.len() != 3 {
                 return Err(DataError::row(
                     row,
@@ -406,12 +431,20 @@ pub fn read_reports<R: Read>(
                 .value_index(encoder, c, value, row, &mut active)?;
             active.push((n_literals + f) as u32);
             let label = text(il, label_name)?;
-            encoder.encode_label(label, row)
+            if multiclass {
+                encoder.encode_class(label, row)
+            } else {
+                encoder.encode_label(label, row).map(u16::from)
+            }
         })();
         match result {
             Ok(y) => {
                 bits.push_row(&active);
-                labels.push(y);
+                if multiclass {
+                    classes.push(y);
+                } else {
+                    labels.push(y == 1);
+                }
             }
             Err(e) => {
                 skipped += 1;
@@ -437,9 +470,9 @@ pub fn read_reports<R: Read>(
     Ok(ReadReport {
         dataset: Dataset {
             features: bits.finish(),
-            labels: Some(labels),
+            labels: (!multiclass).then_some(labels),
             targets: None,
-            classes: None,
+            classes: multiclass.then_some(classes),
             one_hot_groups: encoder.one_hot_groups().to_vec(),
         },
         skipped,
@@ -529,9 +562,53 @@ mod tests {
             for r in all.iter().filter(|r| r.feature == f) {
                 counts[r.pair as usize] += 1;
             }
-            let expected = pair_probabilities(k, epsilon, pair_index(v, 1));
+            let expected = pair_probabilities(k, epsilon, pair_index(v, 1, 2));
             let p = chi_square_p_value(&counts, &expected);
             assert!(p > 1e-4, "column {f}: p = {p}, counts {counts:?}");
+        }
+    }
+
+    /// k classes: the pair is RR over the column's `3 k` (value, class)
+    /// pairs at the full epsilon (chi-square, p > 1e-4, every column; the
+    /// row's class "hi" is index 2), and an RR whose keep probability is
+    /// that of the binary width `2 k` is detected (p < 1e-10).
+    #[test]
+    fn the_pair_over_k_classes_follows_rr_at_the_full_epsilon() {
+        let text = serde_json::to_string(&schema()).unwrap().replace(
+            r#""positive":"yes","negative":"no""#,
+            r#""classes":["lo","mid","hi"]"#,
+        );
+        let schema = Schema::from_json(&text).unwrap();
+        let encoder = Encoder::new(&schema).unwrap();
+        let epsilon = 1.0;
+        let protocol = SampledColumn::new(&schema, epsilon).unwrap();
+        let mut rng = NoiseRng::seeded(11);
+        let all: Vec<Report> = (0..200_000)
+            .map(|i| {
+                protocol
+                    .report(&mut rng, &encoder, |c| ROW[c], "hi", i + 1)
+                    .unwrap()
+            })
+            .collect();
+        let expected = |width: u32, k: u32, pair: u32| -> Vec<f64> {
+            let keep = keep_probability(width, epsilon);
+            let other = (1.0 - keep) / f64::from(3 * k - 1);
+            (0..3 * k)
+                .map(|z| if z == pair { keep } else { other })
+                .collect()
+        };
+        let truth = [(2u32, 1u32), (4, 3), (3, 1), (2, 0)];
+        for (f, &(k, v)) in truth.iter().enumerate() {
+            assert_eq!(protocol.rr(f).k(), 3 * k);
+            let mut counts = vec![0u64; 3 * k as usize];
+            for r in all.iter().filter(|r| r.feature == f) {
+                counts[r.pair as usize] += 1;
+            }
+            let pair = pair_index(v, 2, 3);
+            let p = chi_square_p_value(&counts, &expected(3 * k, k, pair));
+            assert!(p > 1e-4, "column {f}: p = {p}, counts {counts:?}");
+            let p = chi_square_p_value(&counts, &expected(2 * k, k, pair));
+            assert!(p < 1e-10, "column {f}: the binary width passed, p = {p}");
         }
     }
 
@@ -540,7 +617,7 @@ mod tests {
     #[test]
     fn a_wrong_epsilon_of_the_pair_is_detected() {
         let epsilon = 1.0;
-        let (f, k, pair) = (2usize, 3u32, pair_index(1, 1));
+        let (f, k, pair) = (2usize, 3u32, pair_index(1, 1, 2));
         let histogram = |seed: u64, eps: f64| {
             let mut counts = vec![0u64; 2 * k as usize];
             for r in reports(seed, eps, &ROW, "no", 200_000)
@@ -614,7 +691,7 @@ mod tests {
         // A smoker report with `false` lights only its marker.
         let i = all
             .iter()
-            .position(|r| r.feature == 3 && r.pair == pair_index(0, 0))
+            .position(|r| r.feature == 3 && r.pair == pair_index(0, 0, 2))
             .unwrap();
         assert_eq!(
             data.features.row_active(i),

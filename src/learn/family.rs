@@ -145,7 +145,8 @@ impl AlgorithmName {
         match self {
             // LazyBB does k classes one-vs-rest (`lazybb::multiclass`).
             AlgorithmName::Lazybb => !matches!(task, Task::Regression { .. }),
-            AlgorithmName::LdpNaiveBayes => matches!(task, Task::Binary),
+            // k classes from pairs over the class list (`naive_bayes`).
+            AlgorithmName::LdpNaiveBayes => !matches!(task, Task::Regression { .. }),
             AlgorithmName::DpLinear | AlgorithmName::DpEbm => true,
             // DPBoost does k classes one-vs-rest (`dpboost::multiclass`).
             AlgorithmName::Dpboost => true,

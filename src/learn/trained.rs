@@ -711,7 +711,13 @@ impl Model {
             Model::DpBoost(f) => ModelPredictor::DpBoost(f.clone()),
             Model::Auto(f) => f.winner.predictor(),
             Model::NaiveBayes(f) => {
-                ModelPredictor::Linear(f.model.predictor(f.task, f.literals.len()))
+                let p = f.model.predictor(f.task, f.literals.len());
+                match f.task {
+                    Task::Multiclass { .. } => {
+                        ModelPredictor::LinearClasses(p, f.schema.class_names().to_vec())
+                    }
+                    _ => ModelPredictor::Linear(p),
+                }
             }
         }
     }
@@ -821,7 +827,9 @@ impl Model {
             }
             Model::DpBoost(f) => ModelInspection::DpBoost(DpBoostInspection::new(f, encoder)),
             Model::Auto(f) => f.winner.inspect(encoder),
-            Model::NaiveBayes(f) => ModelInspection::Linear(f.model.inspect()),
+            Model::NaiveBayes(f) => {
+                ModelInspection::Linear(f.model.inspect_classes(f.schema.class_names()))
+            }
         }
     }
 }

@@ -112,9 +112,10 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="binary classification only"):
         randomize(rows, regression, 1.0)
     multiclass = {**SCHEMA, "label": {"column": "y", "classes": ["0", "1", "2"]}}
-    for protocol in ["all-columns", "sampled-column"]:
-        with pytest.raises(ValueError, match="a label with 3 classes"):
-            randomize(rows, multiclass, 1.0, protocol=protocol)
+    with pytest.raises(ValueError, match="a label with 3 classes"):
+        randomize(rows, multiclass, 1.0)
+    with pytest.raises(ValueError, match="not one of the schema's classes"):
+        randomize(rows.assign(y=["0", "1", "7", "1", "0"]), multiclass, 1.0, protocol="sampled-column")
 
 
 def test_a_local_dp_upload_trains_without_central_budget(owner):
@@ -175,3 +176,39 @@ def test_a_sampled_column_upload_trains_naive_bayes(owner):
     assert model["algorithm"] == "ldp-naive-bayes"
     assert model["privacy"]["accounting"].startswith("8-local DP, randomized on the client")
     assert owner.budget(dataset["id"]).loc["remaining", "epsilon"] == 1.0
+
+
+MULTICLASS = {**SCHEMA, "label": {"column": "y", "classes": ["lo", "mid", "hi"]}}
+
+
+def test_sampled_column_reports_pairs_over_the_class_list():
+    # y = "hi" is class 2 of 3; x = 30 is interval 1 of 4: the pair 3 * 1 + 2 of x's 12 pairs
+    # (c = "b", value 1 of 4: likewise), reported with the keep probability of 12 values.
+    n, eps = 60_000, 1.0
+    rows = pd.DataFrame({"x": [30] * n, "c": ["b"] * n, "id": ["7"] * n, "y": ["hi"] * n})
+    out, _ = randomize(rows, MULTICLASS, eps, protocol="sampled-column", rng=random.Random(9))
+    assert set(out["y"]) == {"lo", "mid", "hi"}
+    p = keep_probability(12, eps)
+    q = (1 - p) / 11
+    for column, cells in [("x", ["12.5", "37.5", "62.5", "87.5"]), ("c", ["a", "b", "c", "?"])]:
+        part = out[out["reported_column"] == column]
+        pairs = [f"{v}|{y}" for v, y in zip(part["reported_value"], part["y"])]
+        counts = pd.Series(pairs).value_counts().to_dict()
+        expected = {f"{v}|{y}": q for v in cells for y in ["lo", "mid", "hi"]}
+        expected[f"{cells[1]}|hi"] = p
+        assert max(abs(z) for z in z_scores(counts, len(part), expected)) < 5
+        # The binary width's keep probability (8 values) would be far off.
+        p_binary = keep_probability(8, eps)
+        wrong = {key: (p_binary if value == p else (1 - p_binary) / 11) for key, value in expected.items()}
+        assert max(abs(z) for z in z_scores(counts, len(part), wrong)) > 10
+
+
+def test_a_sampled_column_upload_trains_k_classes(owner):
+    rows = frame(3000).assign(y=lambda f: [["lo", "mid", "hi"][x * 3 // 100] for x in f["x"]])
+    reports_frame, declaration = randomize(rows, MULTICLASS, 8.0, protocol="sampled-column")
+    created = owner.upload_dataset("ldp-sc-k", reports_frame, MULTICLASS, epsilon=1.0, local_dp=declaration)
+    job = owner.train(created["dataset"]["id"], None, progress=False)
+    assert job["state"] == "succeeded"
+    model = owner.get_model(job["model_id"])
+    assert model["algorithm"] == "ldp-naive-bayes"
+    assert [c["class"] for c in model["inspection"]["classes"]] == ["lo", "mid", "hi"]

@@ -145,14 +145,21 @@ impl NaiveBayesFile {
             &file.schema,
             &file.literals,
         )?;
-        if file.task != Task::Binary {
+        if matches!(file.task, Task::Regression { .. }) {
             return Err(LearnError::ModelFormat(
-                "an ldp-naive-bayes model is a binary classifier".into(),
+                "an ldp-naive-bayes model is a classifier".into(),
             ));
         }
         file.model
             .check(n_literals)
             .map_err(LearnError::ModelFormat)?;
+        // One coefficient table per class: class 0's and k - 1 more.
+        let more = file.task.n_classes().map_or(0, |k| k - 1);
+        if file.model.class_coefficients.len() != more {
+            return Err(LearnError::ModelFormat(
+                "the model's class coefficient tables do not match its classes".into(),
+            ));
+        }
         Ok(file)
     }
 }

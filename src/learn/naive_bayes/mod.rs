@@ -37,7 +37,11 @@
 //!
 //! with `P(y)` from the pooled label marginals of every column's estimates
 //! (every row reports a label) and `P(v | y) = N^_j(v, y) / sum_u N^_j(u, y)`
-//! from column `j`'s own clipped estimates.
+//! from column `j`'s own clipped estimates. With a class list of `L`
+//! classes (pairs `L v + y`, `data::sampled_column`) the model has one
+//! score per class, `log P(c) + sum_j log P(x_j | c)`, whose softmax is the
+//! naive Bayes posterior (ibid.; the binary log-odds is the difference of
+//! the two classes' scores).
 //!
 //! # As a linear model
 //!
@@ -68,7 +72,7 @@ use super::LearnError;
 use super::linear::features::{Block, layout};
 use super::linear::{LinearModel, NumericFeatures};
 use crate::data::sampled_column::{Report, SampledColumn, pair_index};
-use crate::data::{ColumnDomain, Dataset, Encoder, LocalDp, Protocol};
+use crate::data::{ColumnDomain, Dataset, Encoder, LocalDp, Protocol, Task};
 
 /// ldp-naive-bayes' parameters: none (the estimator and the floor are
 /// fixed, module docs). Unknown fields are refused where requests are
@@ -108,7 +112,7 @@ impl NaiveBayesSpec {
 pub struct ColumnEstimate {
     /// Rows that reported the column.
     pub n: u64,
-    /// `N^(z)` per pair `z = 2 v + y` (unclipped, may be negative).
+    /// `N^(z)` per pair `z = L v + y` (unclipped, may be negative).
     pub counts: Vec<f64>,
     /// The clipping floor (module docs).
     pub floor: f64,
@@ -119,7 +123,7 @@ pub struct ColumnEstimate {
 pub fn estimate(protocol: &SampledColumn, reports: &[Report]) -> Vec<ColumnEstimate> {
     let d = protocol.n_features();
     let mut observed: Vec<Vec<u64>> = (0..d)
-        .map(|f| vec![0; 2 * protocol.k(f) as usize])
+        .map(|f| vec![0; (protocol.n_labels() * protocol.k(f)) as usize])
         .collect();
     for r in reports {
         observed[r.feature][r.pair as usize] += 1;
@@ -162,23 +166,34 @@ pub fn fit(
     naive_bayes(&protocol, encoder, &estimates, reports.len())
 }
 
-/// The naive Bayes model of the estimates (module docs), as a linear model.
+/// The naive Bayes model of the estimates (module docs), as a linear model:
+/// binary, one table of log-odds (label 0, the positive class, over label
+/// 1); k classes, one table per class of `log P(c) + sum_j log P(x_j | c)`,
+/// whose softmax is the naive Bayes posterior.
 pub fn naive_bayes(
     protocol: &SampledColumn,
     encoder: &Encoder,
     estimates: &[ColumnEstimate],
     n_rows: usize,
 ) -> Result<LinearModel, LearnError> {
+    let labels = protocol.n_labels();
+    let binary = matches!(encoder.schema().task(), Task::Binary);
     // The prior from every column's label marginal (each row reports its
     // label with the column it drew), clipped to half a row.
-    let mut class = [0.0f64; 2];
+    let mut class = vec![0.0f64; labels as usize];
     for e in estimates {
         for (z, &c) in e.counts.iter().enumerate() {
-            class[z % 2] += c;
+            class[z % labels as usize] += c;
         }
     }
-    let mut intercept = (class[0].max(MIN_FLOOR) / class[1].max(MIN_FLOOR)).ln();
-    let mut weights = vec![0.0; encoder.n_literals()];
+    let prior = |y: usize| class[y].max(MIN_FLOOR).ln();
+    let tables = if binary { 1 } else { labels as usize };
+    let mut intercepts: Vec<f64> = if binary {
+        vec![prior(0) - prior(1)]
+    } else {
+        (0..tables).map(prior).collect()
+    };
+    let mut weights = vec![vec![0.0; encoder.n_literals()]; tables];
     let mut rows = vec![0.0; encoder.n_literals()];
     let domains = protocol.domains();
     for (f, e) in estimates.iter().enumerate() {
@@ -187,19 +202,13 @@ pub fn naive_bayes(
             .as_ref()
             .expect("a feature column has a domain");
         let k = domain.values.len();
-        let clipped = |v: usize, y: u32| e.counts[pair_index(v as u32, y) as usize].max(e.floor);
-        let total = |y: u32| (0..k).map(|v| clipped(v, y)).sum::<f64>();
-        let (pos, neg) = (total(0), total(1));
-        let terms: Vec<f64> = (0..k)
-            .map(|v| (clipped(v, 0) / pos).ln() - (clipped(v, 1) / neg).ln())
+        let count = |v: usize, y: u32| e.counts[pair_index(v as u32, y, labels) as usize];
+        let clipped = |v: usize, y: u32| count(v, y).max(e.floor);
+        let totals: Vec<f64> = (0..labels)
+            .map(|y| (0..k).map(|v| clipped(v, y)).sum::<f64>())
             .collect();
-        let (base, literal) = literal_weights(domain, &terms).ok_or_else(|| {
-            LearnError::InvalidParameter(format!(
-                "ldp-naive-bayes: column {:?}'s values are not a sum of literal weights",
-                encoder.schema().columns[c].name()
-            ))
-        })?;
-        intercept += base;
+        // log P(v | y) from the column's own clipped estimates.
+        let log_p = |v: usize, y: u32| (clipped(v, y) / totals[y as usize]).ln();
         let name = encoder.schema().columns[c].name();
         let Some(Some(fi)) = encoder.column_role(name) else {
             return Err(LearnError::InvalidParameter(format!(
@@ -207,27 +216,42 @@ pub fn naive_bayes(
             )));
         };
         let first = encoder.first_literal(fi) as usize;
+        for (t, table) in weights.iter_mut().enumerate() {
+            let terms: Vec<f64> = (0..k)
+                .map(|v| {
+                    if binary {
+                        log_p(v, 0) - log_p(v, 1)
+                    } else {
+                        log_p(v, t as u32)
+                    }
+                })
+                .collect();
+            let (base, literal) = literal_weights(domain, &terms).ok_or_else(|| {
+                LearnError::InvalidParameter(format!(
+                    "ldp-naive-bayes: column {name:?}'s values are not a sum of literal weights"
+                ))
+            })?;
+            intercepts[t] += base;
+            for (o, w) in literal.into_iter().enumerate() {
+                table[first + o] = w;
+            }
+        }
         let scale = if e.n > 0 {
             n_rows as f64 / e.n as f64
         } else {
             0.0
         };
-        for (o, w) in literal.into_iter().enumerate() {
-            weights[first + o] = w;
+        for o in 0..domain.n_literals as usize {
             rows[first + o] = domain
                 .values
                 .iter()
                 .enumerate()
                 .filter(|(_, v)| v.literals.contains(&(o as u32)))
-                .map(|(v, _)| {
-                    (e.counts[pair_index(v as u32, 0) as usize]
-                        + e.counts[pair_index(v as u32, 1) as usize])
-                        * scale
-                })
+                .map(|(v, _)| (0..labels).map(|y| count(v, y)).sum::<f64>() * scale)
                 .sum();
         }
     }
-    Ok(linear_model(encoder, intercept, &weights, &rows, n_rows))
+    Ok(linear_model(encoder, &intercepts, &weights, &rows, n_rows))
 }
 
 /// `(base, w_l)` with `base + sum_{l lit by v} w_l = terms[v]` for every
@@ -269,31 +293,47 @@ pub fn literal_weights(domain: &ColumnDomain, terms: &[f64]) -> Option<(f64, Vec
 
 /// The dp-linear model body with these per-literal weights (one feature
 /// per literal, value 1: `layout` with interval features puts every literal
-/// in exactly one block).
+/// in exactly one block): table 0 in `coefficients`, any others (classes
+/// 1..k) in `class_coefficients`.
 fn linear_model(
     encoder: &Encoder,
-    intercept: f64,
-    weights: &[f64],
+    intercepts: &[f64],
+    weights: &[Vec<f64>],
     rows: &[f64],
     n_rows: usize,
 ) -> LinearModel {
     let blocks: Vec<Block> = layout(encoder, NumericFeatures::Intervals);
-    let mut coefficients = Vec::with_capacity(blocks.len());
-    let mut curvatures = Vec::with_capacity(blocks.len());
-    for block in &blocks {
-        if block.intercept {
-            coefficients.push(vec![intercept]);
-            curvatures.push(vec![n_rows as f64]);
-            continue;
-        }
-        let literal = |f: &super::linear::features::Feature| f.literals[0].0 as usize;
-        coefficients.push(block.features.iter().map(|f| weights[literal(f)]).collect());
-        curvatures.push(block.features.iter().map(|f| rows[literal(f)]).collect());
-    }
+    let literal = |f: &super::linear::features::Feature| f.literals[0].0 as usize;
+    let table = |t: usize| -> Vec<Vec<f64>> {
+        blocks
+            .iter()
+            .map(|block| {
+                if block.intercept {
+                    vec![intercepts[t]]
+                } else {
+                    block
+                        .features
+                        .iter()
+                        .map(|f| weights[t][literal(f)])
+                        .collect()
+                }
+            })
+            .collect()
+    };
+    let curvatures = blocks
+        .iter()
+        .map(|block| {
+            if block.intercept {
+                vec![n_rows as f64]
+            } else {
+                block.features.iter().map(|f| rows[literal(f)]).collect()
+            }
+        })
+        .collect();
     LinearModel {
-        blocks,
-        coefficients,
+        coefficients: table(0),
         curvatures,
-        class_coefficients: Vec::new(),
+        class_coefficients: (1..intercepts.len()).map(table).collect(),
+        blocks,
     }
 }

@@ -77,7 +77,7 @@ fn the_joint_estimator_is_unbiased() {
             .domains()
             .label_index(&encoder, label, i + 1)
             .unwrap();
-        truth[r.feature][pair_index(v, y) as usize] += 1.0;
+        truth[r.feature][pair_index(v, y, 2) as usize] += 1.0;
         reports.push(r);
     }
     let estimates = estimate(&protocol, &reports);
@@ -94,7 +94,7 @@ fn the_joint_estimator_is_unbiased() {
             assert!(
                 (est - t).abs() < 5.0 * sd,
                 "column {f} pair {z:?} {:?}: estimate {est}, truth {t}, sd {sd}",
-                pair_of(z as u32)
+                pair_of(z as u32, 2)
             );
             let observed = reports
                 .iter()
@@ -165,7 +165,7 @@ fn exact_counts_give_textbook_naive_bayes() {
         .map(|f| {
             let mut counts = vec![0.0; 2 * protocol.k(f) as usize];
             for (v, y) in &values {
-                counts[pair_index(v[f], *y) as usize] += 1.0;
+                counts[pair_index(v[f], *y, 2) as usize] += 1.0;
             }
             ColumnEstimate {
                 n: rows.len() as u64,
@@ -184,7 +184,7 @@ fn exact_counts_give_textbook_naive_bayes() {
         for (f, e) in estimates.iter().enumerate() {
             let k = protocol.k(f);
             let cond = |y: u32| {
-                let c = |u: u32| e.counts[pair_index(u, y) as usize].max(e.floor);
+                let c = |u: u32| e.counts[pair_index(u, y, 2) as usize].max(e.floor);
                 c(v[f]) / (0..k).map(c).sum::<f64>()
             };
             direct += (cond(0) / cond(1)).ln();
@@ -237,4 +237,154 @@ fn plans_only_on_sampled_column_reports() {
     )
     .unwrap();
     assert!(LocalDp::sampled_column(&regression, 1.0).is_err());
+}
+
+/// A class list: the schema of [`schema`] with three classes.
+fn three_class_schema() -> Schema {
+    let text = serde_json::to_string(&schema()).unwrap().replace(
+        r#""positive":"yes","negative":"no""#,
+        r#""classes":["lo","mid","hi"]"#,
+    );
+    Schema::from_json(&text).unwrap()
+}
+
+/// k classes: pairs over the class list (`L k_j` values per column), and
+/// with exact counts the model's k scores are `log P(c) + sum_j log P(x_j |
+/// c)` up to one constant per row, so their softmax is the textbook naive
+/// Bayes posterior computed directly.
+#[test]
+fn exact_counts_give_textbook_naive_bayes_for_k_classes() {
+    let schema = three_class_schema();
+    assert_eq!(schema.task(), crate::data::Task::Multiclass { k: 3 });
+    let encoder = Encoder::new(&schema).unwrap();
+    let protocol = SampledColumn::new(&schema, 1.0).unwrap();
+    assert_eq!(protocol.n_labels(), 3);
+    // The age column (two intervals) randomizes over 3 x 2 pairs.
+    assert_eq!((protocol.k(0), protocol.rr(0).k()), (2, 6));
+    let names = ["lo", "mid", "hi"];
+    let rows: Vec<([String; 5], &str)> = population(3_000)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (cells, _))| (cells, names[(i / 2 + i % 5) % 3]))
+        .collect();
+    let mut active = Vec::new();
+    let values: Vec<(Vec<u32>, u32)> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (cells, label))| {
+            let v = (0..protocol.n_features())
+                .map(|f| {
+                    let c = protocol.schema_column(f);
+                    protocol
+                        .domains()
+                        .value_index(&encoder, c, &cells[c], i + 1, &mut active)
+                        .unwrap()
+                })
+                .collect();
+            let y = protocol
+                .domains()
+                .label_index(&encoder, label, i + 1)
+                .unwrap();
+            (v, y)
+        })
+        .collect();
+    let estimates: Vec<ColumnEstimate> = (0..protocol.n_features())
+        .map(|f| {
+            let mut counts = vec![0.0; 3 * protocol.k(f) as usize];
+            for (v, y) in &values {
+                counts[pair_index(v[f], *y, 3) as usize] += 1.0;
+            }
+            ColumnEstimate {
+                n: rows.len() as u64,
+                counts,
+                floor: 1e-3,
+            }
+        })
+        .collect();
+    let model = naive_bayes(&protocol, &encoder, &estimates, rows.len()).unwrap();
+    model.check(encoder.n_literals()).unwrap();
+    assert_eq!(model.class_coefficients.len(), 2);
+    let predictor = model.predictor(schema.task(), encoder.n_literals());
+    let data = read_csv(csv_of(&rows).as_bytes(), &encoder, LabelMode::Required).unwrap();
+    let class = |y: u32| values.iter().filter(|(_, l)| *l == y).count() as f64;
+    let softmax = |s: &[f64]| {
+        let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+        let t: f64 = e.iter().sum();
+        e.into_iter().map(|x| x / t).collect::<Vec<f64>>()
+    };
+    for (i, (v, _)) in values.iter().enumerate().take(300) {
+        let direct: Vec<f64> = (0..3u32)
+            .map(|y| {
+                let mut s = class(y).ln();
+                for (f, e) in estimates.iter().enumerate() {
+                    let c = |u: u32| e.counts[pair_index(u, y, 3) as usize].max(e.floor);
+                    s += (c(v[f]) / (0..protocol.k(f)).map(c).sum::<f64>()).ln();
+                }
+                s
+            })
+            .collect();
+        let scores = predictor.raw_classes(&data.features.row_active(i));
+        let (p, q) = (softmax(&scores), softmax(&direct));
+        for c in 0..3 {
+            assert!((p[c] - q[c]).abs() < 1e-9, "row {i}: {p:?} vs {q:?}");
+        }
+    }
+}
+
+/// Seeded k-class reports of a population whose class decides one column:
+/// the model trained from them (through the stored report rows, as the
+/// server does) predicts that column's class for most rows, and each
+/// report's pair is one of `3 k_j` values.
+#[test]
+fn trains_k_classes_from_stored_reports() {
+    let schema = three_class_schema();
+    let encoder = Encoder::new(&schema).unwrap();
+    let protocol = SampledColumn::new(&schema, 4.0).unwrap();
+    let names = ["lo", "mid", "hi"];
+    let rows: Vec<([String; 5], &str)> = population(30_000)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (mut cells, _))| {
+            // The work column says the class: a, b, NA for lo, mid, hi.
+            cells[2] = ["a", "b", "NA"][i % 3].into();
+            (cells, names[i % 3])
+        })
+        .collect();
+    let mut rng = NoiseRng::seeded(7);
+    let mut file = String::from("reported_column,reported_value,y\n");
+    for (i, (cells, label)) in rows.iter().enumerate() {
+        let r = protocol
+            .report(&mut rng, &encoder, |c| &cells[c], label, i + 1)
+            .unwrap();
+        assert!(r.pair < 3 * protocol.k(r.feature), "{r:?}");
+        file.push_str(&protocol.cells(&encoder, r).join(","));
+        file.push('\n');
+    }
+    let stored = crate::data::sampled_column::read_reports(
+        file.as_bytes(),
+        &encoder,
+        &protocol,
+        &crate::data::ReadOptions::new(LabelMode::Required),
+    )
+    .unwrap()
+    .dataset;
+    assert!(stored.labels.is_none());
+    assert_eq!(stored.classes.as_ref().map(Vec::len), Some(rows.len()));
+    let plan = NaiveBayesPlan {
+        local: LocalDp::sampled_column(&schema, 4.0).unwrap(),
+    };
+    let model = fit(&stored, &encoder, &plan).unwrap();
+    let predictor = model.predictor(schema.task(), encoder.n_literals());
+    let data = read_csv(csv_of(&rows).as_bytes(), &encoder, LabelMode::Required).unwrap();
+    let truth = data.classes.as_ref().unwrap();
+    let right = (0..rows.len())
+        .filter(|&i| {
+            let s = predictor.raw_classes(&data.features.row_active(i));
+            let best = (0..3).max_by(|&a, &b| s[a].total_cmp(&s[b])).unwrap();
+            best == usize::from(truth[i])
+        })
+        .count();
+    let accuracy = right as f64 / rows.len() as f64;
+    assert!(accuracy > 0.9, "{accuracy}");
 }

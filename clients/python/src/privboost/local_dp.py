@@ -177,19 +177,20 @@ REPORTED_VALUE = "reported_value"
 PROTOCOLS = ("all-columns", "sampled-column")
 
 
-def _binary_label(schema):
-    """The schema's label, refused unless binary: both protocols randomize one label bit (the
-    server and ``privboost randomize`` refuse the same schemas)."""
+def _classifier_label(schema, protocol):
+    """The schema's label, refused where local DP does not cover it: a numeric (regression) label,
+    and a class list under the all-columns protocol (its label is one randomized bit). The
+    server and ``privboost randomize`` refuse the same schemas."""
     label = schema["label"]
     if label.get("type") == "numeric":
         raise ValueError(
             "local DP covers binary classification only: a numeric (regression) label cannot be "
             "randomized and debiased by the learners yet"
         )
-    if "classes" in label:
+    if "classes" in label and protocol == "all-columns":
         raise ValueError(
-            f"local DP covers binary classification only: a label with {len(label['classes'])} "
-            "classes cannot be randomized and debiased by the learners yet; upload the rows centrally"
+            f"the all-columns local-DP protocol covers binary classification only: a label with "
+            f"{len(label['classes'])} classes needs the sampled-column protocol, or upload the rows centrally"
         )
     return label
 
@@ -225,7 +226,7 @@ def randomize(
                 "jointly with one column at the full epsilon"
             )
         return _randomize_sampled(data, schema, epsilon, rng or random.SystemRandom())
-    label = _binary_label(schema)
+    label = _classifier_label(schema, "all-columns")
     features = [c for c in schema["columns"] if c["type"] != "ignore"]
     if label_epsilon is None:
         label_epsilon = epsilon / (len(features) + 1)
@@ -271,9 +272,10 @@ def _randomize_sampled(
 ) -> tuple[pd.DataFrame, dict]:
     """The sampled-column protocol (module docs): per row, ``j`` uniform among the feature
     columns (independent of the row, so it is reported in the clear), then randomized response
-    of the pair ``2 v + y`` over ``2 k_j`` values at the full epsilon. epsilon-local DP per row:
-    one randomized response of one pair, the draw of ``j`` reading nothing of the row."""
-    label = _binary_label(schema)
+    of the pair ``L v + y`` over ``L k_j`` values at the full epsilon (``L = 2``, ``y`` 0 for the
+    positive class; or ``L`` classes, ``y`` the class's index in the schema's list). epsilon-local
+    DP per row: one randomized response of one pair, the draw of ``j`` reading nothing of the row."""
+    label = _classifier_label(schema, "sampled-column")
     if label["column"] in (REPORTED_COLUMN, REPORTED_VALUE):
         raise ValueError(f"the label column may not be named {REPORTED_COLUMN!r} or {REPORTED_VALUE!r}")
     declared = {c["name"]: c for c in schema["columns"]}
@@ -286,8 +288,11 @@ def _randomize_sampled(
     features = [_Column(c) for c in schema["columns"] if c["type"] != "ignore"]
     if not features:
         raise ValueError("the sampled-column protocol needs at least one feature column")
-    negative = label.get("negative") or f"not {label['positive']}"
-    labels = [label["positive"], negative]
+    if "classes" in label:
+        labels = [str(c) for c in label["classes"]]
+    else:
+        labels = [label["positive"], label.get("negative") or f"not {label['positive']}"]
+    n_labels = len(labels)
     columns, values, reported = [], [], []
     for row, record in enumerate(data.itertuples(index=False), start=1):
         cells = dict(zip(data.columns, record))
@@ -296,18 +301,24 @@ def _randomize_sampled(
         text = "" if cells[label["column"]] is None else str(cells[label["column"]]).strip()
         if text == "":
             raise ValueError(f"row {row}, column {label['column']!r}: empty label")
-        positive = text == label["positive"]
-        if not positive and label.get("negative") is not None and text != label["negative"]:
-            raise ValueError(
-                f"row {row}, column {label['column']!r}: label is neither the positive nor the negative value"
-            )
+        if "classes" in label:
+            if text not in labels:
+                raise ValueError(f"row {row}, column {label['column']!r}: label is not one of the schema's classes")
+            y = labels.index(text)
+        else:
+            positive = text == label["positive"]
+            if not positive and label.get("negative") is not None and text != label["negative"]:
+                raise ValueError(
+                    f"row {row}, column {label['column']!r}: label is neither the positive nor the negative value"
+                )
+            y = 0 if positive else 1
         j = rng.randrange(len(features))
         column = features[j]
         k = len(column.cells)
-        pair = randomized_response(2 * indices[j] + (0 if positive else 1), 2 * k, epsilon, rng)
+        pair = randomized_response(n_labels * indices[j] + y, n_labels * k, epsilon, rng)
         columns.append(column.name)
-        values.append(column.cells[pair // 2])
-        reported.append(labels[pair % 2])
+        values.append(column.cells[pair // n_labels])
+        reported.append(labels[pair % n_labels])
     out = pd.DataFrame(
         {REPORTED_COLUMN: columns, REPORTED_VALUE: values, label["column"]: reported}, index=data.index
     )
