@@ -15,14 +15,19 @@ own: `--task multiclass` keeps only them (default: binary and regression),
 and fits the pure-DP rule whose epochs grow with the signal: the most of
 1, 2, 3, 5 epochs that keeps `n / s >= T` (one if none does), with the
 learning rate `10^(a + b log10(n / s))` at those epochs; (a, b, T) chosen
-by the same leave-one-dataset-out (`Schedule::default_for`).
-Usage: scripts/ebm_rule_lodo.py [--task multiclass] grid1.jsonl [grid2.jsonl ...]
+by the same leave-one-dataset-out (`Schedule::default_for`). `--pure-threshold`
+fits that rule on the binary and regression sets' pure-DP cells (`s` as
+`Schedule::default_for` computes it: a classifier's training share 0.75,
+a regressor's 0.85).
+Usage: scripts/ebm_rule_lodo.py [--task multiclass | --pure-threshold] grid1.jsonl [grid2.jsonl ...]
 """
 import json, math, sys, itertools, collections
 from functools import lru_cache
 args=sys.argv[1:]
 MULTICLASS=args[:2]==['--task','multiclass']
 if MULTICLASS: args=args[2:]
+THRESHOLD=MULTICLASS or args[:1]==['--pure-threshold']
+if args[:1]==['--pure-threshold']: args=args[1:]
 rows=[json.loads(l) for f in args for l in open(f)]
 rows=[d for d in rows if (d['task']=='multiclass')==MULTICLASS]
 LR=sorted({d['spec']['learning_rate'] for d in rows})
@@ -83,11 +88,17 @@ def score2(p,keys):
         if cfg not in cell[k]: return 9
         t+=cell[k][cfg][0]-min(v[0] for v in cell[k].values())
     return t/len(keys)
-if MULTICLASS:
+if THRESHOLD:
     EP=[1,2,3,5]
+    def noise_pure(key,E):
+        # one leaf sum's noise sd with delta = 0, as Schedule::default_for
+        t,n,k=info[key]
+        share=0.75 if t=='binary' else 0.85
+        f=2 if t=='multiclass' else 1
+        return f*math.sqrt(2)*2*E*k/(share*key[1])
     def rule_t(p,key):
         a,b,T=p
-        z=lambda E:info[key][1]/sigma(info[key][1],info[key][2],key[1],key[2],E)
+        z=lambda E:info[key][1]/noise_pure(key,E)
         E=max([e for e in EP if z(e)>=T] or [1])
         return (snap(10**(a+b*math.log10(z(E)))),E)
     def score_t(p,keys):
@@ -108,8 +119,11 @@ if MULTICLASS:
         for key in sorted(k for k in keys if k[0]==h):
             cfg=rule_t(p,key); l,d=cell[key][cfg]; r=l-min(v[0] for v in cell[key].values())
             total.append(r)
-            print(h[:12],key[1],p,cfg,f"acc {d['m0']:.3f} macro-F1 {d['m1']:.3f} regret {r:.3f}")
-    print('pure multiclass held-out mean regret',round(sum(total)/len(total),4))
+            metric=f"acc {d['m0']:.3f} macro-F1 {d['m1']:.3f}" if MULTICLASS else f"m0 {d['m0']:.4g} m1 {d['m1']:.4g}"
+            print(h[:12],key[1],p,cfg,f"{metric} regret {r:.3f}")
+    for task in ['binary','regression','multiclass']:
+        ks=[r for r,k in zip(total,[k for h in sets for k in sorted(k for k in keys if k[0]==h)]) if info[k][0]==task]
+        if ks: print('pure',task,'held-out mean regret',round(sum(ks)/len(ks),4))
     sys.exit(0)
 G=[(a/4,b/8,Ez,Ep) for a in range(-12,5) for b in range(0,9) for Ez in [5,10,20] for Ep in [2,3,5]]
 keys=list(cell)
