@@ -262,16 +262,23 @@ impl SampledColumn {
                 data.n_literals()
             )));
         }
-        // The reported label of row `i`: its bit (0 positive, 1 negative)
-        // or its class index.
+        // The reported label of row `i`: its class index (a class list) or
+        // its bit (0 positive, 1 negative), as `read_reports` stored it.
         let missing = || DataError::schema("sampled-column rows need their reported labels");
-        let label: Box<dyn Fn(usize) -> u32 + '_> = if self.n_labels == 2 && data.classes.is_none()
-        {
-            let labels = data.labels.as_ref().ok_or_else(missing)?;
-            Box::new(move |i| u32::from(!labels.get(i)))
-        } else {
-            let classes = data.classes.as_ref().ok_or_else(missing)?;
-            Box::new(move |i| u32::from(classes[i]))
+        let label: Vec<u32> = match encoder.schema().task() {
+            Task::Multiclass { .. } => data
+                .classes
+                .as_ref()
+                .ok_or_else(missing)?
+                .iter()
+                .map(|&c| u32::from(c))
+                .collect(),
+            _ => {
+                let bits = data.labels.as_ref().ok_or_else(missing)?;
+                (0..data.n_rows())
+                    .map(|i| u32::from(!bits.get(i)))
+                    .collect()
+            }
         };
         let mut feature = vec![usize::MAX; data.n_rows()];
         for f in 0..d {
@@ -308,7 +315,7 @@ impl SampledColumn {
                 .iter()
                 .position(|v| v.literals == lit)
                 .ok_or_else(|| corrupt(i, "the reported literals are not a value of the column"))?;
-            let y = label(i);
+            let y = label[i];
             if y >= self.n_labels {
                 return Err(corrupt(i, "the reported class is not one of the schema's"));
             }

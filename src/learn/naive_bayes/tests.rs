@@ -139,41 +139,7 @@ fn exact_counts_give_textbook_naive_bayes() {
     let encoder = Encoder::new(&schema).unwrap();
     let protocol = SampledColumn::new(&schema, 1.0).unwrap();
     let rows = population(3_000);
-    let mut active = Vec::new();
-    // Exact joint counts over all rows (as if every row reported every column).
-    let values: Vec<(Vec<u32>, u32)> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, (cells, label))| {
-            let v = (0..protocol.n_features())
-                .map(|f| {
-                    let c = protocol.schema_column(f);
-                    protocol
-                        .domains()
-                        .value_index(&encoder, c, &cells[c], i + 1, &mut active)
-                        .unwrap()
-                })
-                .collect();
-            let y = protocol
-                .domains()
-                .label_index(&encoder, label, i + 1)
-                .unwrap();
-            (v, y)
-        })
-        .collect();
-    let estimates: Vec<ColumnEstimate> = (0..protocol.n_features())
-        .map(|f| {
-            let mut counts = vec![0.0; 2 * protocol.k(f) as usize];
-            for (v, y) in &values {
-                counts[pair_index(v[f], *y, 2) as usize] += 1.0;
-            }
-            ColumnEstimate {
-                n: rows.len() as u64,
-                counts,
-                floor: 1e-3,
-            }
-        })
-        .collect();
+    let (values, estimates) = exact_estimates(&protocol, &encoder, &rows);
     let model = naive_bayes(&protocol, &encoder, &estimates, rows.len()).unwrap();
     model.check(encoder.n_literals()).unwrap();
     let predictor = model.predictor(crate::data::Task::Binary, encoder.n_literals());
@@ -195,6 +161,53 @@ fn exact_counts_give_textbook_naive_bayes() {
             "row {i}: {score} vs {direct}"
         );
     }
+}
+
+/// Exact joint counts over all `rows` (as if every row reported every
+/// column, a tiny floor): each row's value indices and label index, and
+/// the per-column estimates over the protocol's `L k_j` pairs.
+#[allow(clippy::type_complexity)]
+fn exact_estimates(
+    protocol: &SampledColumn,
+    encoder: &Encoder,
+    rows: &[([String; 5], &str)],
+) -> (Vec<(Vec<u32>, u32)>, Vec<ColumnEstimate>) {
+    let labels = protocol.n_labels();
+    let mut active = Vec::new();
+    let values: Vec<(Vec<u32>, u32)> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (cells, label))| {
+            let v = (0..protocol.n_features())
+                .map(|f| {
+                    let c = protocol.schema_column(f);
+                    protocol
+                        .domains()
+                        .value_index(encoder, c, &cells[c], i + 1, &mut active)
+                        .unwrap()
+                })
+                .collect();
+            let y = protocol
+                .domains()
+                .label_index(encoder, label, i + 1)
+                .unwrap();
+            (v, y)
+        })
+        .collect();
+    let estimates = (0..protocol.n_features())
+        .map(|f| {
+            let mut counts = vec![0.0; (labels * protocol.k(f)) as usize];
+            for (v, y) in &values {
+                counts[pair_index(v[f], *y, labels) as usize] += 1.0;
+            }
+            ColumnEstimate {
+                n: rows.len() as u64,
+                counts,
+                floor: 1e-3,
+            }
+        })
+        .collect();
+    (values, estimates)
 }
 
 fn csv_of(rows: &[([String; 5], &str)]) -> String {
@@ -267,40 +280,7 @@ fn exact_counts_give_textbook_naive_bayes_for_k_classes() {
         .enumerate()
         .map(|(i, (cells, _))| (cells, names[(i / 2 + i % 5) % 3]))
         .collect();
-    let mut active = Vec::new();
-    let values: Vec<(Vec<u32>, u32)> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, (cells, label))| {
-            let v = (0..protocol.n_features())
-                .map(|f| {
-                    let c = protocol.schema_column(f);
-                    protocol
-                        .domains()
-                        .value_index(&encoder, c, &cells[c], i + 1, &mut active)
-                        .unwrap()
-                })
-                .collect();
-            let y = protocol
-                .domains()
-                .label_index(&encoder, label, i + 1)
-                .unwrap();
-            (v, y)
-        })
-        .collect();
-    let estimates: Vec<ColumnEstimate> = (0..protocol.n_features())
-        .map(|f| {
-            let mut counts = vec![0.0; 3 * protocol.k(f) as usize];
-            for (v, y) in &values {
-                counts[pair_index(v[f], *y, 3) as usize] += 1.0;
-            }
-            ColumnEstimate {
-                n: rows.len() as u64,
-                counts,
-                floor: 1e-3,
-            }
-        })
-        .collect();
+    let (values, estimates) = exact_estimates(&protocol, &encoder, &rows);
     let model = naive_bayes(&protocol, &encoder, &estimates, rows.len()).unwrap();
     model.check(encoder.n_literals()).unwrap();
     assert_eq!(model.class_coefficients.len(), 2);
