@@ -67,24 +67,15 @@ def rule(p,key):
     a,b,E=p; t,n,k=info[key]
     z=n/sigma(n,k,key[1],key[2],E)
     return (snap(10**(a+b*math.log10(z))),E)
-def regret(p,key):
-    cfg=rule(p,key)
-    if cfg not in cell[key]: return None
-    return cell[key][cfg][0]-min(v[0] for v in cell[key].values())
-def score(p,keys):
-    t=0
-    for k in keys:
-        l=regret(p,k)
-        if l is None: return 9
-        t+=l
-    return t/len(keys)
 def rule2(p,key):
     a,b,Ez,Ep=p
     return rule((a,b,Ez if key[2]>0 else Ep),key)
-def score2(p,keys):
+def mean_regret(rule_of,p,keys):
+    """The mean regret of the rule `rule_of` with parameters `p` over `keys`
+    (9 if it picks a configuration the grid did not measure)."""
     t=0
     for k in keys:
-        cfg=rule2(p,k)
+        cfg=rule_of(p,k)
         if cfg not in cell[k]: return 9
         t+=cell[k][cfg][0]-min(v[0] for v in cell[k].values())
     return t/len(keys)
@@ -101,21 +92,14 @@ if THRESHOLD:
         z=lambda E:info[key][1]/noise_pure(key,E)
         E=max([e for e in EP if z(e)>=T] or [1])
         return (snap(10**(a+b*math.log10(z(E)))),E)
-    def score_t(p,keys):
-        t=0
-        for k in keys:
-            cfg=rule_t(p,k)
-            if cfg not in cell[k]: return 9
-            t+=cell[k][cfg][0]-min(v[0] for v in cell[k].values())
-        return t/len(keys)
     G=[(a/4,b/8,10**(t/8)) for a in range(-12,9) for b in range(0,9) for t in range(0,33)]
     keys=[k for k in cell if k[2]==0]
     sets=sorted(set(k[0] for k in keys))
-    best=min(G,key=lambda p:score_t(p,keys))
-    print('pooled all-sets rule (a, b, T)',best,round(score_t(best,keys),4))
+    best=min(G,key=lambda p:mean_regret(rule_t,p,keys))
+    print('pooled all-sets rule (a, b, T)',best,round(mean_regret(rule_t,best,keys),4))
     total=[]
     for h in sets:
-        p=min(G,key=lambda p:score_t(p,[k for k in keys if k[0]!=h]))
+        p=min(G,key=lambda p:mean_regret(rule_t,p,[k for k in keys if k[0]!=h]))
         for key in sorted(k for k in keys if k[0]==h):
             cfg=rule_t(p,key); l,d=cell[key][cfg]; r=l-min(v[0] for v in cell[key].values())
             total.append(r)
@@ -128,12 +112,12 @@ if THRESHOLD:
 G=[(a/4,b/8,Ez,Ep) for a in range(-12,5) for b in range(0,9) for Ez in [5,10,20] for Ep in [2,3,5]]
 keys=list(cell)
 sets=sorted(set(k[0] for k in keys))
-best=min(G,key=lambda p:score2(p,keys))
-print('pooled all-sets rule',best,round(score2(best,keys),4))
+best=min(G,key=lambda p:mean_regret(rule2,p,keys))
+print('pooled all-sets rule',best,round(mean_regret(rule2,best,keys),4))
 res={}
 for h in sets:
     tr=[k for k in keys if k[0]!=h]; te=sorted([k for k in keys if k[0]==h],key=lambda k:(k[2],k[1]))
-    p=min(G,key=lambda p:score2(p,tr))
+    p=min(G,key=lambda p:mean_regret(rule2,p,tr))
     for key in te:
         cfg=rule2(p,key); l,d=cell[key][cfg]; bestl=min(v[0] for v in cell[key].values())
         res[key]=(p,cfg,d,l-bestl)

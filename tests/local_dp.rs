@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{SMALL_SCHEMA, TestServer, expect_status, small_csv};
+use common::{SMALL_SCHEMA, TestServer, expect_classes, expect_status, small_csv};
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -27,11 +27,24 @@ fn privboost(args: &[&str]) -> (bool, String) {
 /// Randomize `small_csv(rows)` at `epsilon` with the CLI and the `extra`
 /// arguments; the output file. stderr must contain `says`.
 fn randomize_small(dir: &Path, rows: usize, epsilon: &str, extra: &[&str], says: &str) -> Vec<u8> {
+    randomize_csv(dir, SMALL_SCHEMA, &small_csv(rows), epsilon, extra, says)
+}
+
+/// Randomize the rows `csv` of `schema` at `epsilon` with the CLI and the
+/// `extra` arguments; the output file. stderr must contain `says`.
+fn randomize_csv(
+    dir: &Path,
+    schema_text: &str,
+    csv: &str,
+    epsilon: &str,
+    extra: &[&str],
+    says: &str,
+) -> Vec<u8> {
     let schema = dir.join("schema.json");
     let raw = dir.join("raw.csv");
     let out = dir.join("randomized.csv");
-    std::fs::write(&schema, SMALL_SCHEMA).unwrap();
-    std::fs::write(&raw, small_csv(rows)).unwrap();
+    std::fs::write(&schema, schema_text).unwrap();
+    std::fs::write(&raw, csv).unwrap();
     let mut args = vec![
         "randomize",
         "--schema",
@@ -608,27 +621,14 @@ async fn sampled_column_reports_train_k_classes() {
         let y = ["lo", "mid", "hi"][x / 30];
         raw.push_str(&format!("{x},{},{y}\n", ["a", "b"][i % 2]));
     }
-    let (schema_path, raw_path, out) = (
-        dir.path().join("schema.json"),
-        dir.path().join("raw.csv"),
-        dir.path().join("reports.csv"),
-    );
-    std::fs::write(&schema_path, schema).unwrap();
-    std::fs::write(&raw_path, raw).unwrap();
-    let (ok, err) = privboost(&[
-        "randomize",
-        "--schema",
-        schema_path.to_str().unwrap(),
-        "--epsilon",
+    let reports = randomize_csv(
+        dir.path(),
+        schema,
+        &raw,
         "6",
-        "--protocol",
+        &["--protocol", "sampled-column"],
         "sampled-column",
-        raw_path.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(ok, "{err}");
-    let reports = std::fs::read(&out).unwrap();
+    );
     for line in String::from_utf8(reports.clone()).unwrap().lines().skip(1) {
         let label = line.rsplit(',').next().unwrap();
         assert!(["lo", "mid", "hi"].contains(&label), "{line}");
@@ -684,19 +684,5 @@ async fn sampled_column_reports_train_k_classes() {
         StatusCode::OK,
     )
     .await;
-    for (i, want) in ["lo", "mid", "hi"].iter().enumerate() {
-        let p = &predicted["predictions"][i];
-        assert_eq!(p["class"], *want, "{predicted}");
-        let probabilities: Vec<f64> = p["probabilities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
-        assert_eq!(probabilities.len(), 3, "{p}");
-        assert!(
-            (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
-            "{p}"
-        );
-    }
+    expect_classes(&predicted, &["lo", "mid", "hi"], 3);
 }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{TestServer, expect_status};
+use common::{TestServer, expect_classes, expect_status};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -77,21 +77,9 @@ async fn a_multiclass_table_trains_predicts_and_evaluates() {
         StatusCode::OK,
     )
     .await;
-    for (i, want) in ["low", "mid", "high"].iter().enumerate() {
-        let p = &predicted["predictions"][i];
-        assert_eq!(p["class"], *want, "{predicted}");
-        let probabilities: Vec<f64> = p["probabilities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
-        assert_eq!(probabilities.len(), 3);
-        assert!(
-            (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
-            "{p}"
-        );
-        assert!(probabilities[i] > 0.5, "{p}");
+    let probabilities = expect_classes(&predicted, &["low", "mid", "high"], 3);
+    for (i, p) in probabilities.iter().enumerate() {
+        assert!(p[i] > 0.5, "{predicted}");
     }
 
     serves_over_oip_and_mlflow(&s, &owner, &model_id, &predicted).await;
@@ -351,21 +339,7 @@ async fn lazybb_trains_one_fit_per_class() {
         StatusCode::OK,
     )
     .await;
-    for (i, want) in ["low", "mid", "high"].iter().enumerate() {
-        let p = &predicted["predictions"][i];
-        assert_eq!(p["class"], *want, "{predicted}");
-        let probabilities: Vec<f64> = p["probabilities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
-        assert_eq!(probabilities.len(), 3);
-        assert!(
-            (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
-            "{p}"
-        );
-    }
+    expect_classes(&predicted, &["low", "mid", "high"], 3);
 
     let resource = expect_status(
         s.get(&owner, &format!("/v1/models/{model_id}")).await,
@@ -428,21 +402,7 @@ async fn a_multiclass_dp_ebm_trains_serves_and_inspects() {
         StatusCode::OK,
     )
     .await;
-    for (i, want) in ["low", "mid", "high"].iter().enumerate() {
-        let p = &predicted["predictions"][i];
-        assert_eq!(p["class"], *want, "{predicted}");
-        let probabilities: Vec<f64> = p["probabilities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
-        assert_eq!(probabilities.len(), 3);
-        assert!(
-            (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
-            "{p}"
-        );
-    }
+    expect_classes(&predicted, &["low", "mid", "high"], 3);
 
     serves_over_oip_and_mlflow(&s, &owner, &model_id, &predicted).await;
 
@@ -533,21 +493,7 @@ async fn dpboost_trains_one_fit_per_class() {
         StatusCode::OK,
     )
     .await;
-    for (i, want) in ["low", "mid", "high"].iter().enumerate() {
-        let p = &predicted["predictions"][i];
-        assert_eq!(p["class"], *want, "{predicted}");
-        let probabilities: Vec<f64> = p["probabilities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
-        assert_eq!(probabilities.len(), 3);
-        assert!(
-            (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
-            "{p}"
-        );
-    }
+    expect_classes(&predicted, &["low", "mid", "high"], 3);
 
     serves_over_oip_and_mlflow(&s, &owner, &model_id, &predicted).await;
 

@@ -85,3 +85,22 @@ pub enum LearnError {
     #[error(transparent)]
     Data(#[from] DataError),
 }
+
+/// The number of rows a fit reads, checked against its plan: no rows is
+/// [`LearnError::NoRows`], and any other count than the planned one is an
+/// error (every noise scale was derived from the planned count).
+pub(crate) fn planned_rows(
+    data: &crate::data::Dataset,
+    planned: usize,
+) -> Result<usize, LearnError> {
+    let n = data.n_rows();
+    if n == 0 {
+        return Err(LearnError::NoRows);
+    }
+    if n != planned {
+        return Err(LearnError::InvalidParameter(
+            "the data does not have the planned number of rows".into(),
+        ));
+    }
+    Ok(n)
+}

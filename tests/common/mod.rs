@@ -360,3 +360,28 @@ pub async fn expect_status(r: Response, status: StatusCode) -> Value {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
     }
 }
+
+/// Check a k-class `predictions` answer: row `i` predicts `want[i]` with
+/// one probability per class, summing to 1. Returns each row's
+/// probabilities.
+pub fn expect_classes(predicted: &Value, want: &[&str], k: usize) -> Vec<Vec<f64>> {
+    want.iter()
+        .enumerate()
+        .map(|(i, want)| {
+            let p = &predicted["predictions"][i];
+            assert_eq!(p["class"], *want, "{predicted}");
+            let probabilities: Vec<f64> = p["probabilities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            assert_eq!(probabilities.len(), k, "{p}");
+            assert!(
+                (probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+                "{p}"
+            );
+            probabilities
+        })
+        .collect()
+}

@@ -50,6 +50,27 @@ def reports(epsilon: float, n: int, seed: int) -> pd.DataFrame:
     return out
 
 
+# The sampled-column tests' rows: x = 30 (interval 1 of 4), c = "b" (value 1 of 4).
+PAIR_CELLS = [("x", ["12.5", "37.5", "62.5", "87.5"]), ("c", ["a", "b", "c", "?"])]
+
+
+def pair_z_scores(out, column, cells, labels, label, keep, wrong_keep):
+    """The largest |z| of the reported (value, label) pairs of ``column`` against randomized
+    response that keeps the true pair (value 1, ``label``) with ``keep`` and moves it to each of the
+    other pairs equally, and the same against ``wrong_keep``."""
+    part = out[out["reported_column"] == column]
+    pairs = [f"{v}|{y}" for v, y in zip(part["reported_value"], part["y"])]
+    counts = pd.Series(pairs).value_counts().to_dict()
+    others = len(cells) * len(labels) - 1
+
+    def law(p):
+        expected = {f"{v}|{y}": (1 - p) / others for v in cells for y in labels}
+        expected[f"{cells[1]}|{label}"] = p
+        return max(abs(z) for z in z_scores(counts, len(part), expected))
+
+    return law(keep), law(wrong_keep)
+
+
 def test_reports_follow_the_rr_probabilities():
     # eps = 3: each column 1, the label 1. Column c has k = 4 (a, b, c, missing).
     n, eps = 40_000, 3.0
@@ -145,20 +166,11 @@ def test_sampled_column_reports_one_pair_at_the_full_epsilon():
     draws = out["reported_column"].value_counts().to_dict()
     assert set(draws) == {"x", "c"}
     assert max(abs(z) for z in z_scores(draws, n, {"x": 0.5, "c": 0.5})) < 5
-    p = keep_probability(8, eps)
-    q = (1 - p) / 7
-    for column, cells in [("x", ["12.5", "37.5", "62.5", "87.5"]), ("c", ["a", "b", "c", "?"])]:
-        part = out[out["reported_column"] == column]
-        pairs = [f"{v}|{y}" for v, y in zip(part["reported_value"], part["y"])]
-        counts = pd.Series(pairs).value_counts().to_dict()
-        expected = {f"{v}|{y}": q for v in cells for y in ["1", "0"]}
-        expected[f"{cells[1]}|1"] = p
-        assert max(abs(z) for z in z_scores(counts, len(part), expected)) < 5
+    for column, cells in PAIR_CELLS:
         # At half the epsilon the same reports would be far off.
-        p_half = keep_probability(8, eps / 2)
-        q_half = (1 - p_half) / 7
-        wrong = {key: (p_half if value == p else q_half) for key, value in expected.items()}
-        assert max(abs(z) for z in z_scores(counts, len(part), wrong)) > 10
+        right, wrong = pair_z_scores(out, column, cells, ["1", "0"], "1", keep_probability(8, eps),
+                                     keep_probability(8, eps / 2))
+        assert right < 5 and wrong > 10
     with pytest.raises(ValueError, match="label_epsilon is for the all-columns protocol"):
         randomize(rows, SCHEMA, eps, 0.5, protocol="sampled-column")
     with pytest.raises(ValueError, match="protocol must be one of"):
@@ -188,19 +200,11 @@ def test_sampled_column_reports_pairs_over_the_class_list():
     rows = pd.DataFrame({"x": [30] * n, "c": ["b"] * n, "id": ["7"] * n, "y": ["hi"] * n})
     out, _ = randomize(rows, MULTICLASS, eps, protocol="sampled-column", rng=random.Random(9))
     assert set(out["y"]) == {"lo", "mid", "hi"}
-    p = keep_probability(12, eps)
-    q = (1 - p) / 11
-    for column, cells in [("x", ["12.5", "37.5", "62.5", "87.5"]), ("c", ["a", "b", "c", "?"])]:
-        part = out[out["reported_column"] == column]
-        pairs = [f"{v}|{y}" for v, y in zip(part["reported_value"], part["y"])]
-        counts = pd.Series(pairs).value_counts().to_dict()
-        expected = {f"{v}|{y}": q for v in cells for y in ["lo", "mid", "hi"]}
-        expected[f"{cells[1]}|hi"] = p
-        assert max(abs(z) for z in z_scores(counts, len(part), expected)) < 5
+    for column, cells in PAIR_CELLS:
         # The binary width's keep probability (8 values) would be far off.
-        p_binary = keep_probability(8, eps)
-        wrong = {key: (p_binary if value == p else (1 - p_binary) / 11) for key, value in expected.items()}
-        assert max(abs(z) for z in z_scores(counts, len(part), wrong)) > 10
+        right, wrong = pair_z_scores(out, column, cells, ["lo", "mid", "hi"], "hi",
+                                     keep_probability(12, eps), keep_probability(8, eps))
+        assert right < 5 and wrong > 10
 
 
 def test_a_sampled_column_upload_trains_k_classes(owner):

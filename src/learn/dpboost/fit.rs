@@ -140,15 +140,7 @@ pub fn fit_task(
     rng: &mut NoiseRng,
     on_tree: &mut dyn FnMut(u32) -> bool,
 ) -> Result<DpBoostModel, LearnError> {
-    let n = data.n_rows();
-    if n == 0 {
-        return Err(LearnError::NoRows);
-    }
-    if n != plan.n_rows {
-        return Err(LearnError::InvalidParameter(
-            "the data does not have the planned number of rows".into(),
-        ));
-    }
+    let n = crate::learn::planned_rows(data, plan.n_rows)?;
     let y = targets(data, task)?;
     let (layouts, candidates) = tree::candidates(encoder);
     if candidates.is_empty() {

@@ -47,15 +47,7 @@ pub fn fit(
     on_epoch: &mut dyn FnMut(u32) -> bool,
 ) -> Result<EbmModel, LearnError> {
     let task = encoder.schema().task();
-    let n = data.n_rows();
-    if n == 0 {
-        return Err(LearnError::NoRows);
-    }
-    if n != plan.n_rows {
-        return Err(LearnError::InvalidParameter(
-            "the data does not have the planned number of rows".into(),
-        ));
-    }
+    let n = crate::learn::planned_rows(data, plan.n_rows)?;
     let layouts = bins::layout(encoder);
     if layouts.len() != plan.n_features {
         return Err(LearnError::InvalidParameter(

@@ -448,15 +448,7 @@ pub fn fit(
     if let Task::Multiclass { k } = task {
         return fit_multiclass(data, encoder, plan, k, rng, on_epoch);
     }
-    let n = data.n_rows();
-    if n == 0 {
-        return Err(LearnError::NoRows);
-    }
-    if n != plan.n_rows {
-        return Err(LearnError::InvalidParameter(
-            "the data does not have the planned number of rows".into(),
-        ));
-    }
+    let n = crate::learn::planned_rows(data, plan.n_rows)?;
     let blocks = ranged_layout(data, encoder, plan, rng)?;
     let y = targets(data, task)?;
     let rows: Vec<BlockRows> = blocks

@@ -99,9 +99,7 @@ use serde::{Deserialize, Serialize};
 use super::model::LinearModel;
 // The regulariser's range and the exact samplers' limits are output
 // perturbation's.
-use super::output::{
-    GradientWork, Loss, MAX_GRID_COORDINATE, MAX_LAPLACE_SCALE, MAX_REGULARIZATION, Scaled,
-};
+use super::output::{GradientWork, Loss, MAX_GRID_COORDINATE, MAX_LAPLACE_SCALE, Scaled};
 use super::params::{LinearPlan, Noise};
 use crate::data::{Dataset, Encoder, Task};
 use crate::learn::LearnError;
@@ -234,19 +232,7 @@ pub fn plan(
             budget.delta()
         ));
     }
-    if n_rows == 0 {
-        return Err(LearnError::NoRows);
-    }
-    if !(lambda > 0.0 && lambda <= MAX_REGULARIZATION) {
-        return bad(format!(
-            "regularization (regularization) must be in (0, {MAX_REGULARIZATION}], got {lambda}"
-        ));
-    }
-    if !(share > 0.0 && share <= 1.0) {
-        return bad(format!(
-            "range share (range_share) must be in [0, 1), leaving {share} of the budget"
-        ));
-    }
+    super::output::check_plan_facts(n_rows, lambda, share)?;
     let (n, d) = (n_rows as f64, dimension.max(1) as f64);
     // Each of the `fits` fits gets an equal part (basic composition).
     let epsilon = share * budget.epsilon() / fits.max(1) as f64;

@@ -312,6 +312,26 @@ fn variance_up(x: f64) -> Option<(u128, u128)> {
     (num < (1 << 30)).then_some((num.max(1), den))
 }
 
+/// The facts both one-release solvers' plans check first (output and
+/// objective perturbation): some rows, the regulariser in (0,
+/// [`MAX_REGULARIZATION`]], the budget share left after the ranges in (0, 1].
+pub(super) fn check_plan_facts(n_rows: usize, lambda: f64, share: f64) -> Result<(), LearnError> {
+    if n_rows == 0 {
+        return Err(LearnError::NoRows);
+    }
+    if !(lambda > 0.0 && lambda <= MAX_REGULARIZATION) {
+        return Err(LearnError::InvalidParameter(format!(
+            "regularization (regularization) must be in (0, {MAX_REGULARIZATION}], got {lambda}"
+        )));
+    }
+    if !(share > 0.0 && share <= 1.0) {
+        return Err(LearnError::InvalidParameter(format!(
+            "range share (range_share) must be in [0, 1), leaving {share} of the budget"
+        )));
+    }
+    Ok(())
+}
+
 /// Plan an output-perturbation run (module docs): every scale from public
 /// facts, checked before any charge. (Eight public facts, each its own
 /// argument so the plan tests can state them by hand.)
@@ -327,20 +347,8 @@ pub fn plan(
     steps: u32,
 ) -> Result<OutputPlan, LearnError> {
     let loss = Loss::of(task)?;
-    if n_rows == 0 {
-        return Err(LearnError::NoRows);
-    }
+    check_plan_facts(n_rows, lambda, share)?;
     let bad = |m: String| Err(LearnError::InvalidParameter(m));
-    if !(lambda > 0.0 && lambda <= MAX_REGULARIZATION) {
-        return bad(format!(
-            "regularization (regularization) must be in (0, {MAX_REGULARIZATION}], got {lambda}"
-        ));
-    }
-    if !(share > 0.0 && share <= 1.0) {
-        return bad(format!(
-            "range share (range_share) must be in [0, 1), leaving {share} of the budget"
-        ));
-    }
     if !(1..=MAX_STEPS).contains(&steps) {
         return bad(format!(
             "epochs (epochs): the output-perturbation solver takes between 1 and {MAX_STEPS} gradient steps, got {steps}"
@@ -658,15 +666,7 @@ impl Scaled {
         rng: &mut NoiseRng,
     ) -> Result<Scaled, LearnError> {
         let task = encoder.schema().task();
-        let n = data.n_rows();
-        if n == 0 {
-            return Err(LearnError::NoRows);
-        }
-        if n != plan.n_rows {
-            return Err(LearnError::InvalidParameter(
-                "the data does not have the planned number of rows".into(),
-            ));
-        }
+        crate::learn::planned_rows(data, plan.n_rows)?;
         let layout = super::fit::ranged_layout(data, encoder, plan, rng)?;
         let sizes: Vec<usize> = layout.iter().map(|b| b.features.len()).collect();
         if layout.len() != blocks || sizes.iter().sum::<usize>() != dimension {
