@@ -2,7 +2,7 @@
 # Predict load against a real `privboost serve` with wrk
 # (Debian's package: apt-get install wrk), the client on the same machine.
 #
-#   scripts/predict_load.sh [--oip] [--rows N] [--rate-limit R] [BINARY] [CONNECTIONS] [SECONDS]
+#   scripts/predict_load.sh [--oip | --oip-binary] [--rows N] [--rate-limit R] [BINARY] [CONNECTIONS] [SECONDS]
 #
 # Starts BINARY (default target/release/privboost) on a free loopback port
 # with a fresh data directory, INFO logs (the default filter) to a file;
@@ -11,7 +11,8 @@
 # connections, default 16) for SECONDS (default 10) with the owner's key
 # against POST /v1/deployments/mushroom/predict, or with --oip against the
 # Open Inference Protocol's POST /v2/models/mushroom/infer (one input
-# tensor per column). Each request carries N rows (default 1; Mushroom's
+# tensor per column; --oip-binary sends the tensors and asks for the
+# outputs in the protocol's binary tensor data extension). Each request carries N rows (default 1; Mushroom's
 # rows in order, repeated). --rate-limit R runs the server with the per-key
 # limiter on at R requests/s and a burst of R (default 0: off; choose R
 # above what the server can answer so that nothing is refused, and check
@@ -25,6 +26,7 @@ RATE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --oip) ROUTE=oip; shift ;;
+    --oip-binary) ROUTE=oip-binary; shift ;;
     --rows) ROWS=$2; shift 2 ;;
     --rate-limit) RATE=$2; shift 2 ;;
     *) break ;;
@@ -60,8 +62,8 @@ done
 [ -n "$MODEL" ] || { echo "predict_load: training did not finish" >&2; exit 1; }
 curl -sf -X PUT $BASE/v1/deployments/mushroom -H "Authorization: Bearer $OWNER" \
   -H 'content-type: application/json' -d "{\"model_id\":\"$MODEL\"}" >/dev/null
-python3 - "$WORK/body.json" "$ROUTE" "$ROWS" <<'PY'
-import csv, itertools, json, sys
+python3 - "$WORK/body.json" "$ROUTE" "$ROWS" "$WORK/header_length" <<'PY'
+import csv, itertools, json, struct, sys
 out, route, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with open("data/mushroom/mushroom.csv", newline="") as f:
     rows = csv.reader(f)
@@ -71,23 +73,38 @@ rows = [{k: v for k, v in zip(header, r) if k != "class"} for r in itertools.isl
 if route == "oip":
     names = [k for k in header if k != "class"]
     body = {"inputs": [{"name": k, "shape": [n], "datatype": "BYTES", "data": [r[k] for r in rows]} for k in names]}
+elif route == "oip-binary":
+    names = [k for k in header if k != "class"]
+    tensors = [b"".join(struct.pack("<I", len(r[k].encode())) + r[k].encode() for r in rows) for k in names]
+    head = json.dumps({"inputs": [{"name": k, "shape": [n], "datatype": "BYTES",
+                                   "parameters": {"binary_data_size": len(t)}} for k, t in zip(names, tensors)],
+                       "parameters": {"binary_data_output": True}}).encode()
+    open(sys.argv[4], "w").write(str(len(head)))
+    open(out, "wb").write(head + b"".join(tensors))
+    sys.exit(0)
 else:
     body = {"rows": rows}
 open(out, "w").write(json.dumps(body))
 PY
 cat > "$WORK/post.lua" <<LUA
-local f = io.open("$WORK/body.json", "r")
+local f = io.open("$WORK/body.json", "rb")
 wrk.method = "POST"
 wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $OWNER"
 LUA
+EXTRA=()
+if [ "$ROUTE" = oip-binary ]; then
+  EXTRA=(-H "Inference-Header-Content-Length: $(cat "$WORK/header_length")")
+  echo "wrk.headers[\"Inference-Header-Content-Length\"] = \"$(cat "$WORK/header_length")\"" >> "$WORK/post.lua"
+  echo 'wrk.headers["Content-Type"] = "application/octet-stream"' >> "$WORK/post.lua"
+fi
 case $ROUTE in
-  oip) URL=$BASE/v2/models/mushroom/infer ;;
+  oip | oip-binary) URL=$BASE/v2/models/mushroom/infer ;;
   *) URL=$BASE/v1/deployments/mushroom/predict ;;
 esac
-curl -sf -X POST "$URL" -H "Authorization: Bearer $OWNER" -H 'content-type: application/json' \
+curl -sf -X POST "$URL" -H "Authorization: Bearer $OWNER" -H 'content-type: application/json' "${EXTRA[@]}" \
   --data-binary "@$WORK/body.json" >/dev/null || { echo "predict_load: the request is refused" >&2; exit 1; }
 echo "predict load: $(nproc) cores, wrk 1 thread, $CONNECTIONS connections, ${SECONDS_}s, $ROWS row(s) per request to ${URL#$BASE}, rate limit ${RATE}/s (0: off), INFO logs to a file; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 wrk -t1 -c"$CONNECTIONS" -d"${SECONDS_}s" --latency -s "$WORK/post.lua" "$URL" | tee "$WORK/wrk.txt"

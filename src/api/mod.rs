@@ -30,6 +30,7 @@ mod listen;
 mod metrics;
 mod models;
 mod oip;
+mod oip_inputs;
 mod ops;
 mod rate_limit;
 

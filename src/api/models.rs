@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, PageQuery, Routes, page_json};
-use crate::data::Encoder;
+use crate::data::{DataError, Encoder};
 use crate::export::{ExportError, ExportFormat, export};
 use crate::learn::{Model, ModelEdit, ModelPredictor, Output};
 use crate::store::deployments::{self, Deployment, Put, Rollback};
@@ -60,7 +60,7 @@ pub(super) fn routes(r: Routes) -> Routes {
 /// A model ready to predict: parsed once, then shared.
 pub(crate) struct Loaded {
     pub(super) model: Model,
-    encoder: Encoder,
+    pub(super) encoder: Encoder,
     predictor: ModelPredictor,
     positive: String,
     negative: String,
@@ -301,27 +301,37 @@ pub(super) fn predict_rows<'a>(
     rows: &[Map<String, Value>],
     limit: usize,
 ) -> Result<Vec<PredictionOut<'a>>, ApiError> {
-    if rows.is_empty() {
+    predict_each(loaded, rows.len(), limit, |i, active| {
+        loaded.encoder.encode_json_row(&rows[i], i + 1, active)
+    })
+}
+
+/// Predict `n` rows with a loaded model, row `i` (0-based) encoded into the
+/// active literals by `encode(i, active)`. Errors name the row and the
+/// column.
+pub(super) fn predict_each<'a>(
+    loaded: &'a Loaded,
+    n: usize,
+    limit: usize,
+    mut encode: impl FnMut(usize, &mut Vec<u32>) -> Result<(), DataError>,
+) -> Result<Vec<PredictionOut<'a>>, ApiError> {
+    if n == 0 {
         return Err(ApiError::Validation(vec![FieldError::new(
             "rows",
             "at least one row is required",
         )]));
     }
-    if rows.len() > limit {
+    if n > limit {
         return Err(ApiError::TooLarge(format!(
-            "at most {limit} rows per request; got {}",
-            rows.len()
+            "at most {limit} rows per request; got {n}"
         )));
     }
     let mut active = Vec::new();
-    let mut out = Vec::with_capacity(rows.len());
-    for (i, row) in rows.iter().enumerate() {
-        loaded
-            .encoder
-            .encode_json_row(row, i + 1, &mut active)
-            .map_err(|e| {
-                ApiError::Validation(vec![FieldError::new(format!("rows[{i}]"), e.to_string())])
-            })?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        encode(i, &mut active).map_err(|e| {
+            ApiError::Validation(vec![FieldError::new(format!("rows[{i}]"), e.to_string())])
+        })?;
         out.push(match loaded.predictor.predict(&active) {
             Output::Class(p) => PredictionOut::Class {
                 class: if p.positive {

@@ -28,7 +28,8 @@ use serde_json::{Map, Value, json};
 
 use super::auth::Caller;
 use super::error::{ApiError, FieldError};
-use super::models::{Loaded, PredictionOut, deployed, predict_rows, visible_model};
+use super::models::{Loaded, PredictionOut, deployed, predict_each, visible_model};
+use super::oip_inputs::{Columns, InferInput};
 use super::{AppState, Routes};
 use crate::data::{Column, Task};
 use crate::store::deployments;
@@ -224,26 +225,17 @@ async fn model_ready_version(
     Ok(axum::Json(json!({"name": name, "ready": true})))
 }
 
-/// An inference request (the JSON part).
+/// An inference request (the JSON part), borrowing its strings from the
+/// body.
 #[derive(Debug, Deserialize)]
-struct InferRequest {
+struct InferRequest<'a> {
     id: Option<String>,
-    inputs: Vec<InferInput>,
+    #[serde(borrow)]
+    inputs: Vec<InferInput<'a>>,
     #[serde(default)]
     parameters: Option<Map<String, Value>>,
     #[serde(default)]
     outputs: Option<Vec<RequestedOutput>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct InferInput {
-    name: String,
-    shape: Vec<i64>,
-    datatype: String,
-    #[serde(default)]
-    data: Option<Value>,
-    #[serde(default)]
-    parameters: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -264,84 +256,11 @@ fn param_bool(p: &Option<Map<String, Value>>, key: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Flatten nested JSON arrays in row-major order.
-fn flatten(v: &Value, out: &mut Vec<Value>) {
-    match v {
-        Value::Array(a) => a.iter().for_each(|x| flatten(x, out)),
-        x => out.push(x.clone()),
-    }
-}
-
-/// Decode `count` elements of `datatype` from little-endian bytes.
-fn decode_binary(datatype: &str, bytes: &[u8], count: usize) -> Result<Vec<Value>, String> {
-    let fixed = |size: usize| -> Result<std::slice::ChunksExact<'_, u8>, String> {
-        if bytes.len() != size * count {
-            return Err(format!(
-                "{} bytes for {count} {datatype} elements",
-                bytes.len()
-            ));
-        }
-        Ok(bytes.chunks_exact(size))
-    };
-    let num = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
-    let arr = |c: &[u8]| -> [u8; 8] {
-        let mut a = [0u8; 8];
-        a[..c.len()].copy_from_slice(c);
-        a
-    };
-    Ok(match datatype {
-        "FP64" => fixed(8)?.map(|c| num(f64::from_le_bytes(arr(c)))).collect(),
-        "FP32" => fixed(4)?
-            .map(|c| num(f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))))
-            .collect(),
-        "INT64" => fixed(8)?
-            .map(|c| json!(i64::from_le_bytes(arr(c))))
-            .collect(),
-        "INT32" => fixed(4)?
-            .map(|c| json!(i32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-            .collect(),
-        "INT16" => fixed(2)?
-            .map(|c| json!(i16::from_le_bytes([c[0], c[1]])))
-            .collect(),
-        "INT8" => fixed(1)?.map(|c| json!(c[0] as i8)).collect(),
-        "UINT64" => fixed(8)?
-            .map(|c| json!(u64::from_le_bytes(arr(c))))
-            .collect(),
-        "UINT32" => fixed(4)?
-            .map(|c| json!(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-            .collect(),
-        "UINT16" => fixed(2)?
-            .map(|c| json!(u16::from_le_bytes([c[0], c[1]])))
-            .collect(),
-        "UINT8" => fixed(1)?.map(|c| json!(c[0])).collect(),
-        "BOOL" => fixed(1)?.map(|c| json!(c[0] != 0)).collect(),
-        "BYTES" => {
-            let mut out = Vec::with_capacity(count);
-            let mut rest = bytes;
-            while !rest.is_empty() {
-                if rest.len() < 4 {
-                    return Err("a BYTES element is cut short".into());
-                }
-                let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                let s = rest.get(4..4 + len).ok_or("a BYTES element is cut short")?;
-                out.push(Value::String(
-                    std::str::from_utf8(s)
-                        .map_err(|_| "a BYTES element is not UTF-8")?
-                        .to_owned(),
-                ));
-                rest = &rest[4 + len..];
-            }
-            if out.len() != count {
-                return Err(format!("{} BYTES elements for shape of {count}", out.len()));
-            }
-            out
-        }
-        other => return Err(format!("unsupported datatype {other}")),
-    })
-}
-
 /// Split a body into the JSON request and its binary part.
-fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<(InferRequest, Bytes), ApiError> {
+fn parse_body<'a>(
+    headers: &HeaderMap,
+    body: &'a Bytes,
+) -> Result<(InferRequest<'a>, &'a [u8]), ApiError> {
     let json_len = match headers.get(HEADER_LENGTH) {
         None => body.len(),
         Some(v) => v
@@ -360,82 +279,7 @@ fn parse_body(headers: &HeaderMap, body: &Bytes) -> Result<(InferRequest, Bytes)
             bad(format!("the request is not valid JSON: {e}"))
         }
     })?;
-    Ok((request, body.slice(json_len..)))
-}
-
-/// The rows of a request: one input tensor per column, each with one
-/// element per row (shape `[n]` or `[n, 1]`).
-fn rows_of(request: &InferRequest, binary: &Bytes) -> Result<Vec<Map<String, Value>>, ApiError> {
-    let mut offset = 0usize;
-    let mut columns = Vec::with_capacity(request.inputs.len());
-    let mut n: Option<usize> = None;
-    for (k, input) in request.inputs.iter().enumerate() {
-        let field = format!("inputs[{k}]");
-        let count = input
-            .shape
-            .iter()
-            .try_fold(1usize, |acc, d| {
-                usize::try_from(*d).ok().map(|d| acc.saturating_mul(d))
-            })
-            .ok_or_else(|| bad(format!("{field}: negative dimension in shape")))?;
-        let rows = input.shape.first().copied().unwrap_or(0).max(0) as usize;
-        if input.shape.is_empty() || count != rows {
-            return Err(bad(format!(
-                "{field}: shape must be [n] or [n, 1] (one value per row)"
-            )));
-        }
-        if *n.get_or_insert(rows) != rows {
-            return Err(bad(format!("{field}: every input must have the same rows")));
-        }
-        let size = input
-            .parameters
-            .as_ref()
-            .and_then(|p| p.get("binary_data_size"))
-            .and_then(Value::as_u64);
-        let values = match (size, &input.data) {
-            (Some(size), None) => {
-                let size = size as usize;
-                let bytes = binary
-                    .get(offset..offset.saturating_add(size))
-                    .ok_or_else(|| bad(format!("{field}: binary_data_size past the body")))?;
-                offset += size;
-                decode_binary(&input.datatype, bytes, count)
-                    .map_err(|e| bad(format!("{field}: {e}")))?
-            }
-            (None, Some(data)) => {
-                let mut flat = Vec::with_capacity(count);
-                flatten(data, &mut flat);
-                if flat.len() != count {
-                    return Err(bad(format!(
-                        "{field}: {} values for shape {:?}",
-                        flat.len(),
-                        input.shape
-                    )));
-                }
-                flat
-            }
-            _ => {
-                return Err(bad(format!(
-                    "{field}: give either data or parameters.binary_data_size"
-                )));
-            }
-        };
-        columns.push((input.name.clone(), values));
-    }
-    if offset != binary.len() {
-        return Err(bad(
-            "the binary part is longer than the inputs' binary_data_size",
-        ));
-    }
-    let n = n.unwrap_or(0);
-    Ok((0..n)
-        .map(|i| {
-            columns
-                .iter()
-                .map(|(name, values)| (name.clone(), values[i].clone()))
-                .collect()
-        })
-        .collect())
+    Ok((request, &body[json_len..]))
 }
 
 /// One output tensor: its name, datatype and values (row-major), and for a
@@ -568,10 +412,21 @@ async fn run_infer(
 ) -> Result<Response, ApiError> {
     let (_, record, loaded) = resolve(state, caller, name, version).await?;
     let (request, binary) = parse_body(headers, body)?;
-    let rows = rows_of(&request, &binary)?;
-    let predictions = predict_rows(&loaded, &rows, state.config.max_predict_rows)?;
-    let all_binary = param_bool(&request.parameters, "binary_data_output");
-    let wanted: Vec<(String, bool)> = match &request.outputs {
+    let InferRequest {
+        id,
+        inputs,
+        parameters,
+        outputs,
+    } = request;
+    let columns = Columns::new(inputs, binary, &loaded.encoder)?;
+    let predictions = predict_each(
+        &loaded,
+        columns.n_rows(),
+        state.config.max_predict_rows,
+        |i, active| columns.encode_row(&loaded.encoder, i, active),
+    )?;
+    let all_binary = param_bool(&parameters, "binary_data_output");
+    let wanted: Vec<(String, bool)> = match &outputs {
         Some(outputs) => outputs
             .iter()
             .map(|o| {
@@ -611,7 +466,7 @@ async fn run_infer(
         "model_version": record.id,
         "outputs": outputs,
     });
-    if let Some(id) = &request.id {
+    if let Some(id) = &id {
         doc["id"] = json!(id);
     }
     let text = doc.to_string();

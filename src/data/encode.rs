@@ -12,9 +12,31 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 
+use super::cell::Cell;
 use super::error::DataError;
 use super::literal::Literal;
 use super::schema::{Column, NumericEncoding, Schema, Task, UnknownPolicy};
+
+/// Maps keyed by column or category names. Looked up once per request cell
+/// (hundreds of thousands per batch), so with a fast hash; keyed per process
+/// (foldhash's random state), and the keys come from the schema alone, so a
+/// request can only look up, never add colliding keys.
+type NameMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+/// A categorical column's values -> literals: its categories, and its
+/// missing tokens to its `is missing` literal, so that one lookup decides.
+#[derive(Debug, Clone, Default)]
+struct CategoryIndex(NameMap<u32>);
+
+impl CategoryIndex {
+    fn insert(&mut self, value: &str, literal: u32) {
+        self.0.insert(value.to_owned(), literal);
+    }
+
+    fn get(&self, value: &str) -> Option<u32> {
+        self.0.get(value).copied()
+    }
+}
 
 /// Turns raw rows into literals.
 ///
@@ -40,7 +62,7 @@ pub struct Encoder {
     /// One codec per feature column, in `feature_names` order.
     codecs: Vec<Codec>,
     /// Column name -> index into `codecs`, or `None` for an ignored column.
-    by_name: HashMap<String, Option<usize>>,
+    by_name: NameMap<Option<usize>>,
     /// See [`Encoder::one_hot_groups`].
     one_hot_groups: Vec<Range<usize>>,
     /// A multiclass label's class name -> index in the schema's list
@@ -73,8 +95,9 @@ enum CodecKind {
         inverse_width: Option<f64>,
     },
     Categorical {
-        /// Category -> its literal.
-        index: HashMap<String, u32>,
+        /// Category -> its literal; each missing token -> the `is missing`
+        /// literal (one lookup decides both).
+        index: CategoryIndex,
         unknown: UnknownPolicy,
         /// The `is other` literal when `unknown` is `Other`.
         other: Option<u32>,
@@ -90,7 +113,7 @@ impl Encoder {
         let mut literals = Vec::with_capacity(schema.n_literals());
         let mut feature_names = Vec::new();
         let mut codecs = Vec::new();
-        let mut by_name = HashMap::new();
+        let mut by_name = NameMap::default();
         let mut one_hot_groups = Vec::new();
         for column in &schema.columns {
             if !column.is_feature() {
@@ -116,9 +139,9 @@ impl Encoder {
                     }
                 }
                 Column::Categorical(c) => {
-                    let mut index = HashMap::new();
+                    let mut index = CategoryIndex::default();
                     for v in &c.categories {
-                        index.insert(v.clone(), literal_index(literals.len())?);
+                        index.insert(v, literal_index(literals.len())?);
                         literals.push(Literal::category(f, name, v));
                     }
                     let other = if c.unknown == UnknownPolicy::Other {
@@ -146,6 +169,13 @@ impl Encoder {
                 literals.push(Literal::is(f, name, "missing"));
                 Some(literal_index(literals.len() - 1)?)
             };
+            let mut kind = kind;
+            if let (CodecKind::Categorical { index, .. }, Some(lit)) = (&mut kind, missing) {
+                // (Validation refuses a token that is also a category.)
+                for token in &missing_tokens {
+                    index.insert(token, lit);
+                }
+            }
             // Which columns set exactly one of their literals in every encoded
             // row (see `encode_cell`): intervals (clamping keeps every number
             // in one interval) and categories, each with their `is other` and
@@ -244,22 +274,57 @@ impl Encoder {
             let value = row.get(&codec.name).ok_or_else(|| {
                 DataError::cell(row_number, &codec.name, "column is missing from the row")
             })?;
-            let text = match value {
-                Value::Null => None,
-                Value::String(s) => Some(std::borrow::Cow::Borrowed(s.as_str())),
-                Value::Number(n) => Some(n.to_string().into()),
-                Value::Bool(b) => Some(b.to_string().into()),
-                Value::Array(_) | Value::Object(_) => {
-                    return Err(DataError::cell(
-                        row_number,
-                        &codec.name,
-                        "expected a number, string, boolean or null",
-                    ));
-                }
-            };
-            self.encode_cell(f, text.as_deref().map(str::trim), row_number, active)?;
+            self.encode_value(f, &Cell::from(value), row_number, active)?;
         }
         Ok(())
+    }
+
+    /// Push the literals of feature `f` for one request value (the rules of
+    /// [`Encoder::encode_json_row`]). A number in a numeric column without
+    /// missing tokens is read as its value; anything else as its JSON text,
+    /// trimmed (the same literals: a JSON number's text parses back to its
+    /// value).
+    pub fn encode_value(
+        &self,
+        f: usize,
+        value: &Cell<'_>,
+        row_number: usize,
+        active: &mut Vec<u32>,
+    ) -> Result<(), DataError> {
+        let codec = &self.codecs[f];
+        if let (
+            CodecKind::Numeric {
+                min,
+                max,
+                cuts,
+                encoding,
+                inverse_width,
+            },
+            Cell::Number(n),
+        ) = (&codec.kind, value)
+            && codec.missing_tokens.is_empty()
+            && let Some(x) = n.as_f64()
+        {
+            let k = interval(x.clamp(*min, *max), *min, cuts, *inverse_width);
+            push_numeric(codec.first, k, cuts.len(), *encoding, active);
+            return Ok(());
+        }
+        match value {
+            Cell::Null => self.encode_cell(f, None, row_number, active),
+            Cell::Text(s) => self.encode_cell(f, Some(s.trim()), row_number, active),
+            Cell::Number(n) => self.encode_cell(f, Some(&n.to_string()), row_number, active),
+            Cell::Bool(b) => self.encode_cell(
+                f,
+                Some(if *b { "true" } else { "false" }),
+                row_number,
+                active,
+            ),
+            Cell::Nested => Err(DataError::cell(
+                row_number,
+                &codec.name,
+                "expected a number, string, boolean or null",
+            )),
+        }
     }
 
     /// The feature index of a column, `Some(None)` for an ignored column, `None` if
@@ -316,6 +381,7 @@ impl Encoder {
     }
 
     /// Push the literals of feature `f` for one trimmed value (`None` = JSON null).
+    #[inline]
     pub(crate) fn encode_cell(
         &self,
         f: usize,
@@ -332,7 +398,9 @@ impl Encoder {
             active.push(lit);
             return Ok(());
         };
+        // (A categorical column's index holds its missing tokens.)
         if let Some(lit) = codec.missing
+            && !matches!(codec.kind, CodecKind::Categorical { .. })
             && codec.missing_tokens.iter().any(|t| t == value)
         {
             active.push(lit);
@@ -361,7 +429,7 @@ impl Encoder {
                 unknown,
                 other,
             } => match (index.get(value), unknown) {
-                (Some(&lit), _) => active.push(lit),
+                (Some(lit), _) => active.push(lit),
                 (None, UnknownPolicy::Other) => {
                     active.push(other.expect("an Other column has an other literal"));
                 }
@@ -828,6 +896,68 @@ mod tests {
             msg,
             r#"row 7, column "vegan": column is missing from the row"#
         );
+    }
+
+    /// Literals of one value of feature `f`.
+    fn value_literals(e: &Encoder, f: usize, cell: &Cell<'_>) -> Result<Vec<u32>, DataError> {
+        let mut active = Vec::new();
+        e.encode_value(f, cell, 1, &mut active)?;
+        Ok(active)
+    }
+
+    proptest::proptest! {
+        /// A number in a numeric column is read as its value (no text round
+        /// trip); it gives the literals of its JSON text, for intervals and
+        /// thresholds, integers and floats, in range or clamped.
+        #[test]
+        fn a_number_encodes_as_its_text(
+            x in proptest::num::f64::NORMAL | proptest::num::f64::ZERO,
+            i in proptest::num::i64::ANY,
+            u in proptest::num::u64::ANY,
+        ) {
+            let e = encoder();
+            for n in [serde_json::Number::from_f64(x).unwrap(), i.into(), u.into()] {
+                let text = Cell::Text(n.to_string().into());
+                for f in [0, 1] {
+                    proptest::prop_assert_eq!(
+                        value_literals(&e, f, &Cell::Number(n.clone())).unwrap(),
+                        value_literals(&e, f, &text).unwrap()
+                    );
+                }
+            }
+        }
+    }
+
+    /// Categorical columns match a number or a boolean by its JSON text,
+    /// a missing token by one lookup with the categories; an array or object
+    /// is no value.
+    #[test]
+    fn values_match_by_their_json_text() {
+        let schema = Schema::from_json(
+            r#"{"label": {"column": "y", "positive": "1", "negative": "0"},
+                "columns": [{"name": "c", "type": "categorical",
+                             "categories": ["3", "2.5", "true", "x"], "missing": ["?"]}]}"#,
+        )
+        .unwrap();
+        let e = Encoder::new(&schema).unwrap();
+        let name = |cell: Cell<'_>| {
+            value_literals(&e, 0, &cell).map(|a| e.literals()[a[0] as usize].name.clone())
+        };
+        assert_eq!(name(Cell::Number(3.into())).unwrap(), "c == 3");
+        assert_eq!(name(Cell::from_f64(2.5)).unwrap(), "c == 2.5");
+        assert_eq!(name(Cell::Bool(true)).unwrap(), "c == true");
+        assert_eq!(name(Cell::Text(" x ".into())).unwrap(), "c == x");
+        assert_eq!(name(Cell::Text("?".into())).unwrap(), "c is missing");
+        assert_eq!(name(Cell::Null).unwrap(), "c is missing");
+        // 3.0 is not the text "3".
+        assert!(name(Cell::from_f64(3.0)).is_err());
+        let msg = name(Cell::Nested).unwrap_err().to_string();
+        assert!(
+            msg.contains("expected a number, string, boolean or null"),
+            "{msg}"
+        );
+        // A binary float that is not finite is null.
+        assert_eq!(Cell::from_f64(f64::NAN), Cell::Null);
     }
 
     proptest::proptest! {

@@ -74,6 +74,7 @@
 
 mod bits;
 mod bounded;
+mod cell;
 mod dataset;
 mod encode;
 mod error;
@@ -88,6 +89,7 @@ pub(crate) mod shipped;
 pub mod unit;
 
 pub use bits::{BitMatrix, BitMatrixBuilder, BitVec};
+pub use cell::Cell;
 pub use dataset::Dataset;
 pub use encode::Encoder;
 pub use error::DataError;
