@@ -7,13 +7,14 @@
 //! route, wrong method) through [`normalize_errors`]. A 5xx body is generic;
 //! its cause is logged. Details say where, never what: no row values.
 
+use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{HeaderValue, StatusCode, header, request::Parts};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tracing::{error, warn};
 
@@ -273,6 +274,65 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for AppJson<T> {
     }
 }
 
+/// A JSON body kept as its bytes, so that a handler can deserialize it
+/// borrowing its strings ([`JsonBody::parse`]: a prediction batch then
+/// builds no owned string per value). Rejections and errors as [`AppJson`]'s.
+pub struct JsonBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "expected a request with Content-Type: application/json".into(),
+            ));
+        }
+        match Bytes::from_request(req, state).await {
+            Ok(bytes) => Ok(JsonBody(bytes)),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::TooLarge(
+                "the request body is larger than the limit".into(),
+            )),
+            Err(e) => Err(ApiError::BadRequest(e.body_text())),
+        }
+    }
+}
+
+impl JsonBody {
+    /// The body as a `T` borrowing from it: a value of the wrong shape is a
+    /// 422 on `body`, invalid JSON a 400 (as [`AppJson`]).
+    pub fn parse<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ApiError> {
+        serde_json::from_slice(&self.0).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => ApiError::Validation(vec![FieldError::new(
+                "body",
+                format!("Failed to deserialize the JSON body into the target type: {e}"),
+            )]),
+            _ => ApiError::BadRequest(format!("Failed to parse the request body as JSON: {e}")),
+        })
+    }
+}
+
+/// `application/json` or any `application/*+json`, parameters allowed (what
+/// axum's `Json` accepts).
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match essence.split_once('/') {
+        Some(("application", subtype)) => subtype == "json" || subtype.ends_with("+json"),
+        _ => false,
+    }
+}
+
 /// `Query` whose rejections are problem documents (422).
 pub struct AppQuery<T>(pub T);
 
@@ -392,6 +452,53 @@ async fn oip_error(response: Response) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_content_types_are_those_axum_accepts() {
+        let accepts = |value: &str| {
+            let mut headers = axum::http::HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_str(value).unwrap());
+            json_content_type(&headers)
+        };
+        for yes in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON",
+            "application/problem+json",
+        ] {
+            assert!(accepts(yes), "{yes}");
+        }
+        for no in [
+            "text/json",
+            "application/jsonx",
+            "text/plain",
+            "",
+            "application",
+        ] {
+            assert!(!accepts(no), "{no}");
+        }
+        assert!(!json_content_type(&axum::http::HeaderMap::new()));
+    }
+
+    #[test]
+    fn json_bodies_parse_borrowed_with_appjson_statuses() {
+        #[derive(Debug, Deserialize)]
+        struct Body<'a> {
+            name: &'a str,
+        }
+        let ok = JsonBody(Bytes::from_static(br#"{"name": "x"}"#));
+        assert_eq!(ok.parse::<Body<'_>>().unwrap().name, "x");
+        let wrong = JsonBody(Bytes::from_static(br#"{"name": 1}"#));
+        assert!(matches!(
+            wrong.parse::<Body<'_>>(),
+            Err(ApiError::Validation(_))
+        ));
+        let broken = JsonBody(Bytes::from_static(br#"{"name": "#));
+        assert!(matches!(
+            broken.parse::<Body<'_>>(),
+            Err(ApiError::BadRequest(_))
+        ));
+    }
 
     /// Issue 26, item 8: a database that is down answered 500
     /// `/problems/internal` without `Retry-After`, like a bug.

@@ -21,9 +21,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::auth::Caller;
-use super::error::{ApiError, AppJson, AppQuery, FieldError};
+use super::error::{ApiError, AppJson, AppQuery, FieldError, JsonBody};
 use super::{AppState, PageQuery, Routes, page_json};
-use crate::data::{DataError, Encoder};
+use crate::data::{DataError, Encoder, Row};
 use crate::export::{ExportError, ExportFormat, export};
 use crate::learn::{Model, ModelEdit, ModelPredictor, Output};
 use crate::store::deployments::{self, Deployment, Put, Rollback};
@@ -266,11 +266,25 @@ async fn export_model(
         .into_response())
 }
 
-/// `{"rows": [{column: value, ...}, ...]}`.
+/// `{"rows": [{column: value, ...}, ...]}`, borrowing from the body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PredictRequest {
-    rows: Vec<Map<String, Value>>,
+struct PredictRequest<'a> {
+    #[serde(borrow)]
+    rows: Vec<Row<'a>>,
+}
+
+impl PredictRequest<'_> {
+    /// The predictions for every row (errors name the row and column).
+    fn predict<'m>(
+        &self,
+        loaded: &'m Loaded,
+        limit: usize,
+    ) -> Result<Vec<PredictionOut<'m>>, ApiError> {
+        predict_each(loaded, self.rows.len(), limit, |i, active| {
+            loaded.encoder.encode_row(&self.rows[i], i + 1, active)
+        })
+    }
 }
 
 /// One prediction as JSON: a class with its score (classification) or a
@@ -357,10 +371,11 @@ async fn predict_model(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    AppJson(body): AppJson<PredictRequest>,
+    body: JsonBody,
 ) -> Result<impl IntoResponse, ApiError> {
+    let request: PredictRequest<'_> = body.parse()?;
     let (record, loaded) = visible_model(&state, &caller, &id).await?;
-    let predictions = predict_rows(&loaded, &body.rows, state.config.max_predict_rows)?;
+    let predictions = request.predict(&loaded, state.config.max_predict_rows)?;
     Ok(axum::Json(
         json!({ "model_id": record.id, "predictions": predictions }),
     ))
@@ -698,10 +713,11 @@ async fn predict_deployment(
     State(state): State<AppState>,
     caller: Caller,
     Path(name): Path<String>,
-    AppJson(body): AppJson<PredictRequest>,
+    body: JsonBody,
 ) -> Result<impl IntoResponse, ApiError> {
+    let request: PredictRequest<'_> = body.parse()?;
     let (d, record, loaded) = deployed(&state, &caller, &name).await?;
-    let predictions = predict_rows(&loaded, &body.rows, state.config.max_predict_rows)?;
+    let predictions = request.predict(&loaded, state.config.max_predict_rows)?;
     Ok(axum::Json(json!({
         "deployment": name,
         "qualified_name": d.qualified_name(),

@@ -7,14 +7,13 @@
 //! the Open Inference Protocol").
 
 use std::borrow::Cow;
-use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer};
 use serde_json::{Map, Number, Value};
 
 use super::error::{ApiError, FieldError};
-use crate::data::{Cell, DataError, Encoder};
+use crate::data::{Cell, CellSeed, DataError, Encoder};
 
 /// One input tensor (the JSON part of the request).
 #[derive(Debug, Deserialize)]
@@ -37,84 +36,12 @@ pub(super) struct Cells<'a>(Vec<Cell<'a>>);
 impl<'de: 'a, 'a> Deserialize<'de> for Cells<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut cells = Vec::new();
-        Flatten(&mut cells).deserialize(deserializer)?;
+        CellSeed {
+            out: &mut cells,
+            flatten: true,
+        }
+        .deserialize(deserializer)?;
         Ok(Cells(cells))
-    }
-}
-
-/// Pushes every scalar of a (nested) JSON array, in order.
-struct Flatten<'v, 'a>(&'v mut Vec<Cell<'a>>);
-
-impl<'de: 'a, 'a> DeserializeSeed<'de> for Flatten<'_, 'a> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de: 'a, 'a> Visitor<'de> for Flatten<'_, 'a> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("tensor data: an array of numbers, strings, booleans or nulls")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Flatten(&mut *self.0))?.is_some() {}
-        Ok(())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        // An object is one (invalid) element, refused by the encoder with
-        // its row and column, as in a row-keyed request.
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        self.0.push(Cell::Nested);
-        Ok(())
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.0.push(Cell::Null);
-        Ok(())
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<(), E> {
-        self.visit_unit()
-    }
-
-    fn visit_bool<E: de::Error>(self, b: bool) -> Result<(), E> {
-        self.0.push(Cell::Bool(b));
-        Ok(())
-    }
-
-    fn visit_u64<E: de::Error>(self, x: u64) -> Result<(), E> {
-        self.0.push(Cell::Number(x.into()));
-        Ok(())
-    }
-
-    fn visit_i64<E: de::Error>(self, x: i64) -> Result<(), E> {
-        self.0.push(Cell::Number(x.into()));
-        Ok(())
-    }
-
-    fn visit_f64<E: de::Error>(self, x: f64) -> Result<(), E> {
-        self.0.push(Cell::from_f64(x));
-        Ok(())
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<(), E> {
-        self.0.push(Cell::Text(Cow::Borrowed(s)));
-        Ok(())
-    }
-
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
-        self.0.push(Cell::Text(Cow::Owned(s.to_owned())));
-        Ok(())
-    }
-
-    fn visit_string<E: de::Error>(self, s: String) -> Result<(), E> {
-        self.0.push(Cell::Text(Cow::Owned(s)));
-        Ok(())
     }
 }
 
@@ -238,7 +165,7 @@ impl<'a> Columns<'a> {
         let mut features: Vec<Option<Vec<Cell<'a>>>> = vec![None; names.len()];
         let mut seen = std::collections::HashSet::new();
         for (k, input) in inputs.into_iter().enumerate() {
-            let field = format!("inputs[{k}]");
+            let field = InputField(k);
             let count = input
                 .shape
                 .iter()
@@ -343,6 +270,16 @@ impl<'a> Columns<'a> {
             encoder.encode_value(f, &cells[i], i + 1, active)?;
         }
         Ok(())
+    }
+}
+
+/// `inputs[k]` in messages (formatted only when one is written).
+#[derive(Clone, Copy)]
+struct InputField(usize);
+
+impl std::fmt::Display for InputField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "inputs[{}]", self.0)
     }
 }
 

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 
-use super::cell::Cell;
+use super::cell::{Cell, Row};
 use super::error::DataError;
 use super::literal::Literal;
 use super::schema::{Column, NumericEncoding, Schema, Task, UnknownPolicy};
@@ -261,20 +261,52 @@ impl Encoder {
         row_number: usize,
         active: &mut Vec<u32>,
     ) -> Result<(), DataError> {
+        self.encode_pairs(
+            row.iter().map(|(k, v)| (k.as_str(), Cell::from(v))),
+            row_number,
+            active,
+        )
+    }
+
+    /// [`Encoder::encode_json_row`] for a [`Row`] read from a request body
+    /// (its values borrowed, no JSON map built).
+    pub fn encode_row(
+        &self,
+        row: &Row<'_>,
+        row_number: usize,
+        active: &mut Vec<u32>,
+    ) -> Result<(), DataError> {
+        self.encode_pairs(row.pairs().map(|(k, v)| (k, v.clone())), row_number, active)
+    }
+
+    /// The rules of [`Encoder::encode_json_row`] over (key, value) pairs
+    /// (a repeated key: the last one counts).
+    fn encode_pairs<'c>(
+        &self,
+        pairs: impl Iterator<Item = (&'c str, Cell<'c>)>,
+        row_number: usize,
+        active: &mut Vec<u32>,
+    ) -> Result<(), DataError> {
         active.clear();
-        for key in row.keys() {
-            if key != self.schema.label_column() && !self.by_name.contains_key(key) {
-                return Err(DataError::row(
-                    row_number,
-                    format!("unknown column {key:?} (not in the schema)"),
-                ));
+        let mut values: Vec<Option<Cell<'c>>> = vec![None; self.codecs.len()];
+        for (key, value) in pairs {
+            match self.by_name.get(key) {
+                Some(Some(f)) => values[*f] = Some(value),
+                Some(None) => {}
+                None if key == self.schema.label_column() => {}
+                None => {
+                    return Err(DataError::row(
+                        row_number,
+                        format!("unknown column {key:?} (not in the schema)"),
+                    ));
+                }
             }
         }
-        for (f, codec) in self.codecs.iter().enumerate() {
-            let value = row.get(&codec.name).ok_or_else(|| {
+        for (f, (codec, value)) in self.codecs.iter().zip(&values).enumerate() {
+            let value = value.as_ref().ok_or_else(|| {
                 DataError::cell(row_number, &codec.name, "column is missing from the row")
             })?;
-            self.encode_value(f, &Cell::from(value), row_number, active)?;
+            self.encode_value(f, value, row_number, active)?;
         }
         Ok(())
     }
@@ -879,6 +911,35 @@ mod tests {
         assert!(msg.contains("declares no missing tokens"), "{msg}");
     }
 
+    /// A row read from the body gives the errors of the same JSON map, and
+    /// a repeated key counts once, the last one (as in the map).
+    #[test]
+    fn borrowed_rows_follow_the_map_rules() {
+        let e = encoder();
+        let check = |text: &str| {
+            let map: Value = serde_json::from_str(text).unwrap();
+            let row: Row<'_> = serde_json::from_str(text).unwrap();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let from_map = e.encode_json_row(map.as_object().unwrap(), 3, &mut a);
+            let from_row = e.encode_row(&row, 3, &mut b);
+            match (from_map, from_row) {
+                (Ok(()), Ok(())) => assert_eq!(a, b, "{text}"),
+                (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string(), "{text}"),
+                (x, y) => panic!("{text}: {x:?} against {y:?}"),
+            }
+        };
+        let rest = r#""hours": 5, "work": "Gov", "color": "blue", "shape": "round", "smoker": "y", "vegan": "?""#;
+        check(&format!(r#"{{"age": 20, {rest}}}"#));
+        check(&format!(
+            r#"{{"age": 20, "age": "80", "y": [1], "id": {{"a": 1}}, {rest}}}"#
+        ));
+        check(&format!(r#"{{"age": [20], {rest}}}"#));
+        check(&format!(r#"{{"age": {{"v": 20}}, {rest}}}"#));
+        check(&format!(r#"{{"age": "20", "colour": 1, {rest}}}"#));
+        check(&format!(r#"{{{rest}}}"#));
+        check(r#"{"age": 20}"#);
+    }
+
     #[test]
     fn json_rows_check_keys() {
         let e = encoder();
@@ -977,6 +1038,12 @@ mod tests {
                            "shape": shape, "smoker": smoker, "vegan": vegan});
             let mut active = Vec::new();
             e.encode_json_row(r.as_object().unwrap(), 1, &mut active).unwrap();
+            // The same row read from its text, borrowing: the same literals.
+            let text = r.to_string();
+            let borrowed: Row<'_> = serde_json::from_str(&text).unwrap();
+            let mut again = Vec::new();
+            e.encode_row(&borrowed, 1, &mut again).unwrap();
+            proptest::prop_assert_eq!(&again, &active);
             let per_feature = |f: usize| {
                 active.iter().filter(|&&i| e.literals()[i as usize].feature == f).count()
             };

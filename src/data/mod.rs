@@ -89,7 +89,7 @@ pub(crate) mod shipped;
 pub mod unit;
 
 pub use bits::{BitMatrix, BitMatrixBuilder, BitVec};
-pub use cell::Cell;
+pub use cell::{Cell, CellSeed, Row};
 pub use dataset::Dataset;
 pub use encode::Encoder;
 pub use error::DataError;
