@@ -105,6 +105,27 @@ enum CodecKind {
     Boolean,
 }
 
+impl Codec {
+    /// Push the literals of the finite number `x`, clamped to the column's
+    /// public bounds, if this is a numeric column (true); else push nothing
+    /// (false).
+    fn push_number(&self, x: f64, active: &mut Vec<u32>) -> bool {
+        let CodecKind::Numeric {
+            min,
+            max,
+            cuts,
+            encoding,
+            inverse_width,
+        } = &self.kind
+        else {
+            return false;
+        };
+        let k = interval(x.clamp(*min, *max), *min, cuts, *inverse_width);
+        push_numeric(self.first, k, cuts.len(), *encoding, active);
+        true
+    }
+}
+
 impl Encoder {
     /// Build from a schema (validated here, so an unchecked schema cannot be used).
     pub fn new(schema: &Schema) -> Result<Encoder, DataError> {
@@ -324,21 +345,11 @@ impl Encoder {
         active: &mut Vec<u32>,
     ) -> Result<(), DataError> {
         let codec = &self.codecs[f];
-        if let (
-            CodecKind::Numeric {
-                min,
-                max,
-                cuts,
-                encoding,
-                inverse_width,
-            },
-            Cell::Number(n),
-        ) = (&codec.kind, value)
+        if let Cell::Number(n) = value
             && codec.missing_tokens.is_empty()
             && let Some(x) = n.as_f64()
+            && codec.push_number(x, active)
         {
-            let k = interval(x.clamp(*min, *max), *min, cuts, *inverse_width);
-            push_numeric(codec.first, k, cuts.len(), *encoding, active);
             return Ok(());
         }
         match value {
@@ -392,18 +403,11 @@ impl Encoder {
         active: &mut Vec<u32>,
     ) -> Result<(), DataError> {
         let codec = &self.codecs[f];
-        if let CodecKind::Numeric {
-            min,
-            max,
-            cuts,
-            encoding,
-            inverse_width,
-        } = &codec.kind
+        if matches!(codec.kind, CodecKind::Numeric { .. })
             && let Some(x) = plain_decimal(raw)
             && !codec.missing_tokens.iter().any(|t| t.as_bytes() == raw)
+            && codec.push_number(x, active)
         {
-            let k = interval(x.clamp(*min, *max), *min, cuts, *inverse_width);
-            push_numeric(codec.first, k, cuts.len(), *encoding, active);
             return Ok(());
         }
         let value = std::str::from_utf8(raw)
@@ -439,13 +443,7 @@ impl Encoder {
             return Ok(());
         }
         match &codec.kind {
-            CodecKind::Numeric {
-                min,
-                max,
-                cuts,
-                encoding,
-                inverse_width,
-            } => {
+            CodecKind::Numeric { .. } => {
                 if value.is_empty() {
                     return Err(err("empty value (declare \"missing\" to allow it)"));
                 }
@@ -453,8 +451,7 @@ impl Encoder {
                 if !x.is_finite() {
                     return Err(err("not a finite number"));
                 }
-                let k = interval(x.clamp(*min, *max), *min, cuts, *inverse_width);
-                push_numeric(codec.first, k, cuts.len(), *encoding, active);
+                codec.push_number(x, active);
             }
             CodecKind::Categorical {
                 index,
