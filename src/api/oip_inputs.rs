@@ -120,7 +120,10 @@ fn decode_binary<'a>(
             .map(|b| Cell::Bool(b[0] != 0))
             .collect(),
         "BYTES" => {
-            let mut out = Vec::with_capacity(count);
+            // `count` comes from the request's shape: reserve no more than
+            // the bytes can hold (4 or more each), so a huge shape over a
+            // short tensor is refused below, not an allocation failure.
+            let mut out = Vec::with_capacity(count.min(bytes.len() / 4));
             let mut rest = bytes;
             while !rest.is_empty() {
                 let (len, tail) = rest
@@ -486,6 +489,17 @@ mod tests {
             "inputs[1]: a BYTES element is not UTF-8"
         );
         assert_eq!(bin("FP16", &[0; 2]), "inputs[1]: unsupported datatype FP16");
+        // A shape of 10^15 rows over one short BYTES element: refused, with
+        // no room reserved for the shape.
+        let json = r#"[{"name": "c", "datatype": "BYTES", "shape": [1000000000000000],
+                        "parameters": {"binary_data_size": 5}}]"#;
+        let err = Columns::new(inputs(json), &[1, 0, 0, 0, b'a'], &e)
+            .err()
+            .unwrap();
+        assert_eq!(
+            message(err),
+            "inputs[0]: 1 BYTES elements for shape of 1000000000000000"
+        );
         // A binary part longer than the inputs say.
         let json = format!(r#"[{x}, {c}]"#);
         let err = Columns::new(inputs(&json), &[1], &e).err().unwrap();
