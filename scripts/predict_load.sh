@@ -12,8 +12,8 @@
 # against POST /v1/deployments/mushroom/predict, or with --oip against the
 # Open Inference Protocol's POST /v2/models/mushroom/infer (one input
 # tensor per column; --oip-binary sends the tensors and asks for the
-# outputs in the protocol's binary tensor data extension). Each request carries N rows (default 1; Mushroom's
-# rows in order, repeated). --rate-limit R runs the server with the per-key
+# outputs in the protocol's binary tensor data extension). Each request
+# carries N rows (default 1; Mushroom's rows in order, repeated). --rate-limit R runs the server with the per-key
 # limiter on at R requests/s and a burst of R (default 0: off; choose R
 # above what the server can answer so that nothing is refused, and check
 # that wrk prints no "Non-2xx" line). Prints wrk's figures, rows/s, and the
