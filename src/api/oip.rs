@@ -23,12 +23,12 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::auth::Caller;
 use super::error::{ApiError, FieldError};
-use super::models::{Loaded, PredictionOut, deployed, predict_each, visible_model};
+use super::models::{Loaded, PredictionOut, deployed, predict_runs, visible_model};
 use super::oip_inputs::{Columns, InferInput};
 use super::{AppState, Routes};
 use crate::data::{Column, Task};
@@ -282,15 +282,16 @@ fn parse_body<'a>(
     Ok((request, &body[json_len..]))
 }
 
-/// One output tensor: its name, datatype and values (row-major), and for a
-/// matrix its number of columns.
-enum Tensor {
-    Bytes(Vec<String>),
+/// One output tensor: its values (row-major), borrowed from the
+/// predictions where they are strings, and for a matrix its number of
+/// columns.
+enum Tensor<'p> {
+    Bytes(Vec<&'p str>),
     Fp64(Vec<f64>),
     Fp64Matrix(Vec<f64>, usize),
 }
 
-fn output_tensor(name: &str, predictions: &[PredictionOut<'_>]) -> Option<Tensor> {
+fn output_tensor<'p>(name: &str, predictions: &'p [PredictionOut<'_>]) -> Option<Tensor<'p>> {
     let fp = |f: fn(&PredictionOut<'_>) -> Option<f64>| {
         predictions.iter().map(f).collect::<Option<Vec<f64>>>()
     };
@@ -298,8 +299,8 @@ fn output_tensor(name: &str, predictions: &[PredictionOut<'_>]) -> Option<Tensor
         "class" => predictions
             .iter()
             .map(|p| match p {
-                PredictionOut::Class { class, .. } => Some((*class).to_owned()),
-                PredictionOut::Classes { class, .. } => Some(class.clone()),
+                PredictionOut::Class { class, .. } => Some(*class),
+                PredictionOut::Classes { class, .. } => Some(class.as_str()),
                 PredictionOut::Value { .. } => None,
             })
             .collect::<Option<Vec<_>>>()
@@ -339,7 +340,7 @@ fn output_tensor(name: &str, predictions: &[PredictionOut<'_>]) -> Option<Tensor
     }
 }
 
-impl Tensor {
+impl Tensor<'_> {
     fn datatype(&self) -> &'static str {
         match self {
             Tensor::Bytes(_) => "BYTES",
@@ -348,25 +349,17 @@ impl Tensor {
     }
 
     /// The shape for `n` rows: `[n]`, or `[n, k]` for a matrix.
-    fn shape(&self, n: usize) -> Value {
+    fn shape(&self, n: usize) -> Vec<usize> {
         match self {
-            Tensor::Fp64Matrix(_, k) => json!([n, k]),
-            Tensor::Bytes(_) | Tensor::Fp64(_) => json!([n]),
+            Tensor::Fp64Matrix(_, k) => vec![n, *k],
+            Tensor::Bytes(_) | Tensor::Fp64(_) => vec![n],
         }
     }
 
-    /// The values flattened in row-major order, as the protocol's JSON
-    /// tensor data allows.
-    fn data(&self) -> Value {
-        match self {
-            Tensor::Bytes(v) => json!(v),
-            Tensor::Fp64(v) | Tensor::Fp64Matrix(v, _) => json!(v),
-        }
-    }
-
-    /// Little-endian; BYTES as 4-byte length-prefixed strings.
-    fn binary(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+    /// Append the values little-endian, BYTES as 4-byte length-prefixed
+    /// strings; returns how many bytes were appended.
+    fn write_binary(&self, out: &mut Vec<u8>) -> usize {
+        let before = out.len();
         match self {
             Tensor::Bytes(v) => {
                 for s in v {
@@ -378,8 +371,46 @@ impl Tensor {
                 .iter()
                 .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
         }
-        out
+        out.len() - before
     }
+}
+
+/// The values flattened in row-major order, as the protocol's JSON tensor
+/// data allows (written straight from the predictions, no JSON tree).
+impl Serialize for Tensor<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Tensor::Bytes(v) => v.serialize(s),
+            Tensor::Fp64(v) | Tensor::Fp64Matrix(v, _) => v.serialize(s),
+        }
+    }
+}
+
+/// An inference answer (the JSON part).
+#[derive(Serialize)]
+struct InferResponse<'a> {
+    model_name: &'a str,
+    model_version: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    outputs: Vec<OutputTensor<'a>>,
+}
+
+#[derive(Serialize)]
+struct OutputTensor<'a> {
+    name: &'a str,
+    datatype: &'static str,
+    shape: Vec<usize>,
+    /// The values, unless they are in the binary part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<Tensor<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parameters: Option<BinaryDataSize>,
+}
+
+#[derive(Serialize)]
+struct BinaryDataSize {
+    binary_data_size: usize,
 }
 
 async fn infer(
@@ -418,12 +449,12 @@ async fn run_infer(
         parameters,
         outputs,
     } = request;
-    let columns = Columns::new(inputs, binary, &loaded.encoder)?;
-    let predictions = predict_each(
+    let mut columns = Columns::new(inputs, binary, &loaded.encoder)?;
+    let predictions = predict_runs(
         &loaded,
         columns.n_rows(),
         state.config.max_predict_rows,
-        |i, active| columns.encode_row(&loaded.encoder, i, active),
+        |count, rows| columns.encode_next(&loaded.encoder, count, rows),
     )?;
     let all_binary = param_bool(&parameters, "binary_data_output");
     let wanted: Vec<(String, bool)> = match &outputs {
@@ -450,26 +481,31 @@ async fn run_infer(
     for (out_name, as_binary) in &wanted {
         let tensor = output_tensor(out_name, &predictions)
             .ok_or_else(|| bad(format!("unknown output {out_name:?} for this model")))?;
-        let mut o =
-            json!({"name": out_name, "datatype": tensor.datatype(), "shape": tensor.shape(n)});
+        let mut o = OutputTensor {
+            name: out_name,
+            datatype: tensor.datatype(),
+            shape: tensor.shape(n),
+            data: None,
+            parameters: None,
+        };
         if *as_binary {
-            let bytes = tensor.binary();
-            o["parameters"] = json!({"binary_data_size": bytes.len()});
-            blob.extend_from_slice(&bytes);
+            let size = tensor.write_binary(&mut blob);
+            o.parameters = Some(BinaryDataSize {
+                binary_data_size: size,
+            });
         } else {
-            o["data"] = tensor.data();
+            o.data = Some(tensor);
         }
         outputs.push(o);
     }
-    let mut doc = json!({
-        "model_name": name,
-        "model_version": record.id,
-        "outputs": outputs,
-    });
-    if let Some(id) = &id {
-        doc["id"] = json!(id);
-    }
-    let text = doc.to_string();
+    let doc = InferResponse {
+        model_name: name,
+        model_version: &record.id,
+        id: id.as_deref(),
+        outputs,
+    };
+    // Invariant: every field serializes (strings, finite or null floats).
+    let text = serde_json::to_vec(&doc).expect("an inference answer serializes");
     if blob.is_empty() {
         return Ok((
             [(
@@ -481,7 +517,7 @@ async fn run_infer(
             .into_response());
     }
     let json_len = text.len();
-    let mut bytes = text.into_bytes();
+    let mut bytes = text;
     bytes.extend_from_slice(&blob);
     let mut response = (StatusCode::OK, bytes).into_response();
     response.headers_mut().insert(

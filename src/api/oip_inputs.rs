@@ -13,7 +13,7 @@ use serde::de::{DeserializeSeed, Deserializer};
 use serde_json::{Map, Number, Value};
 
 use super::error::{ApiError, FieldError};
-use crate::data::{Cell, CellSeed, DataError, Encoder};
+use crate::data::{Cell, CellSeed, ColumnError, DataError, Encoder, LiteralRows};
 
 /// One input tensor (the JSON part of the request).
 #[derive(Debug, Deserialize)]
@@ -49,106 +49,194 @@ fn bad(message: impl Into<String>) -> ApiError {
     ApiError::BadRequest(message.into())
 }
 
-/// Decode `count` elements of `datatype` from little-endian bytes (BYTES:
-/// each a 4-byte length, then that many bytes of UTF-8).
-fn decode_binary<'a>(
-    datatype: &str,
-    bytes: &'a [u8],
-    count: usize,
-) -> Result<Vec<Cell<'a>>, String> {
-    fn fixed<const N: usize>(
-        bytes: &[u8],
-        count: usize,
-        datatype: &str,
-    ) -> Result<Vec<[u8; N]>, String> {
-        if bytes.len() != N * count {
-            return Err(format!(
-                "{} bytes for {count} {datatype} elements",
-                bytes.len()
-            ));
-        }
-        Ok(bytes
-            .chunks_exact(N)
-            // Invariant: chunks_exact(N) gives N bytes.
-            .map(|c| c.try_into().expect("N bytes"))
-            .collect())
-    }
-    let number = |n: Number| Cell::Number(n);
-    Ok(match datatype {
-        "FP64" => fixed::<8>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| Cell::from_f64(f64::from_le_bytes(b)))
-            .collect(),
-        "FP32" => fixed::<4>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| Cell::from_f64(f64::from(f32::from_le_bytes(b))))
-            .collect(),
-        "INT64" => fixed::<8>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| number(i64::from_le_bytes(b).into()))
-            .collect(),
-        "INT32" => fixed::<4>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| number(i32::from_le_bytes(b).into()))
-            .collect(),
-        "INT16" => fixed::<2>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| number(i16::from_le_bytes(b).into()))
-            .collect(),
-        "INT8" => fixed::<1>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| number((b[0] as i8).into()))
-            .collect(),
-        "UINT64" => fixed::<8>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| number(u64::from_le_bytes(b).into()))
-            .collect(),
-        "UINT32" => fixed::<4>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| number(u32::from_le_bytes(b).into()))
-            .collect(),
-        "UINT16" => fixed::<2>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| number(u16::from_le_bytes(b).into()))
-            .collect(),
-        "UINT8" => fixed::<1>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| number(b[0].into()))
-            .collect(),
-        "BOOL" => fixed::<1>(bytes, count, datatype)?
-            .into_iter()
-            .map(|b| Cell::Bool(b[0] != 0))
-            .collect(),
-        "BYTES" => {
-            // `count` comes from the request's shape: reserve no more than
-            // the bytes can hold (4 or more each), so a huge shape over a
-            // short tensor is refused below, not an allocation failure.
-            let mut out = Vec::with_capacity(count.min(bytes.len() / 4));
-            let mut rest = bytes;
-            while !rest.is_empty() {
-                let (len, tail) = rest
-                    .split_first_chunk::<4>()
-                    .ok_or("a BYTES element is cut short")?;
-                let len = u32::from_le_bytes(*len) as usize;
-                let s = tail.get(..len).ok_or("a BYTES element is cut short")?;
-                let s = std::str::from_utf8(s).map_err(|_| "a BYTES element is not UTF-8")?;
-                out.push(Cell::Text(Cow::Borrowed(s)));
-                rest = &tail[len..];
-            }
-            if out.len() != count {
-                return Err(format!("{} BYTES elements for shape of {count}", out.len()));
-            }
-            out
-        }
-        other => return Err(format!("unsupported datatype {other}")),
-    })
+/// A fixed-width datatype of the binary extension (little-endian).
+#[derive(Debug, Clone, Copy)]
+enum Fixed {
+    Fp64,
+    Fp32,
+    Int64,
+    Int32,
+    Int16,
+    Int8,
+    Uint64,
+    Uint32,
+    Uint16,
+    Uint8,
+    Bool,
 }
 
-/// A request's rows as columns: each schema feature's cells (one per row),
+impl Fixed {
+    fn parse(datatype: &str) -> Option<Fixed> {
+        Some(match datatype {
+            "FP64" => Fixed::Fp64,
+            "FP32" => Fixed::Fp32,
+            "INT64" => Fixed::Int64,
+            "INT32" => Fixed::Int32,
+            "INT16" => Fixed::Int16,
+            "INT8" => Fixed::Int8,
+            "UINT64" => Fixed::Uint64,
+            "UINT32" => Fixed::Uint32,
+            "UINT16" => Fixed::Uint16,
+            "UINT8" => Fixed::Uint8,
+            "BOOL" => Fixed::Bool,
+            _ => return None,
+        })
+    }
+
+    fn width(self) -> usize {
+        match self {
+            Fixed::Fp64 | Fixed::Int64 | Fixed::Uint64 => 8,
+            Fixed::Fp32 | Fixed::Int32 | Fixed::Uint32 => 4,
+            Fixed::Int16 | Fixed::Uint16 => 2,
+            Fixed::Int8 | Fixed::Uint8 | Fixed::Bool => 1,
+        }
+    }
+
+    /// One element (exactly `width` bytes) as the cell JSON would give:
+    /// an integer as an integer (matched as its text by a categorical
+    /// column), a non-finite float as null.
+    fn cell(self, b: &[u8]) -> Cell<'static> {
+        // Invariant: the caller passes `width` bytes (chunks_exact).
+        let n = |x: Number| Cell::Number(x);
+        match self {
+            Fixed::Fp64 => Cell::from_f64(f64::from_le_bytes(le(b))),
+            Fixed::Fp32 => Cell::from_f64(f32::from_le_bytes(le(b)).into()),
+            Fixed::Int64 => n(i64::from_le_bytes(le(b)).into()),
+            Fixed::Int32 => n(i32::from_le_bytes(le(b)).into()),
+            Fixed::Int16 => n(i16::from_le_bytes(le(b)).into()),
+            Fixed::Int8 => n((b[0] as i8).into()),
+            Fixed::Uint64 => n(u64::from_le_bytes(le(b)).into()),
+            Fixed::Uint32 => n(u32::from_le_bytes(le(b)).into()),
+            Fixed::Uint16 => n(u16::from_le_bytes(le(b)).into()),
+            Fixed::Uint8 => n(b[0].into()),
+            Fixed::Bool => Cell::Bool(b[0] != 0),
+        }
+    }
+
+    /// One element's value as a float where it is a number (what a numeric
+    /// column reads of its cell: `Number::as_f64`), else `None`.
+    fn number(self, b: &[u8]) -> Option<f64> {
+        Some(match self {
+            Fixed::Fp64 => f64::from_le_bytes(le(b)),
+            Fixed::Fp32 => f32::from_le_bytes(le(b)).into(),
+            Fixed::Int64 => i64::from_le_bytes(le(b)) as f64,
+            Fixed::Int32 => i32::from_le_bytes(le(b)).into(),
+            Fixed::Int16 => i16::from_le_bytes(le(b)).into(),
+            Fixed::Int8 => (b[0] as i8).into(),
+            Fixed::Uint64 => u64::from_le_bytes(le(b)) as f64,
+            Fixed::Uint32 => u32::from_le_bytes(le(b)).into(),
+            Fixed::Uint16 => u16::from_le_bytes(le(b)).into(),
+            Fixed::Uint8 => b[0].into(),
+            Fixed::Bool => return None,
+        })
+    }
+
+    fn is_float(self) -> bool {
+        matches!(self, Fixed::Fp64 | Fixed::Fp32)
+    }
+}
+
+/// `N` bytes as an array (the caller's chunk has exactly `N`).
+fn le<const N: usize>(b: &[u8]) -> [u8; N] {
+    b.try_into().expect("a chunk of the datatype's width")
+}
+
+/// The elements of a checked BYTES tensor: each a 4-byte little-endian
+/// length, then that many bytes.
+#[derive(Debug, Clone)]
+struct TextElements<'a>(&'a [u8]);
+
+impl<'a> Iterator for TextElements<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let (len, tail) = self.0.split_first_chunk::<4>()?;
+        let (element, rest) = tail.split_at_checked(u32::from_le_bytes(*len) as usize)?;
+        self.0 = rest;
+        Some(element)
+    }
+}
+
+/// One tensor's elements, checked against its shape (`count` of them).
+enum Decoded<'a> {
+    /// JSON `data`.
+    Cells(Vec<Cell<'a>>),
+    /// Binary BYTES: every element whole and valid UTF-8.
+    Texts(TextElements<'a>),
+    /// Binary fixed-width elements, `count x width` bytes.
+    Fixed(Fixed, &'a [u8]),
+}
+
+/// Check `count` binary elements of `datatype`; nothing is copied.
+fn decode_binary<'a>(datatype: &str, bytes: &'a [u8], count: usize) -> Result<Decoded<'a>, String> {
+    if datatype == "BYTES" {
+        // A buffer of ASCII bytes (lengths under 128 and ASCII text, the
+        // usual case) holds only valid UTF-8; else each element is checked.
+        let ascii = bytes.is_ascii();
+        let mut found = 0usize;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let (len, tail) = rest
+                .split_first_chunk::<4>()
+                .ok_or("a BYTES element is cut short")?;
+            let len = u32::from_le_bytes(*len) as usize;
+            let s = tail.get(..len).ok_or("a BYTES element is cut short")?;
+            if !ascii && std::str::from_utf8(s).is_err() {
+                return Err("a BYTES element is not UTF-8".into());
+            }
+            found += 1;
+            rest = &tail[len..];
+        }
+        if found != count {
+            return Err(format!("{found} BYTES elements for shape of {count}"));
+        }
+        return Ok(Decoded::Texts(TextElements(bytes)));
+    }
+    let fixed = Fixed::parse(datatype).ok_or_else(|| format!("unsupported datatype {datatype}"))?;
+    if Some(bytes.len()) != count.checked_mul(fixed.width()) {
+        return Err(format!(
+            "{} bytes for {count} {datatype} elements",
+            bytes.len()
+        ));
+    }
+    Ok(Decoded::Fixed(fixed, bytes))
+}
+
+/// One feature column of a request, in the form its codec reads fastest.
+enum Column<'a> {
+    Cells(Vec<Cell<'a>>),
+    /// Floats, or numbers for a column that reads numbers as values.
+    Floats(Vec<f64>),
+    /// Text elements not yet encoded (a cursor: rows go in order).
+    Texts(TextElements<'a>),
+}
+
+impl<'a> Column<'a> {
+    fn new(decoded: Decoded<'a>, encoder: &Encoder, f: usize) -> Column<'a> {
+        match decoded {
+            Decoded::Cells(cells) => Column::Cells(cells),
+            Decoded::Texts(texts) => Column::Texts(texts),
+            Decoded::Fixed(fixed, bytes) => {
+                let elements = bytes.chunks_exact(fixed.width());
+                if fixed.is_float() || encoder.reads_numbers(f) {
+                    // (A BOOL tensor has no numbers: cells below.)
+                    if let Some(xs) = elements.clone().map(|b| fixed.number(b)).collect() {
+                        return Column::Floats(xs);
+                    }
+                }
+                Column::Cells(elements.map(|b| fixed.cell(b)).collect())
+            }
+        }
+    }
+}
+
+/// A request's rows as columns: each schema feature's values (one per row),
 /// in the encoder's feature order.
 pub(super) struct Columns<'a> {
     n: usize,
-    features: Vec<Vec<Cell<'a>>>,
+    /// Rows already encoded ([`Columns::encode_next`] goes in order).
+    done: usize,
+    features: Vec<Column<'a>>,
 }
 
 impl<'a> Columns<'a> {
@@ -165,7 +253,8 @@ impl<'a> Columns<'a> {
         let mut offset = 0usize;
         let mut n: Option<usize> = None;
         let names = encoder.feature_names();
-        let mut features: Vec<Option<Vec<Cell<'a>>>> = vec![None; names.len()];
+        let mut features: Vec<Option<Column<'a>>> = Vec::new();
+        features.resize_with(names.len(), || None);
         let mut seen = std::collections::HashSet::new();
         for (k, input) in inputs.into_iter().enumerate() {
             let field = InputField(k);
@@ -196,7 +285,7 @@ impl<'a> Columns<'a> {
                 .as_ref()
                 .and_then(|p| p.get("binary_data_size"))
                 .and_then(Value::as_u64);
-            let cells = match (size, input.data) {
+            let decoded = match (size, input.data) {
                 (Some(size), None) => {
                     let size = usize::try_from(size).unwrap_or(usize::MAX);
                     let bytes = binary
@@ -214,7 +303,7 @@ impl<'a> Columns<'a> {
                             input.shape
                         )));
                     }
-                    cells
+                    Decoded::Cells(cells)
                 }
                 _ => {
                     return Err(bad(format!(
@@ -223,7 +312,7 @@ impl<'a> Columns<'a> {
                 }
             };
             match encoder.column_role(&input.name) {
-                Some(Some(f)) => features[f] = Some(cells),
+                Some(Some(f)) => features[f] = Some(Column::new(decoded, encoder, f)),
                 // An ignored column, or the label: skipped.
                 Some(None) => {}
                 None if input.name == encoder.schema().label_column() => {}
@@ -244,15 +333,19 @@ impl<'a> Columns<'a> {
         let features = features
             .into_iter()
             .zip(names)
-            .map(|(cells, name)| {
-                cells.ok_or_else(|| {
+            .map(|(column, name)| {
+                column.ok_or_else(|| {
                     unencodable(DataError::cell(1, name, "column is missing from the row"))
                 })
             })
             .collect::<Result<Vec<_>, _>>();
         // No rows: refused as "no rows" by the caller, whatever is missing.
         let features = if n == 0 { Vec::new() } else { features? };
-        Ok(Columns { n, features })
+        Ok(Columns {
+            n,
+            done: 0,
+            features,
+        })
     }
 
     /// Number of rows.
@@ -260,19 +353,37 @@ impl<'a> Columns<'a> {
         self.n
     }
 
-    /// Encode row `i` (0-based) into `active` (cleared first): the same
-    /// literals as the row keyed by column name.
-    pub(super) fn encode_row(
-        &self,
+    /// Encode the next `count` rows into `out` (reset for them), a column
+    /// at a time: the literals and the first error (smallest row, then
+    /// first column) that encoding each row in turn gives.
+    pub(super) fn encode_next(
+        &mut self,
         encoder: &Encoder,
-        i: usize,
-        active: &mut Vec<u32>,
-    ) -> Result<(), DataError> {
-        active.clear();
-        for (f, cells) in self.features.iter().enumerate() {
-            encoder.encode_value(f, &cells[i], i + 1, active)?;
+        count: usize,
+        out: &mut LiteralRows,
+    ) -> Result<(), ColumnError> {
+        let rows = self.done..self.done + count;
+        assert!(rows.end <= self.n, "rows past the request's");
+        out.reset(encoder, count);
+        let mut first: Option<ColumnError> = None;
+        for (f, column) in self.features.iter_mut().enumerate() {
+            let result = match column {
+                Column::Cells(cells) => {
+                    encoder.encode_cells(f, rows.start, &cells[rows.clone()], out)
+                }
+                Column::Floats(xs) => {
+                    encoder.encode_floats(f, rows.start, xs[rows.clone()].iter().copied(), out)
+                }
+                Column::Texts(texts) => {
+                    encoder.encode_texts(f, rows.start, texts.by_ref().take(count), out)
+                }
+            };
+            if let Err(e) = result {
+                first = Some(ColumnError::earliest(first, e));
+            }
         }
-        Ok(())
+        self.done = rows.end;
+        first.map_or(Ok(()), Err)
     }
 }
 
@@ -319,18 +430,24 @@ mod tests {
         }
     }
 
-    /// Each row's literals as the encoder's names.
-    fn rows(columns: &Columns<'_>, e: &Encoder) -> Vec<Vec<String>> {
-        let mut active = Vec::new();
-        (0..columns.n_rows())
-            .map(|i| {
-                columns.encode_row(e, i, &mut active).unwrap();
-                active
+    /// Each row's literals as the encoder's names (rows encoded in two
+    /// runs, as a batch larger than one run is).
+    fn rows(mut columns: Columns<'_>, e: &Encoder) -> Result<Vec<Vec<String>>, DataError> {
+        let n = columns.n_rows();
+        let mut out = LiteralRows::default();
+        let mut rows = Vec::new();
+        for count in [n / 2, n - n / 2] {
+            columns
+                .encode_next(e, count, &mut out)
+                .map_err(|c| c.error)?;
+            rows.extend((0..count).map(|i| {
+                out.row(i)
                     .iter()
                     .map(|&l| e.literals()[l as usize].name.clone())
                     .collect()
-            })
-            .collect()
+            }));
+        }
+        Ok(rows)
     }
 
     /// Flat, nested (`[n, 1]`) and escaped JSON data, the label and an
@@ -346,7 +463,7 @@ mod tests {
         ]"#;
         let columns = Columns::new(inputs(json), &[], &e).unwrap();
         assert_eq!(
-            rows(&columns, &e),
+            rows(columns, &e).unwrap(),
             [
                 ["x <= 2", "c == a"],
                 ["x > 8", "c == b"],
@@ -375,7 +492,7 @@ mod tests {
         ]"#;
         let columns = Columns::new(inputs(json), &bytes, &e).unwrap();
         assert_eq!(
-            rows(&columns, &e),
+            rows(columns, &e).unwrap(),
             [["2 < x <= 4", "c == b"], ["6 < x <= 8", "c == a"]]
         );
         for (datatype, element, expect) in [
@@ -392,13 +509,13 @@ mod tests {
                 element.len()
             );
             let columns = Columns::new(inputs(&json), &element, &e).unwrap();
-            assert_eq!(rows(&columns, &e)[0][0], expect, "{datatype}");
+            assert_eq!(rows(columns, &e).unwrap()[0][0], expect, "{datatype}");
         }
         let nan = f64::NAN.to_le_bytes();
         let json = r#"[{"name": "c", "datatype": "BYTES", "shape": [1], "data": ["a"]},
                        {"name": "x", "datatype": "FP64", "shape": [1], "parameters": {"binary_data_size": 8}}]"#;
         let columns = Columns::new(inputs(json), &nan, &e).unwrap();
-        let err = columns.encode_row(&e, 0, &mut Vec::new()).unwrap_err();
+        let err = rows(columns, &e).unwrap_err();
         assert!(
             err.to_string().contains("declares no missing tokens"),
             "{err}"
@@ -512,7 +629,7 @@ mod tests {
             r#"[{x}, {{"name": "c", "datatype": "BYTES", "shape": [1], "data": [{{"a": 1}}]}}]"#
         );
         let columns = Columns::new(inputs(&json), &[], &e).unwrap();
-        let err = columns.encode_row(&e, 0, &mut Vec::new()).unwrap_err();
+        let err = rows(columns, &e).unwrap_err();
         assert!(err.to_string().contains("expected a number"), "{err}");
     }
 }

@@ -17,6 +17,10 @@ use super::error::DataError;
 use super::literal::Literal;
 use super::schema::{Column, NumericEncoding, Schema, Task, UnknownPolicy};
 
+mod columns;
+
+pub use columns::{ColumnError, LiteralRows};
+
 /// Maps keyed by column or category names. Looked up once per request cell
 /// (hundreds of thousands per batch), so with a fast hash; keyed per process
 /// (foldhash's random state), and the keys come from the schema alone, so a
@@ -25,16 +29,59 @@ type NameMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
 /// A categorical column's values -> literals: its categories, and its
 /// missing tokens to its `is missing` literal, so that one lookup decides.
+/// Keyed by bytes, so that a raw field (CSV, a binary tensor's element) is
+/// looked up before any UTF-8 check: a key is a `String`, so a field equal
+/// to one is valid UTF-8 ([`Encoder::encode_field`]).
+///
+/// Values of up to 7 bytes (most categories: codes, short words) are
+/// looked up as one integer, their bytes and length packed ([`pack`]): a
+/// cheaper hash and compare than a byte string's, for a lookup made once
+/// per request cell.
 #[derive(Debug, Clone, Default)]
-struct CategoryIndex(NameMap<u32>);
+struct CategoryIndex {
+    short: HashMap<u64, u32, foldhash::fast::RandomState>,
+    long: HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>,
+}
+
+/// Up to 7 bytes and their length as one integer (distinct for distinct
+/// strings: the length is in the top byte), else `None`.
+#[inline]
+fn pack(value: &[u8]) -> Option<u64> {
+    let n = value.len();
+    let word = match n {
+        0 => 0,
+        // Bytes 0, n/2 and n-1 cover 1 to 3 bytes (some twice, in place).
+        1..=3 => {
+            u64::from(value[0])
+                | u64::from(value[n / 2]) << (8 * (n / 2))
+                | u64::from(value[n - 1]) << (8 * (n - 1))
+        }
+        // The first and the last four bytes cover 4 to 7 (overlapping in place).
+        4..=7 => {
+            let first = u32::from_le_bytes([value[0], value[1], value[2], value[3]]);
+            let last = u32::from_le_bytes([value[n - 4], value[n - 3], value[n - 2], value[n - 1]]);
+            u64::from(first) | u64::from(last) << (8 * (n - 4))
+        }
+        _ => return None,
+    };
+    Some(word | (n as u64) << 56)
+}
 
 impl CategoryIndex {
     fn insert(&mut self, value: &str, literal: u32) {
-        self.0.insert(value.to_owned(), literal);
+        match pack(value.as_bytes()) {
+            Some(key) => self.short.insert(key, literal),
+            None => self.long.insert(value.as_bytes().into(), literal),
+        };
     }
 
-    fn get(&self, value: &str) -> Option<u32> {
-        self.0.get(value).copied()
+    #[inline]
+    fn get(&self, value: &[u8]) -> Option<u32> {
+        match pack(value) {
+            Some(key) => self.short.get(&key),
+            None => self.long.get(value),
+        }
+        .copied()
     }
 }
 
@@ -391,7 +438,8 @@ impl Encoder {
     /// written as a plain decimal (`42`, `-3.25`) it skips the UTF-8 check,
     /// the trim and the general float parser. Such a field is ASCII without
     /// whitespace, so decoding and trimming would leave it as it is, and
-    /// [`plain_decimal`] returns exactly the value `str::parse` would.
+    /// [`plain_decimal`] returns exactly the value `str::parse` would. A
+    /// categorical cell is looked up by its bytes (see [`CategoryIndex`]).
     /// Anything else goes the general way.
     #[inline]
     pub(crate) fn encode_field(
@@ -403,12 +451,26 @@ impl Encoder {
         active: &mut Vec<u32>,
     ) -> Result<(), DataError> {
         let codec = &self.codecs[f];
-        if matches!(codec.kind, CodecKind::Numeric { .. })
-            && let Some(x) = plain_decimal(raw)
-            && !codec.missing_tokens.iter().any(|t| t.as_bytes() == raw)
-            && codec.push_number(x, active)
-        {
-            return Ok(());
+        match &codec.kind {
+            CodecKind::Numeric { .. } => {
+                if let Some(x) = plain_decimal(raw)
+                    && !codec.missing_tokens.iter().any(|t| t.as_bytes() == raw)
+                    && codec.push_number(x, active)
+                {
+                    return Ok(());
+                }
+            }
+            // A category or missing token is trimmed (schema validation), so
+            // a field that equals one once ASCII whitespace is cut off is
+            // valid UTF-8 and trims to it: the literal `encode_cell` gives.
+            // Anything else (a miss, other whitespace) goes the general way.
+            CodecKind::Categorical { index, .. } => {
+                if let Some(lit) = index.get(raw.trim_ascii()) {
+                    active.push(lit);
+                    return Ok(());
+                }
+            }
+            CodecKind::Boolean => {}
         }
         let value = std::str::from_utf8(raw)
             .map_err(|_| DataError::cell(row, column, "not valid UTF-8"))?
@@ -457,7 +519,7 @@ impl Encoder {
                 index,
                 unknown,
                 other,
-            } => match (index.get(value), unknown) {
+            } => match (index.get(value.as_bytes()), unknown) {
                 (Some(lit), _) => active.push(lit),
                 (None, UnknownPolicy::Other) => {
                     active.push(other.expect("an Other column has an other literal"));
@@ -1070,6 +1132,31 @@ mod tests {
         let e = Encoder::new(&s).unwrap();
         assert!(!e.encode_label("perhaps", 1).unwrap());
         assert!(e.encode_label("", 1).is_err());
+    }
+
+    proptest::proptest! {
+        /// Packed short values are equal exactly when the values are (bytes
+        /// and length, NUL bytes included), and a category index finds a
+        /// value exactly when it holds it, short or long.
+        #[test]
+        fn packed_values_are_distinct(
+            a in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, b'a', b'b', 0xff]), 0..10),
+            b in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, b'a', b'b', 0xff]), 0..10),
+        ) {
+            match (pack(&a), pack(&b)) {
+                (Some(x), Some(y)) => proptest::prop_assert_eq!(x == y, a == b),
+                (x, y) => {
+                    proptest::prop_assert_eq!(x.is_none(), a.len() > 7);
+                    proptest::prop_assert_eq!(y.is_none(), b.len() > 7);
+                }
+            }
+            let a = String::from_utf8_lossy(&a).into_owned();
+            let b = String::from_utf8_lossy(&b).into_owned();
+            let mut index = CategoryIndex::default();
+            index.insert(&a, 7);
+            proptest::prop_assert_eq!(index.get(a.as_bytes()), Some(7));
+            proptest::prop_assert_eq!(index.get(b.as_bytes()).is_some(), a == b);
+        }
     }
 
     proptest::proptest! {

@@ -91,7 +91,7 @@ pub mod unit;
 pub use bits::{BitMatrix, BitMatrixBuilder, BitVec};
 pub use cell::{Cell, CellSeed, Row};
 pub use dataset::Dataset;
-pub use encode::Encoder;
+pub use encode::{ColumnError, Encoder, LiteralRows};
 pub use error::DataError;
 pub use literal::Literal;
 pub use local_dp::{ColumnDomain, DomainValue, Domains, LiteralRr, LocalDp, Protocol};
