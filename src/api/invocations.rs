@@ -12,11 +12,11 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::response::IntoResponse;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::auth::Caller;
 use super::error::{ApiError, FieldError};
-use super::models::{deployed, predict_rows};
+use super::models::{PredictAnswer, deployed, predict_rows};
 use super::{AppState, Routes};
 
 pub(super) fn routes(r: Routes) -> Routes {
@@ -184,7 +184,14 @@ async fn invocations(
         .ok_or_else(|| invalid("body", "expected a JSON object"))?;
     let rows = rows_of(object)?;
     let predictions = predict_rows(&loaded, &rows, state.config.max_predict_rows)?;
-    Ok(axum::Json(json!({ "predictions": predictions })))
+    Ok(axum::Json(PredictAnswer {
+        deployment: None,
+        qualified_name: None,
+        version: None,
+        model_id: None,
+        predictions: &predictions,
+    })
+    .into_response())
 }
 
 #[cfg(test)]
