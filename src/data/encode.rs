@@ -401,7 +401,9 @@ impl Encoder {
         }
         match value {
             Cell::Null => self.encode_cell(f, None, row_number, active),
-            Cell::Text(s) => self.encode_cell(f, Some(s.trim()), row_number, active),
+            // The raw field's way (its fast paths; the same literals as
+            // `encode_cell` of the trimmed text, [`Encoder::encode_field`]).
+            Cell::Text(s) => self.encode_field(f, s.as_bytes(), row_number, &codec.name, active),
             Cell::Number(n) => self.encode_cell(f, Some(&n.to_string()), row_number, active),
             Cell::Bool(b) => self.encode_cell(
                 f,
