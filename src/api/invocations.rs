@@ -185,11 +185,8 @@ async fn invocations(
     let rows = rows_of(object)?;
     let predictions = predict_rows(&loaded, &rows, state.config.max_predict_rows)?;
     Ok(axum::Json(PredictAnswer {
-        deployment: None,
-        qualified_name: None,
-        version: None,
-        model_id: None,
         predictions: &predictions,
+        ..PredictAnswer::default()
     })
     .into_response())
 }

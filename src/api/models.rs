@@ -312,7 +312,7 @@ pub(super) enum PredictionOut<'a> {
 /// A predict route's answer, serialised straight from the predictions (a
 /// 10,000-row answer is 10,000 objects: no JSON tree is built first). The
 /// deployment's fields are there on its route only.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, Default)]
 pub(super) struct PredictAnswer<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployment: Option<&'a str>,
@@ -434,11 +434,9 @@ async fn predict_model(
     let (record, loaded) = visible_model(&state, &caller, &id).await?;
     let predictions = request.predict(&loaded, state.config.max_predict_rows)?;
     Ok(axum::Json(PredictAnswer {
-        deployment: None,
-        qualified_name: None,
-        version: None,
         model_id: Some(&record.id),
         predictions: &predictions,
+        ..PredictAnswer::default()
     })
     .into_response())
 }

@@ -21,10 +21,11 @@ mod columns;
 
 pub use columns::{ColumnError, LiteralRows};
 
-/// Maps keyed by column or category names. Looked up once per request cell
-/// (hundreds of thousands per batch), so with a fast hash; keyed per process
-/// (foldhash's random state), and the keys come from the schema alone, so a
-/// request can only look up, never add colliding keys.
+/// Maps keyed by column names (and [`CategoryIndex`], keyed by category).
+/// Looked up once per request cell (hundreds of thousands per batch), so
+/// with a fast hash; keyed per process (foldhash's random state), and the
+/// keys come from the schema alone, so a request can only look up, never
+/// add colliding keys.
 type NameMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
 /// A categorical column's values -> literals: its categories, and its
