@@ -457,7 +457,7 @@ async fn run_infer(
         |count, rows| columns.encode_next(&loaded.encoder, count, rows),
     )?;
     let all_binary = param_bool(&parameters, "binary_data_output");
-    let wanted: Vec<(String, bool)> = match &outputs {
+    let wanted: Vec<(&str, bool)> = match &outputs {
         Some(outputs) => outputs
             .iter()
             .map(|o| {
@@ -467,12 +467,12 @@ async fn run_infer(
                     .and_then(|p| p.get("binary_data"))
                     .and_then(Value::as_bool)
                     .unwrap_or(all_binary);
-                (o.name.clone(), binary)
+                (o.name.as_str(), binary)
             })
             .collect(),
         None => task_outputs(loaded.model.task())
             .iter()
-            .map(|(n, _)| ((*n).to_owned(), all_binary))
+            .map(|(n, _)| (*n, all_binary))
             .collect(),
     };
     let n = predictions.len();

@@ -7,10 +7,11 @@
 //! the Open Inference Protocol").
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 use super::error::{ApiError, FieldError};
 use crate::data::{Cell, CellSeed, ColumnError, DataError, Encoder, LiteralRows};
@@ -21,11 +22,21 @@ pub(super) struct InferInput<'a> {
     #[serde(borrow)]
     name: Cow<'a, str>,
     shape: Vec<i64>,
-    datatype: String,
+    #[serde(borrow)]
+    datatype: Cow<'a, str>,
     #[serde(default, borrow)]
     data: Option<Cells<'a>>,
     #[serde(default)]
-    parameters: Option<Map<String, Value>>,
+    parameters: Option<InputParameters>,
+}
+
+/// An input's parameters: only the binary extension's size is read (any
+/// other key is ignored; a size that is not a whole number counts as
+/// absent), without building a map per input.
+#[derive(Debug, Deserialize)]
+struct InputParameters {
+    #[serde(default)]
+    binary_data_size: Option<Value>,
 }
 
 /// A tensor's JSON `data`, flattened in row-major order (the protocol
@@ -255,7 +266,7 @@ impl<'a> Columns<'a> {
         let names = encoder.feature_names();
         let mut features: Vec<Option<Column<'a>>> = Vec::new();
         features.resize_with(names.len(), || None);
-        let mut seen = std::collections::HashSet::new();
+        let mut seen: HashSet<Cow<'a, str>, foldhash::fast::RandomState> = HashSet::default();
         for (k, input) in inputs.into_iter().enumerate() {
             let field = InputField(k);
             let count = input
@@ -283,7 +294,7 @@ impl<'a> Columns<'a> {
             let size = input
                 .parameters
                 .as_ref()
-                .and_then(|p| p.get("binary_data_size"))
+                .and_then(|p| p.binary_data_size.as_ref())
                 .and_then(Value::as_u64);
             let decoded = match (size, input.data) {
                 (Some(size), None) => {
