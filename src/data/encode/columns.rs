@@ -124,15 +124,12 @@ impl Encoder {
         let mut scratch = Vec::new();
         let fast = self.reads_numbers(f);
         for (i, x) in xs.into_iter().enumerate() {
-            scratch.clear();
-            if !(fast && x.is_finite() && codec.push_number(x, &mut scratch)) {
-                self.encode_value(f, &Cell::from_f64(x), first_row + i + 1, &mut scratch)
-                    .map_err(|error| ColumnError {
-                        row: first_row + i,
-                        error,
-                    })?;
-            }
-            rows.extend(i, &scratch);
+            put(rows, &mut scratch, first_row, i, |row, active| {
+                if fast && x.is_finite() && codec.push_number(x, active) {
+                    return Ok(());
+                }
+                self.encode_value(f, &Cell::from_f64(x), row, active)
+            })?;
         }
         Ok(())
     }
@@ -159,13 +156,9 @@ impl Encoder {
                 rows.push(i, lit);
                 continue;
             }
-            scratch.clear();
-            self.encode_field(f, raw, first_row + i + 1, name, &mut scratch)
-                .map_err(|error| ColumnError {
-                    row: first_row + i,
-                    error,
-                })?;
-            rows.extend(i, &scratch);
+            put(rows, &mut scratch, first_row, i, |row, active| {
+                self.encode_field(f, raw, row, name, active)
+            })?;
         }
         Ok(())
     }
@@ -181,16 +174,30 @@ impl Encoder {
     ) -> Result<(), ColumnError> {
         let mut scratch = Vec::new();
         for (i, cell) in cells.into_iter().enumerate() {
-            scratch.clear();
-            self.encode_value(f, cell, first_row + i + 1, &mut scratch)
-                .map_err(|error| ColumnError {
-                    row: first_row + i,
-                    error,
-                })?;
-            rows.extend(i, &scratch);
+            put(rows, &mut scratch, first_row, i, |row, active| {
+                self.encode_value(f, cell, row, active)
+            })?;
         }
         Ok(())
     }
+}
+
+/// Slot `i`'s literals from `encode` (given the row's 1-based number, as
+/// messages name it) through `scratch`; an error is row `first_row + i`'s.
+fn put(
+    rows: &mut LiteralRows,
+    scratch: &mut Vec<u32>,
+    first_row: usize,
+    i: usize,
+    encode: impl FnOnce(usize, &mut Vec<u32>) -> Result<(), DataError>,
+) -> Result<(), ColumnError> {
+    scratch.clear();
+    encode(first_row + i + 1, scratch).map_err(|error| ColumnError {
+        row: first_row + i,
+        error,
+    })?;
+    rows.extend(i, scratch);
+    Ok(())
 }
 
 #[cfg(test)]
