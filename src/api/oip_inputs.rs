@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer};
-use serde_json::{Number, Value};
+use serde_json::Value;
 
 use super::error::{ApiError, FieldError};
 use crate::data::{Cell, CellSeed, ColumnError, DataError, Encoder, LiteralRows};
@@ -103,47 +103,59 @@ impl Fixed {
         }
     }
 
-    /// One element (exactly `width` bytes) as the cell JSON would give:
-    /// an integer as an integer (matched as its text by a categorical
-    /// column), a non-finite float as null.
-    fn cell(self, b: &[u8]) -> Cell<'static> {
+    /// One element (exactly `width` bytes, little-endian).
+    fn scalar(self, b: &[u8]) -> Scalar {
         // Invariant: the caller passes `width` bytes (chunks_exact).
-        let n = |x: Number| Cell::Number(x);
         match self {
-            Fixed::Fp64 => Cell::from_f64(f64::from_le_bytes(le(b))),
-            Fixed::Fp32 => Cell::from_f64(f32::from_le_bytes(le(b)).into()),
-            Fixed::Int64 => n(i64::from_le_bytes(le(b)).into()),
-            Fixed::Int32 => n(i32::from_le_bytes(le(b)).into()),
-            Fixed::Int16 => n(i16::from_le_bytes(le(b)).into()),
-            Fixed::Int8 => n((b[0] as i8).into()),
-            Fixed::Uint64 => n(u64::from_le_bytes(le(b)).into()),
-            Fixed::Uint32 => n(u32::from_le_bytes(le(b)).into()),
-            Fixed::Uint16 => n(u16::from_le_bytes(le(b)).into()),
-            Fixed::Uint8 => n(b[0].into()),
-            Fixed::Bool => Cell::Bool(b[0] != 0),
+            Fixed::Fp64 => Scalar::Float(f64::from_le_bytes(le(b))),
+            Fixed::Fp32 => Scalar::Float(f32::from_le_bytes(le(b)).into()),
+            Fixed::Int64 => Scalar::Int(i64::from_le_bytes(le(b))),
+            Fixed::Int32 => Scalar::Int(i32::from_le_bytes(le(b)).into()),
+            Fixed::Int16 => Scalar::Int(i16::from_le_bytes(le(b)).into()),
+            Fixed::Int8 => Scalar::Int((b[0] as i8).into()),
+            Fixed::Uint64 => Scalar::Uint(u64::from_le_bytes(le(b))),
+            Fixed::Uint32 => Scalar::Uint(u32::from_le_bytes(le(b)).into()),
+            Fixed::Uint16 => Scalar::Uint(u16::from_le_bytes(le(b)).into()),
+            Fixed::Uint8 => Scalar::Uint(b[0].into()),
+            Fixed::Bool => Scalar::Bool(b[0] != 0),
         }
-    }
-
-    /// One element's value as a float where it is a number (what a numeric
-    /// column reads of its cell: `Number::as_f64`), else `None`.
-    fn number(self, b: &[u8]) -> Option<f64> {
-        Some(match self {
-            Fixed::Fp64 => f64::from_le_bytes(le(b)),
-            Fixed::Fp32 => f32::from_le_bytes(le(b)).into(),
-            Fixed::Int64 => i64::from_le_bytes(le(b)) as f64,
-            Fixed::Int32 => i32::from_le_bytes(le(b)).into(),
-            Fixed::Int16 => i16::from_le_bytes(le(b)).into(),
-            Fixed::Int8 => (b[0] as i8).into(),
-            Fixed::Uint64 => u64::from_le_bytes(le(b)) as f64,
-            Fixed::Uint32 => u32::from_le_bytes(le(b)).into(),
-            Fixed::Uint16 => u16::from_le_bytes(le(b)).into(),
-            Fixed::Uint8 => b[0].into(),
-            Fixed::Bool => return None,
-        })
     }
 
     fn is_float(self) -> bool {
         matches!(self, Fixed::Fp64 | Fixed::Fp32)
+    }
+}
+
+/// One fixed-width element's value.
+#[derive(Debug, Clone, Copy)]
+enum Scalar {
+    Float(f64),
+    Int(i64),
+    Uint(u64),
+    Bool(bool),
+}
+
+impl Scalar {
+    /// The cell JSON would give: an integer as an integer (matched as its
+    /// text by a categorical column), a non-finite float as null.
+    fn cell(self) -> Cell<'static> {
+        match self {
+            Scalar::Float(x) => Cell::from_f64(x),
+            Scalar::Int(i) => Cell::Number(i.into()),
+            Scalar::Uint(u) => Cell::Number(u.into()),
+            Scalar::Bool(b) => Cell::Bool(b),
+        }
+    }
+
+    /// The value a numeric column reads of that cell (`Number::as_f64`), if
+    /// it is a number.
+    fn number(self) -> Option<f64> {
+        match self {
+            Scalar::Float(x) => Some(x),
+            Scalar::Int(i) => Some(i as f64),
+            Scalar::Uint(u) => Some(u as f64),
+            Scalar::Bool(_) => None,
+        }
     }
 }
 
@@ -161,11 +173,29 @@ impl<'a> Iterator for TextElements<'a> {
     type Item = &'a [u8];
 
     fn next(&mut self) -> Option<&'a [u8]> {
-        let (len, tail) = self.0.split_first_chunk::<4>()?;
-        let (element, rest) = tail.split_at_checked(u32::from_le_bytes(*len) as usize)?;
+        // Checked already (decode_binary): never cut short.
+        let (element, rest) = split_element(self.0)?.ok()?;
         self.0 = rest;
         Some(element)
     }
+}
+
+/// A BYTES element and the bytes after it.
+type Element<'a> = (&'a [u8], &'a [u8]);
+
+/// The first BYTES element of `bytes` and what follows it; `None` at the
+/// end, an error when the element is cut short.
+fn split_element(bytes: &[u8]) -> Option<Result<Element<'_>, &'static str>> {
+    if bytes.is_empty() {
+        return None;
+    }
+    let cut = "a BYTES element is cut short";
+    Some(
+        bytes
+            .split_first_chunk::<4>()
+            .and_then(|(len, tail)| tail.split_at_checked(u32::from_le_bytes(*len) as usize))
+            .ok_or(cut),
+    )
 }
 
 /// One tensor's elements, checked against its shape (`count` of them).
@@ -186,17 +216,13 @@ fn decode_binary<'a>(datatype: &str, bytes: &'a [u8], count: usize) -> Result<De
         let ascii = bytes.is_ascii();
         let mut found = 0usize;
         let mut rest = bytes;
-        while !rest.is_empty() {
-            let (len, tail) = rest
-                .split_first_chunk::<4>()
-                .ok_or("a BYTES element is cut short")?;
-            let len = u32::from_le_bytes(*len) as usize;
-            let s = tail.get(..len).ok_or("a BYTES element is cut short")?;
+        while let Some(next) = split_element(rest) {
+            let (s, tail) = next?;
             if !ascii && std::str::from_utf8(s).is_err() {
                 return Err("a BYTES element is not UTF-8".into());
             }
             found += 1;
-            rest = &tail[len..];
+            rest = tail;
         }
         if found != count {
             return Err(format!("{found} BYTES elements for shape of {count}"));
@@ -231,11 +257,11 @@ impl<'a> Column<'a> {
                 let elements = bytes.chunks_exact(fixed.width());
                 if fixed.is_float() || encoder.reads_numbers(f) {
                     // (A BOOL tensor has no numbers: cells below.)
-                    if let Some(xs) = elements.clone().map(|b| fixed.number(b)).collect() {
+                    if let Some(xs) = elements.clone().map(|b| fixed.scalar(b).number()).collect() {
                         return Column::Floats(xs);
                     }
                 }
-                Column::Cells(elements.map(|b| fixed.cell(b)).collect())
+                Column::Cells(elements.map(|b| fixed.scalar(b).cell()).collect())
             }
         }
     }
