@@ -31,6 +31,7 @@ pub mod naive_bayes;
 pub mod private_eval;
 #[cfg(test)]
 pub(crate) mod test_grades;
+pub mod threshold;
 pub mod trained;
 
 pub use lazybb::{baselines, hypothesis, inspect, model, params, projection};

@@ -13,7 +13,7 @@ use super::kernel::{self, Bin, Cuts, MAX_CUTS, Residual, Update};
 use super::model::{EbmModel, ShapeFunction, sigmoid};
 use super::params::{CALIBRATION_PENALTY, CALIBRATION_WINDOW, CalibrationPlan, EbmPlan, Noise};
 use crate::data::{Dataset, Encoder, Task};
-use crate::learn::LearnError;
+use crate::learn::{LearnError, threshold};
 use crate::privacy::{NoiseRng, exact, laplace};
 
 /// The labels as numbers: 0/1 for a classifier, the clamped value for a
@@ -307,53 +307,12 @@ fn row_scores(model: &EbmModel, codes: &[Vec<Bin>]) -> Vec<f64> {
     scores
 }
 
-/// `c_j`: the number of `scores` above each `grid[j]` (`grid` increasing
-/// and evenly spaced). Each score is placed with one division (no search,
-/// no data-dependent branch): its bucket is the number of grid points
-/// below it, then suffix sums. Each row adds 1 to the `c_j` of the grid
-/// points below its score and 0 to the others: a function of its own
-/// score only. (Tests only: the fit counts by label in one pass.)
+/// `c_j`: the number of `scores` above each `grid[j]`
+/// (`threshold::counts_by_label` without labels). Tests only: the fit
+/// counts by label in one pass.
 #[cfg(test)]
 pub(super) fn threshold_counts(scores: &[f64], grid: &[f64]) -> Vec<u64> {
-    threshold_counts_by_label(scores, None, grid).0
-}
-
-/// [`threshold_counts`] of all rows and of the positive rows (`y > 1/2`),
-/// in one pass; without labels the second is all zeros.
-fn threshold_counts_by_label(
-    scores: &[f64],
-    y: Option<&[f32]>,
-    grid: &[f64],
-) -> (Vec<u64>, Vec<u64>) {
-    let g = grid.len();
-    if g == 0 {
-        return (Vec::new(), Vec::new());
-    }
-    let mut all = vec![0u64; g + 1];
-    let mut positive = vec![0u64; g + 1];
-    let lo = grid[0];
-    let step = if g > 1 {
-        (grid[g - 1] - grid[0]) / (g - 1) as f64
-    } else {
-        1.0
-    };
-    for (i, &s) in scores.iter().enumerate() {
-        let b = ((s - lo) / step).ceil().clamp(0.0, g as f64) as usize;
-        // NaN (impossible: the model is finite) lands in bucket 0.
-        all[b] += 1;
-        positive[b] += y.map_or(0, |y| u64::from(y[i] > 0.5));
-    }
-    // c_j = number of rows whose bucket exceeds j.
-    let suffix = |buckets: &[u64]| {
-        let mut counts = vec![0u64; g];
-        let mut above = 0u64;
-        for j in (0..g).rev() {
-            above += buckets[j + 1];
-            counts[j] = above;
-        }
-        counts
-    };
-    (suffix(&all), suffix(&positive))
+    threshold::counts_by_label(scores, |_| false, grid).0
 }
 
 /// The calibration's scores: for each threshold `t_j`, the number of rows
@@ -367,17 +326,16 @@ fn threshold_counts_by_label(
 /// by at most `1 + CALIBRATION_PENALTY` (`EbmParams::plan`); every value is
 /// an integer below 2^53, computed exactly.
 pub(super) fn threshold_scores(scores: &[f64], y: &[f32], grid: &[f64], target: f64) -> Vec<f64> {
-    let n = scores.len() as f64;
-    let (above, positive_above) = threshold_counts_by_label(scores, Some(y), grid);
-    let positives = y.iter().filter(|&&v| v > 0.5).count() as f64;
-    let window = (CALIBRATION_WINDOW * n).round();
+    let n = scores.len();
+    let (above, positive_above) = threshold::counts_by_label(scores, |i| y[i] > 0.5, grid);
+    let positives = y.iter().filter(|&&v| v > 0.5).count() as u64;
+    let correct = threshold::correct_counts(&above, &positive_above, positives, n as u64);
+    let window = (CALIBRATION_WINDOW * n as f64).round();
     above
         .iter()
-        .zip(&positive_above)
-        .map(|(&c, &a)| {
-            let (c, a) = (c as f64, a as f64);
-            let correct = n - c - (positives - a) + a;
-            let outside = ((c - target).abs() - window).max(0.0);
+        .zip(correct)
+        .map(|(&c, correct)| {
+            let outside = ((c as f64 - target).abs() - window).max(0.0);
             correct - CALIBRATION_PENALTY * outside
         })
         .collect()

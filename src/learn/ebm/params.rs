@@ -5,8 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::data::Task;
-use crate::learn::LearnError;
-use crate::privacy::grid::GRID_EPSILON;
+use crate::learn::{LearnError, threshold};
 use crate::privacy::{Budget, PrivacyCost, metrics, zcdp};
 
 /// Largest number of epochs accepted (the paper uses 300).
@@ -340,19 +339,12 @@ pub struct CalibrationPlan {
 impl CalibrationPlan {
     /// The plan for a pure `epsilon` on `n_rows` rows: the scores
     /// (`fit::threshold_scores`, integers of magnitude at most `3n`) move
-    /// by at most `D = CALIBRATION_SENSITIVITY` under substitution; as
-    /// divided by the scale in floating point, by at most `L = (D + n 2^-49)
-    /// / scale` (each quotient's rounding error is at most `3n / scale
-    /// 2^-53`), and report-noisy-max is `2 (L + 2^-30)`-DP
-    /// (`privacy::laplace`). So `scale = 2 (D + n 2^-49) / (epsilon - 2
-    /// GRID_EPSILON)` gives at most `epsilon` (as dpboost's split scale).
+    /// by at most `D = CALIBRATION_SENSITIVITY` under substitution, so the
+    /// report-noisy-max's scale is `threshold::rnm_scale(epsilon, D, n)`
+    /// (its floating-point margin beside it).
     fn new(epsilon: f64, rho: Option<f64>, n_rows: usize) -> Option<CalibrationPlan> {
-        if !(epsilon.is_finite() && epsilon > 1e3 * GRID_EPSILON) {
-            return None;
-        }
-        let delta = CALIBRATION_SENSITIVITY + n_rows as f64 * 2f64.powi(-49);
-        let scale = 2.0 * delta / (epsilon - 2.0 * GRID_EPSILON);
-        (scale.is_finite() && scale > 0.0 && scale < 1e12).then_some(CalibrationPlan {
+        let scale = threshold::rnm_scale(epsilon, CALIBRATION_SENSITIVITY, n_rows)?;
+        Some(CalibrationPlan {
             epsilon,
             rho,
             scale,

@@ -1,0 +1,136 @@
+//! A binary classifier's decision threshold, chosen privately after
+//! training (issue 25): the parts every learner's threshold release shares.
+//!
+//! A learner releases its model first; each training row's score under that
+//! released model is then a function of that row alone (post-processing of
+//! the model), so any count over rows of a property of its score moves by at
+//! most 1 when one row is substituted. A report-noisy-max over public
+//! candidate thresholds, scored by such counts, picks the threshold.
+//!
+//! - [`counts_by_label`]: the number of rows (and of positive rows) above
+//!   each candidate, in one pass whose work depends on n and the number of
+//!   candidates only.
+//! - [`correct_counts`]: the rows each candidate classifies correctly.
+//! - [`rnm_scale`]: the Laplace scale of a report-noisy-max over integer
+//!   scores of a given sensitivity, with the floating-point margin.
+//!
+//! DP-EBM (`ebm::fit`) adds a window around the released positive count to
+//! its scores; LazyBB (`lazybb::vote_threshold`) scores accuracy alone.
+
+use crate::privacy::grid::GRID_EPSILON;
+
+/// `(c_j, a_j)` for every `grid[j]` (`grid` increasing and evenly spaced):
+/// `c_j` the number of `scores` above `grid[j]` (a score on a grid point is
+/// not above it), `a_j` the number of those rows that are `positive`. Each
+/// score is placed with one division (no search, no data-dependent branch):
+/// its bucket is the number of grid points below it, then suffix sums. Each
+/// row adds 1 to the counts of the grid points below its score and 0 to the
+/// others: a function of its own score and label only.
+pub fn counts_by_label(
+    scores: &[f64],
+    positive: impl Fn(usize) -> bool,
+    grid: &[f64],
+) -> (Vec<u64>, Vec<u64>) {
+    let g = grid.len();
+    if g == 0 {
+        return (Vec::new(), Vec::new());
+    }
+    let mut all = vec![0u64; g + 1];
+    let mut positives = vec![0u64; g + 1];
+    let lo = grid[0];
+    let step = if g > 1 {
+        (grid[g - 1] - grid[0]) / (g - 1) as f64
+    } else {
+        1.0
+    };
+    for (i, &s) in scores.iter().enumerate() {
+        let b = ((s - lo) / step).ceil().clamp(0.0, g as f64) as usize;
+        // NaN (impossible: a released model is finite) lands in bucket 0.
+        all[b] += 1;
+        positives[b] += u64::from(positive(i));
+    }
+    // c_j = number of rows whose bucket exceeds j.
+    let suffix = |buckets: &[u64]| {
+        let mut counts = vec![0u64; g];
+        let mut above = 0u64;
+        for j in (0..g).rev() {
+            above += buckets[j + 1];
+            counts[j] = above;
+        }
+        counts
+    };
+    (suffix(&all), suffix(&positives))
+}
+
+/// The rows each candidate classifies correctly, from [`counts_by_label`]'s
+/// `(above, positive_above)` and the positive count `p` of `n` rows: the
+/// `a_j` positives above it plus the negatives at or below it, `n - c_j -
+/// (p - a_j)`. Substituting one row moves each by at most 1 (its own term
+/// is 0 or 1); every value is an integer below 2^53, computed exactly.
+pub fn correct_counts(above: &[u64], positive_above: &[u64], p: u64, n: u64) -> Vec<f64> {
+    above
+        .iter()
+        .zip(positive_above)
+        .map(|(&c, &a)| (n - c - (p - a) + a) as f64)
+        .collect()
+}
+
+/// The Laplace scale of a report-noisy-max over integer scores of
+/// magnitude at most `3 n` and `sensitivity` under substitution, spending
+/// at most `epsilon`: as divided by the scale in floating point a score
+/// moves by at most `L = (sensitivity + n 2^-49) / scale` (each quotient's
+/// rounding error is at most `3n / scale 2^-53`), and report-noisy-max is
+/// `2 (L + 2^-30)`-DP (`privacy::laplace`). So `scale = 2 (sensitivity + n
+/// 2^-49) / (epsilon - 2 GRID_EPSILON)`. `None` when `epsilon` is too small
+/// for the grid or the scale is not a usable positive finite number.
+pub fn rnm_scale(epsilon: f64, sensitivity: f64, n_rows: usize) -> Option<f64> {
+    if !(epsilon.is_finite() && epsilon > 1e3 * GRID_EPSILON) {
+        return None;
+    }
+    let delta = sensitivity + n_rows as f64 * 2f64.powi(-49);
+    let scale = 2.0 * delta / (epsilon - 2.0 * GRID_EPSILON);
+    (scale.is_finite() && scale > 0.0 && scale < 1e12).then_some(scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `c_j` is the number of scores above `grid[j]` (a score on a grid
+    /// point is not above it); `a_j` counts the positive ones among them.
+    #[test]
+    fn counts_by_hand() {
+        let grid = [-1.0, 0.0, 1.0, 2.0];
+        let scores = [-5.0, -0.5, 0.0, 0.25, 1.5, 1.75, 9.0];
+        // above -1: 6; above 0: 4 (0.25, 1.5, 1.75, 9); above 1: 3; above 2: 1.
+        // Positive: rows 2 (0.0), 4 (1.5) and 6 (9.0).
+        let (above, positive) = counts_by_label(&scores, |i| [2, 4, 6].contains(&i), &grid);
+        assert_eq!(above, vec![6, 4, 3, 1]);
+        assert_eq!(positive, vec![3, 2, 2, 1]);
+        // n = 7, p = 3: correct = 7 - c - (3 - a) + a. Above 0, say: rows
+        // 4 and 6 right, 3 and 5 wrong; at or below it 0 and 1 right, 2
+        // wrong: 4.
+        assert_eq!(
+            correct_counts(&above, &positive, 3, 7),
+            vec![4.0, 4.0, 5.0, 5.0]
+        );
+        assert_eq!(
+            counts_by_label(&[], |_| false, &grid),
+            (vec![0; 4], vec![0; 4])
+        );
+    }
+
+    /// scale = 2 (D + n 2^-49) / (epsilon - 2 GRID_EPSILON): 2 x 1 / 0.1 =
+    /// 20 rows for sensitivity 1 at epsilon 0.1, a hair above; refused when
+    /// epsilon is too small or not finite.
+    #[test]
+    fn scale_by_hand() {
+        let s = rnm_scale(0.1, 1.0, 1000).unwrap();
+        assert!(s >= 20.0 && s / 20.0 - 1.0 < 1e-6, "{s}");
+        let s = rnm_scale(0.05, 3.0, 1000).unwrap();
+        assert!(s >= 120.0 && s / 120.0 - 1.0 < 1e-6, "{s}");
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-12] {
+            assert!(rnm_scale(bad, 1.0, 1000).is_none(), "{bad}");
+        }
+    }
+}
