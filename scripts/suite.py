@@ -418,8 +418,12 @@ def positive_share(s: dict, values: list):
 # ------------------------------------------------------------------------------------------------
 
 class Cache:
+    """Results per cell key on disk. Disabled (--no-cache), it ignores what earlier runs wrote but
+    still reads back what this run wrote (the table is assembled from the cache)."""
+
     def __init__(self, folder: str, enabled: bool):
         self.folder, self.enabled = folder, enabled
+        self.written: set = set()
         os.makedirs(folder, exist_ok=True)
 
     def _path(self, key: dict) -> str:
@@ -427,10 +431,11 @@ class Cache:
         return os.path.join(self.folder, h[:2], h + ".json")
 
     def get(self, key: dict):
-        if not self.enabled:
+        path = self._path(key)
+        if not self.enabled and path not in self.written:
             return None
         try:
-            with open(self._path(key)) as f:
+            with open(path) as f:
                 return json.load(f)["value"]
         except (OSError, ValueError, KeyError):
             return None
@@ -442,6 +447,7 @@ class Cache:
         with open(tmp, "w") as f:
             json.dump({"key": key, "value": value}, f)
         os.replace(tmp, path)
+        self.written.add(path)
 
 
 # ------------------------------------------------------------------------------------------------
