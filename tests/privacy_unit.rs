@@ -82,8 +82,10 @@ async fn units_are_bounded_charged_and_stated_per_person() {
     let text = estimate.to_string();
     assert!(text.contains("privacy_unit"), "{text}");
     assert!(text.contains("\"max_rows\":4"), "{text}");
-    // The per-round epsilon of LazyBB with 5 rounds: 1/4 / 5 = 0.05.
-    assert!(text.contains("\"epsilon_per_round\":0.05"), "{text}");
+    // The per-round epsilon of LazyBB with 5 rounds: the rounds get 0.8 of
+    // the per-row 1/4 (the vote threshold 0.2 of it, 0.05): 0.2 / 5 = 0.04.
+    assert!(text.contains("\"epsilon_per_round\":0.04"), "{text}");
+    assert!(text.contains("\"epsilon_vote_threshold\":0.05"), "{text}");
 
     let job = expect_status(
         s.post(&analyst, "/v1/jobs", &request).await,
@@ -121,7 +123,8 @@ async fn units_are_bounded_charged_and_stated_per_person() {
         neighbouring.starts_with("per person (unit `patient_id`, at most 4 rows each"),
         "{neighbouring}"
     );
-    assert_eq!(model["privacy"]["epsilon_per_round"], 0.05);
+    assert_eq!(model["privacy"]["epsilon_per_round"], 0.04);
+    assert_eq!(model["privacy"]["vote_threshold"]["epsilon"], 0.05);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -150,6 +150,10 @@ pub struct AlgorithmArgs {
     /// [default: from the TopDown default rule].
     #[arg(long)]
     pub internal_nodes: Option<u32>,
+    /// LazyBB, binary label: share of epsilon for the vote threshold, in
+    /// [0, 0.5]; 0 for none [default: 0.2].
+    #[arg(long)]
+    pub vote_threshold_share: Option<f64>,
     /// DP-EBM: cyclic passes over the features [default: 10, 20 for
     /// regression, 5 with --delta 0]; dp-linear: over the blocks [default:
     /// a power of two from 1 to 8, from n, the budget and the block count].
@@ -229,6 +233,7 @@ impl AlgorithmArgs {
             density: None,
             weak_learner: None,
             internal_nodes: None,
+            vote_threshold_share: None,
             epochs: None,
             max_bins: None,
             max_leaves: None,
@@ -258,6 +263,10 @@ impl AlgorithmArgs {
             ("--density", self.density.is_some()),
             ("--weak-learner", self.weak_learner.is_some()),
             ("--internal-nodes", self.internal_nodes.is_some()),
+            (
+                "--vote-threshold-share",
+                self.vote_threshold_share.is_some(),
+            ),
         ];
         let ebm = [
             ("--max-bins", self.max_bins.is_some()),
@@ -338,6 +347,7 @@ impl AlgorithmArgs {
                     kappa: self.density,
                     weak_learner: self.weak_learner.map(WeakLearnerArg::name),
                     internal_nodes: self.internal_nodes,
+                    vote_threshold_share: self.vote_threshold_share,
                 }))
             }
             AlgorithmName::DpEbm => Ok(AlgorithmSpec::DpEbm(EbmSpec {

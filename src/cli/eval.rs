@@ -62,6 +62,10 @@ pub struct EvalArgs {
     /// Internal nodes per TopDown tree (comma-separated list allowed).
     #[arg(long, value_delimiter = ',', default_value = "3")]
     internal_nodes: Vec<u32>,
+    /// LazyBB as `train` runs it, binary label: share of epsilon for the
+    /// vote threshold, in [0, 0.5]; 0 for none [default: 0.2].
+    #[arg(long)]
+    vote_threshold_share: Option<f64>,
     /// TopDown calibration: `proven` (16 zeta, meets epsilon) or `paper`
     /// (the paper's 4 zeta: does NOT meet the stated epsilon; for reproducing
     /// its figures only).
@@ -79,8 +83,11 @@ pub struct EvalArgs {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Evaluate another learner than LazyBB, at its defaults unless its flags
-    /// below are given (through the same plan and fit as `train`).
+    /// Evaluate a learner at its defaults unless its flags below are given
+    /// (through the same plan and fit as `train`). `lazybb` with none of the
+    /// grid's options (--rounds, --learning-rate, --density, --grid,
+    /// --baselines, --weak-learner dp-top-down) is LazyBB as `train` runs it,
+    /// vote threshold included; without --algorithm, the grid tool.
     #[arg(long, value_enum)]
     algorithm: Option<AlgorithmArg>,
     /// DP-EBM: epochs [default: 10, 20 for regression, 5 with --delta 0];
@@ -250,6 +257,7 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         init_share: args.init_share,
         leaves: args.leaves,
         validation_share: args.validation_share,
+        vote_threshold_share: args.vote_threshold_share,
         ..AlgorithmArgs::defaults(algorithm)
     }
     .spec()?;
@@ -340,8 +348,27 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     // reason (LazyBB cannot do regression) instead of the grid's "no
     // labels", and a privacy unit needs the plan to work at the per-row
     // budget (issue 28).
+    //
+    // `--algorithm lazybb` without any of the grid's options measures the
+    // learner as `train` runs it (the same plan and fit, with its vote
+    // threshold), as every other `--algorithm` does.
     let schema = files::load_schema(&args.schema)?;
-    if schema.has_private_bins()
+    let lazybb_as_trained = (args.algorithm == Some(AlgorithmArg::Lazybb)
+        || args.vote_threshold_share.is_some())
+        && args.rounds.is_empty()
+        && args.learning_rate.is_empty()
+        && args.density.is_empty()
+        && !args.grid
+        && !args.baselines
+        && args.weak_learner == super::algorithm::WeakLearnerArg::OneRule
+        && args.calibration == CalibrationArg::Proven;
+    if args.vote_threshold_share.is_some() && !lazybb_as_trained {
+        bail!(
+            "--vote-threshold-share is a parameter of LazyBB as `train` runs it, not of the grid tool: drop --rounds, --learning-rate, --density, --grid, --baselines and --weak-learner"
+        );
+    }
+    if lazybb_as_trained
+        || schema.has_private_bins()
         || !matches!(schema.task(), Task::Binary)
         || schema.privacy_unit.is_some()
     {

@@ -21,6 +21,9 @@ use super::auto::{self, AutoPlan, AutoSpec};
 use super::binning::{self, BinningPlan};
 use super::dpboost::{self, DpBoostFile, DpBoostPlan, DpBoostSpec};
 use super::ebm::{self, EbmFile, EbmPlan, EbmSpec};
+use super::lazybb::vote_threshold::{
+    self, MAX_VOTE_THRESHOLD_SHARE, VOTE_THRESHOLD_SHARE, VoteThresholdPlan,
+};
 use super::linear::{self, LinearFile, LinearPlan, LinearShape, LinearSpec};
 use super::model::LazyBbModel;
 use super::naive_bayes::{self, NaiveBayesFile, NaiveBayesPlan, NaiveBayesSpec};
@@ -96,6 +99,7 @@ impl AlgorithmName {
                 "density",
                 "weak_learner",
                 "internal_nodes",
+                "vote_threshold_share",
             ],
             AlgorithmName::DpEbm => &[
                 "max_bins",
@@ -201,6 +205,10 @@ pub struct LazyBbSpec {
     /// Internal nodes of each TopDown tree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub internal_nodes: Option<u32>,
+    /// A binary fit's share of epsilon for its vote threshold, in [0, 0.5];
+    /// 0 for none (`lazybb::vote_threshold`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vote_threshold_share: Option<f64>,
 }
 
 /// One learner and its (unchecked) parameters.
@@ -486,6 +494,9 @@ enum PlannedLearner {
         /// Multiclass: `k` one-vs-rest fits, each with `params`' per-fit
         /// budget, and the learner's whole budget; `None` for a binary label.
         one_vs_rest: Option<(usize, Budget)>,
+        /// A binary fit's vote threshold (`lazybb::vote_threshold`), with
+        /// [`VOTE_THRESHOLD_SHARE`] of its epsilon; `None` for k classes.
+        vote_threshold: Option<VoteThresholdPlan>,
     },
     Ebm(EbmPlan),
     Linear(Box<LinearPlan>),
@@ -700,14 +711,39 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
         ));
     }
     // Multiclass: each of the k one-vs-rest fits is a binary run at
-    // epsilon / k, delta / k (`lazybb::multiclass`).
-    let fit_budget = match one_vs_rest {
-        Some((k, _)) => super::lazybb::multiclass::per_fit_budget(budget, k)?,
-        None => budget,
+    // epsilon / k, delta / k (`lazybb::multiclass`). A binary fit spends
+    // VOTE_THRESHOLD_SHARE of epsilon on its vote threshold (pure DP, basic
+    // composition with the rounds, which get the rest and all of delta):
+    // the rounds' default rule is that of the whole epsilon.
+    let share = spec.vote_threshold_share;
+    if let Some(s) = share
+        && !(0.0..=MAX_VOTE_THRESHOLD_SHARE).contains(&s)
+    {
+        return Err(LearnError::InvalidParameter(format!(
+            "vote threshold share (vote_threshold_share) must be in [0, {MAX_VOTE_THRESHOLD_SHARE}], got {s}"
+        )));
+    }
+    let (fit_budget, threshold_epsilon) = match one_vs_rest {
+        Some((k, _)) => {
+            if share.is_some_and(|s| s > 0.0) {
+                return Err(LearnError::InvalidParameter(
+                    "vote threshold share (vote_threshold_share): a multiclass label's one-vs-rest fits have no vote threshold; give 0 or leave it out".into(),
+                ));
+            }
+            (super::lazybb::multiclass::per_fit_budget(budget, k)?, None)
+        }
+        None => {
+            let share = share.unwrap_or(VOTE_THRESHOLD_SHARE);
+            (budget, (share > 0.0).then(|| share * budget.epsilon()))
+        }
     };
     // One default rule per weak learner, shared by the CLI and the API
     // (params.rs documents and validates each), at the epsilon of one
     // binary fit (the whole budget for a binary label).
+    let rounds_budget = match threshold_epsilon {
+        Some(e) => Budget::new(fit_budget.epsilon() - e, fit_budget.delta())?,
+        None => fit_budget,
+    };
     let (tau, lambda, kappa, t) = match weak_learner {
         WeakLearnerName::OneRule => {
             let (tau, lambda, kappa) = default_parameters(fit_budget.epsilon());
@@ -724,6 +760,10 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
         kappa: Some(spec.kappa.unwrap_or(kappa)),
         weak_learner: Some(weak_learner),
         internal_nodes: t.map(|t| spec.internal_nodes.unwrap_or(t)),
+        vote_threshold_share: match one_vs_rest {
+            Some(_) => spec.vote_threshold_share,
+            None => Some(spec.vote_threshold_share.unwrap_or(VOTE_THRESHOLD_SHARE)),
+        },
     };
     let params = LazyBbParams {
         tau: resolved.tau.unwrap_or(tau),
@@ -737,14 +777,17 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
                 bound: SensitivityBound::Proven,
             },
         },
-        // Every fit runs at `fit_budget`; its calibration checks every
-        // scale of that run before any charge.
-        privacy: PrivacyMode::Private(fit_budget),
+        // Every fit's rounds run at `rounds_budget`; its calibration and
+        // the threshold's plan check every scale before any charge.
+        privacy: PrivacyMode::Private(rounds_budget),
     }
     .check()?;
     let calibration = params
         .calibrate(facts.n_rows)?
         .ok_or_else(|| LearnError::InvalidParameter("a private plan needs a budget".into()))?;
+    let vote_threshold = threshold_epsilon
+        .map(|e| VoteThresholdPlan::new(e, fit_budget.epsilon(), facts.n_rows, params.get().tau))
+        .transpose()?;
     // LazyBB's per-round steps are pure DP; the total is pure under basic
     // composition and (epsilon, delta) under advanced composition (§4.4).
     // Multiclass: the k fits' shares sum to at most the budget (basic
@@ -773,6 +816,7 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
             params,
             calibration,
             one_vs_rest,
+            vote_threshold,
         },
     })
 }
@@ -894,6 +938,7 @@ impl Plan {
                 params,
                 calibration: c,
                 one_vs_rest,
+                vote_threshold,
             } => {
                 let rnm = mechanisms::REPORT_NOISY_MAX_LAPLACE.name;
                 let mechanism = match params.get().weak_learner {
@@ -910,10 +955,18 @@ impl Plan {
                     ),
                     None => mechanism,
                 };
+                let mechanism = match vote_threshold {
+                    Some(t) => format!(
+                        "{mechanism}; then {rnm} over {} vote thresholds (accuracy on the training rows, sensitivity 1), scale {:.6e}",
+                        t.candidates, t.scale
+                    ),
+                    None => mechanism,
+                };
                 json!({
                     "mechanism": mechanism,
                     "one_vs_rest_fits": one_vs_rest.map(|(k, _)| k),
-                    "epsilon_per_fit": c.budget.epsilon(),
+                    "epsilon_per_fit": vote_threshold.map_or(c.budget.epsilon(), |t| t.fit_epsilon),
+                    "epsilon_vote_threshold": vote_threshold.map(|t| t.epsilon),
                     "leaf_scale": c.leaf_scale,
                     "n_rows": c.n,
                     "epsilon_per_round": c.round.epsilon_round,
@@ -1084,15 +1137,23 @@ impl Plan {
                 )?;
                 Ok(Model::LazyBb(model))
             }
-            PlannedLearner::LazyBb { params, .. } => {
+            PlannedLearner::LazyBb {
+                params,
+                vote_threshold,
+                ..
+            } => {
                 let ensemble = train(data, params, Some(rng), on_step)?;
-                let model = LazyBbModel::new(
+                let mut model = LazyBbModel::new(
                     encoder.schema(),
                     encoder,
                     params,
                     self.defaults_used,
                     &ensemble,
                 )?;
+                if let Some(plan) = vote_threshold {
+                    let offset = vote_threshold::choose_offset(&ensemble, data, plan, rng)?;
+                    model = model.with_vote_threshold(plan, offset);
+                }
                 Ok(Model::LazyBb(model))
             }
             PlannedLearner::Ebm(plan) => {

@@ -56,7 +56,8 @@ pub struct Inspection {
     pub tau: u32,
     /// Rules with a non-zero net vote, by decreasing |votes|.
     pub vote_table: Vec<VoteRow>,
-    /// Net votes of the constant hypotheses: `#(+1) - #(-1)`.
+    /// Net votes of the constant hypotheses, `#(+1) - #(-1)`, plus a
+    /// binary model's vote threshold offset (`vote_threshold`).
     pub constant_votes: i32,
     /// Distinct literals with a non-zero net vote.
     pub literals_used: usize,
@@ -94,7 +95,9 @@ pub struct ClassRules {
 pub fn inspect(model: &LazyBbModel, encoder: &Encoder) -> Inspection {
     let tau = model.params.tau;
     if model.class_ensembles.is_empty() {
-        return inspect_ensemble(&model.ensemble, tau, encoder);
+        let mut inspection = inspect_ensemble(&model.ensemble, tau, encoder);
+        inspection.constant_votes += model.vote_offset;
+        return inspection;
     }
     let names = model.schema.class_names();
     let classes: Vec<ClassRules> = model

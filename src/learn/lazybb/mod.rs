@@ -17,6 +17,8 @@
 //! - [`inspect`]: vote table, sparsity and additive shape (per class for
 //!   a multiclass model).
 //! - [`baselines`]: non-private baselines for the evaluation tool.
+//! - [`vote_threshold`]: a binary fit's vote threshold, chosen privately
+//!   after the rounds.
 
 pub mod baselines;
 pub mod boost;
@@ -34,7 +36,10 @@ pub mod projection;
 mod tests;
 #[cfg(test)]
 mod tests_multiclass;
+#[cfg(test)]
+mod tests_vote_threshold;
 mod top_down;
+pub mod vote_threshold;
 
 pub(crate) use boost::train_local;
 pub use boost::{Ensemble, train};

@@ -14,6 +14,7 @@ use super::params::{
     MAX_INTERNAL_NODES, MAX_ROUNDS, SensitivityBound, ValidLazyBbParams, WeakLearnerKind,
     WeakLearnerName,
 };
+use super::vote_threshold::VoteThresholdPlan;
 use crate::data::{Dataset, Encoder, Schema, Task};
 use crate::learn::trained::ClassesPrediction;
 use crate::privacy::Composition;
@@ -56,6 +57,17 @@ pub struct LazyBbModel {
     /// then exactly as before multiclass existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub class_ensembles: Vec<Vec<Hypothesis>>,
+    /// A binary model's vote threshold as an offset added to every vote
+    /// sum (`super::vote_threshold`; its release is in
+    /// `privacy.vote_threshold`): the positive class is predicted when
+    /// `sum_j h_j(x) + vote_offset >= 0`. 0 (and not written) for models
+    /// without one: multiclass models and files older than issue 25.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub vote_offset: i32,
+}
+
+fn is_zero(v: &i32) -> bool {
+    *v == 0
 }
 
 /// The training parameters as recorded in the model.
@@ -131,6 +143,10 @@ pub struct PrivacyStatement {
     /// absent for a binary model, and in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_vs_rest: Option<OneVsRestStatement>,
+    /// A binary fit's vote threshold release (`super::vote_threshold`);
+    /// absent without one, and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vote_threshold: Option<VoteThresholdPlan>,
 }
 
 /// The one-vs-rest part of a multiclass statement (`super::multiclass`).
@@ -239,6 +255,7 @@ impl PrivacyStatement {
             binning: None,
             local_dp: None,
             one_vs_rest: None,
+            vote_threshold: None,
         })
     }
 
@@ -284,6 +301,7 @@ impl PrivacyStatement {
                 debiasing: "each weighted error of a one-rule is estimated without bias from the randomized literals and labels, (x~ - m q) / (p - q) per literal and y~ / (2 p_y - 1) for the label (docs/privacy.md, \"Local DP collection\")".into(),
             }),
             one_vs_rest: None,
+            vote_threshold: None,
         }
     }
 }
@@ -326,7 +344,27 @@ impl LazyBbModel {
             literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
             ensemble: ensemble.hypotheses.clone(),
             class_ensembles: Vec::new(),
+            vote_offset: 0,
         })
+    }
+
+    /// The model with its vote threshold (`super::vote_threshold`): the
+    /// released `offset` and the release's plan in the privacy statement,
+    /// whose epsilon becomes the whole fit's (the rounds' and the
+    /// threshold's, basic composition).
+    pub fn with_vote_threshold(mut self, plan: &VoteThresholdPlan, offset: i32) -> LazyBbModel {
+        self.vote_offset = offset;
+        self.privacy.epsilon = plan.fit_epsilon;
+        self.privacy.accounting = format!(
+            "{}; then the vote threshold, one pure {:.6}-DP report-noisy-max, by basic composition",
+            self.privacy.accounting, plan.epsilon
+        );
+        self.privacy.budget_split = format!(
+            "{} of epsilon to the vote threshold, the rest {}",
+            plan.epsilon, self.privacy.budget_split
+        );
+        self.privacy.vote_threshold = Some(*plan);
+        self
     }
 
     /// Assemble a multiclass model from its `k` one-vs-rest fits (class 0
@@ -413,6 +451,7 @@ impl LazyBbModel {
             literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
             ensemble: ensemble.hypotheses.clone(),
             class_ensembles: Vec::new(),
+            vote_offset: 0,
         })
     }
 
@@ -495,6 +534,14 @@ impl LazyBbModel {
                 vec![&self.ensemble]
             }
         };
+        if self.vote_offset.unsigned_abs() > tau + 2
+            || (self.vote_offset != 0 && self.is_multiclass())
+        {
+            return Err(LearnError::ModelFormat(format!(
+                "vote_offset = {} is not a binary model's threshold within [-(tau + 2), tau + 1]",
+                self.vote_offset
+            )));
+        }
         for ensemble in &ensembles {
             if ensemble.len() != self.params.tau as usize {
                 return Err(LearnError::ModelFormat(format!(
@@ -542,7 +589,7 @@ impl LazyBbModel {
     /// A fast predictor (the ensemble folded into one vote per literal).
     /// For a multiclass model use [`LazyBbModel::class_predictors`].
     pub fn predictor(&self) -> Predictor {
-        Predictor::new(&self.ensemble, self.literals.len())
+        Predictor::new(&self.ensemble, self.literals.len()).with_offset(self.vote_offset)
     }
 
     /// Whether the model has one fit per class (one-vs-rest).
@@ -663,6 +710,15 @@ impl Predictor {
             dense: votes.iter().map(|v| 2 * v).collect(),
             trees,
         }
+    }
+
+    /// The predictor with `offset` votes added to every sum (a binary
+    /// model's vote threshold, `super::vote_threshold`), counted as
+    /// `|offset|` more votes so that the score stays in [-1, 1].
+    pub fn with_offset(mut self, offset: i32) -> Predictor {
+        self.base += offset;
+        self.tau += offset.unsigned_abs();
+        self
     }
 
     /// Vote sums `sum_j h_j(x)` for every row of `data`: one column pass per

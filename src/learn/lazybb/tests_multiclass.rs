@@ -64,8 +64,11 @@ fn the_plan_splits_the_budget_over_the_k_fits() {
             assert_eq!(noise["one_vs_rest_fits"], k);
             let per_fit = f(&noise, "epsilon_per_fit");
             assert!((per_fit - e / k as f64).abs() < 1e-15, "{per_fit}");
-            // The same numbers as a binary plan at the per-fit share.
-            let share = budget(per_fit, if d == 0.0 { 0.0 } else { d / k as f64 });
+            // The same numbers as the rounds of a binary plan at the per-fit
+            // share (a binary plan's rounds get 1 - VOTE_THRESHOLD_SHARE of
+            // its epsilon and all of its delta; k classes have no threshold).
+            let rounds = 1.0 - super::vote_threshold::VOTE_THRESHOLD_SHARE;
+            let share = budget(per_fit / rounds, if d == 0.0 { 0.0 } else { d / k as f64 });
             let binary = AlgorithmSpec::Lazybb(resolved)
                 .plan(share, facts(Task::Binary))
                 .unwrap()
