@@ -118,12 +118,14 @@ async fn what_the_filter_cannot_account_for_is_refused_before_any_charge() {
     let dataset = body["dataset"]["id"].as_str().unwrap().to_owned();
     let before = s.ledger(&owner, &dataset).await;
 
-    // LazyBB with delta > 0 (advanced composition) has no zCDP description.
+    // LazyBB with delta > 0 and enough rounds for advanced composition to
+    // beat basic (99 rounds at delta 1e-7: more than 2 ln(1e7) = 32) has no
+    // zCDP description.
     let refused = expect_status(
         s.post(
             &owner,
             "/v1/jobs",
-            &json!({"dataset_id": dataset, "epsilon": 0.5, "delta": 1e-7}),
+            &json!({"dataset_id": dataset, "epsilon": 0.5, "delta": 1e-7, "rounds": 99}),
         )
         .await,
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -187,13 +189,14 @@ async fn what_the_filter_cannot_account_for_is_refused_before_any_charge() {
 
 /// `auto` with a delta is refused on a filter dataset when it would choose
 /// among several learners (basic composition of their shares has no zCDP
-/// description), but admitted when the candidate rule leaves DP-EBM alone:
-/// then the job is DP-EBM's run and is charged its rho.
+/// description), but admitted when the candidate rule leaves one zCDP
+/// learner alone (then the job is that run and is charged its rho) or
+/// LazyBB alone with few rounds (a pure run, charged delta 0).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
     let s = TestServer::start().await;
     let (_, owner) = s.key("owner", "o").await;
-    let job = |dataset: &str| json!({"dataset_id": dataset, "algorithm": "auto", "epsilon": 0.5, "delta": 1e-7});
+    let job = |dataset: &str, epsilon: f64| json!({"dataset_id": dataset, "algorithm": "auto", "epsilon": epsilon, "delta": 1e-7});
 
     // 20,000 rows at epsilon 100: 20,000 x 100 / 2 = 1,000,000, so auto
     // selects and two candidates share the budget.
@@ -224,8 +227,10 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
     assert_eq!(refused["errors"][0]["field"], "delta", "{refused}");
 
     // Four numeric columns, 200 rows: n x epsilon is far below what
-    // selection needs, so auto runs the prior's first learner for (binary,
-    // numeric, n x epsilon < 1e3, delta > 0), DP-EBM.
+    // selection needs, so auto runs the prior's first learner alone: at
+    // epsilon 5 (n x epsilon = 1,000) the one for (binary, n x epsilon <
+    // 1e4, delta > 0), dp-linear in zCDP; at epsilon 0.5 the one for n x
+    // epsilon < 1e3, LazyBB, whose few rounds compose to a pure run.
     let schema = r#"{
       "label": {"column": "y", "positive": "1", "negative": "0"},
       "columns": [
@@ -244,7 +249,7 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
         s.upload_form(
             &owner,
             "numeric",
-            "1",
+            "10",
             schema,
             csv.into_bytes(),
             &[("delta", "1e-6"), ("accounting", "zcdp-filter")],
@@ -255,7 +260,7 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
     .await;
     let numeric = numeric["dataset"]["id"].as_str().unwrap().to_owned();
     let admitted = expect_status(
-        s.post(&owner, "/v1/jobs", &job(&numeric)).await,
+        s.post(&owner, "/v1/jobs", &job(&numeric, 5.0)).await,
         StatusCode::ACCEPTED,
     )
     .await;
@@ -268,7 +273,23 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
         .expect("one charge");
     assert_eq!(charge["loss"]["kind"], "zcdp", "{charge}");
     assert!(charge["loss"]["rho"].as_f64().unwrap() > 0.0, "{charge}");
-    assert!(charge["epsilon"].as_f64().unwrap() <= 0.5, "{charge}");
+    assert!(charge["epsilon"].as_f64().unwrap() <= 5.0, "{charge}");
+    let admitted = expect_status(
+        s.post(&owner, "/v1/jobs", &job(&numeric, 0.5)).await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let done = s.wait_job(&owner, admitted["id"].as_str().unwrap()).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let ledger = s.ledger(&owner, &numeric).await;
+    let charges: Vec<_> = ledger.iter().filter(|e| e["kind"] == "charge").collect();
+    assert_eq!(charges.len(), 2, "{ledger:?}");
+    let pure = charges
+        .iter()
+        .find(|e| e["loss"]["kind"] == "pure")
+        .expect("LazyBB's pure charge");
+    assert_eq!(pure["epsilon"].as_f64(), Some(0.5), "{pure}");
+    assert_eq!(pure["delta"].as_f64(), Some(0.0), "{pure}");
     s.stop().await;
 }
 

@@ -205,7 +205,7 @@ async fn prepare(
     {
         return Err(ApiError::Validation(vec![FieldError::new(
             "delta",
-            "this dataset uses zcdp-filter accounting, which admits pure-DP (delta = 0) and zCDP runs only; this run's (epsilon, delta) comes from a composition theorem with no zCDP description (LazyBB with delta > 0, or auto with delta > 0 choosing among several learners): use delta = 0, or a zCDP learner (dp-ebm, or dp-linear with delta > 0)",
+            "this dataset uses zcdp-filter accounting, which admits pure-DP (delta = 0) and zCDP runs only; this run's (epsilon, delta) comes from a composition theorem with no zCDP description (LazyBB with delta > 0 and enough rounds that advanced composition beats basic, or auto with delta > 0 choosing among several learners): use delta = 0, or a zCDP learner (dp-ebm, or dp-linear with delta > 0)",
         )]));
     }
     // What the ledger charges: the plan's cost rounded up to units (0 for a

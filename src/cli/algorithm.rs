@@ -151,7 +151,8 @@ pub struct AlgorithmArgs {
     #[arg(long)]
     pub internal_nodes: Option<u32>,
     /// LazyBB, binary label: share of epsilon for the vote threshold, in
-    /// [0, 0.5]; 0 for none [default: 0.2].
+    /// [0, 0.5]; 0 for none [default: the largest of 0.025, 0.05, 0.1, 0.2
+    /// at most 100 / (n epsilon), else 0.025].
     #[arg(long)]
     pub vote_threshold_share: Option<f64>,
     /// DP-EBM: cyclic passes over the features [default: 10, 20 for

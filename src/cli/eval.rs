@@ -63,7 +63,8 @@ pub struct EvalArgs {
     #[arg(long, value_delimiter = ',', default_value = "3")]
     internal_nodes: Vec<u32>,
     /// LazyBB as `train` runs it, binary label: share of epsilon for the
-    /// vote threshold, in [0, 0.5]; 0 for none [default: 0.2].
+    /// vote threshold, in [0, 0.5]; 0 for none [default: the largest of
+    /// 0.025, 0.05, 0.1, 0.2 at most 100 / (n epsilon), else 0.025].
     #[arg(long)]
     vote_threshold_share: Option<f64>,
     /// TopDown calibration: `proven` (16 zeta, meets epsilon) or `paper`

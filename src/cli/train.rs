@@ -44,7 +44,9 @@ pub struct TrainArgs {
     /// ldp-naive-bayes`.
     #[arg(long, value_enum, requires = "local_dp_epsilon", default_value_t = ProtocolArg::AllColumns)]
     local_dp_protocol: ProtocolArg,
-    /// Total delta; 0 (the default) is pure DP, > 0 uses advanced composition.
+    /// Total delta; 0 (the default) is pure DP; > 0 lets LazyBB use advanced
+    /// composition where it beats basic (else the run stays pure) and runs
+    /// DP-EBM and dp-linear in zCDP.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     delta: f64,
     /// The learner and its parameters.

@@ -22,7 +22,7 @@ use super::binning::{self, BinningPlan};
 use super::dpboost::{self, DpBoostFile, DpBoostPlan, DpBoostSpec};
 use super::ebm::{self, EbmFile, EbmPlan, EbmSpec};
 use super::lazybb::vote_threshold::{
-    self, MAX_VOTE_THRESHOLD_SHARE, VOTE_THRESHOLD_SHARE, VoteThresholdPlan,
+    self, MAX_VOTE_THRESHOLD_SHARE, VoteThresholdPlan, default_share,
 };
 use super::linear::{self, LinearFile, LinearPlan, LinearShape, LinearSpec};
 use super::model::LazyBbModel;
@@ -495,7 +495,8 @@ enum PlannedLearner {
         /// budget, and the learner's whole budget; `None` for a binary label.
         one_vs_rest: Option<(usize, Budget)>,
         /// A binary fit's vote threshold (`lazybb::vote_threshold`), with
-        /// [`VOTE_THRESHOLD_SHARE`] of its epsilon; `None` for k classes.
+        /// its share of the fit's epsilon; `None` for k classes or a share
+        /// of 0.
         vote_threshold: Option<VoteThresholdPlan>,
     },
     Ebm(EbmPlan),
@@ -733,7 +734,7 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
             (super::lazybb::multiclass::per_fit_budget(budget, k)?, None)
         }
         None => {
-            let share = share.unwrap_or(VOTE_THRESHOLD_SHARE);
+            let share = share.unwrap_or_else(|| default_share(facts.n_rows, budget.epsilon()));
             (budget, (share > 0.0).then(|| share * budget.epsilon()))
         }
     };
@@ -762,7 +763,10 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
         internal_nodes: t.map(|t| spec.internal_nodes.unwrap_or(t)),
         vote_threshold_share: match one_vs_rest {
             Some(_) => spec.vote_threshold_share,
-            None => Some(spec.vote_threshold_share.unwrap_or(VOTE_THRESHOLD_SHARE)),
+            None => Some(
+                spec.vote_threshold_share
+                    .unwrap_or_else(|| default_share(facts.n_rows, budget.epsilon())),
+            ),
         },
     };
     let params = LazyBbParams {
@@ -790,9 +794,14 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
         .transpose()?;
     // LazyBB's per-round steps are pure DP; the total is pure under basic
     // composition and (epsilon, delta) under advanced composition (§4.4).
+    // With a delta, `split_over_rounds` takes advanced composition only
+    // where it gives each round more epsilon than basic composition (many
+    // rounds); otherwise the run is pure epsilon-DP whatever delta the job
+    // offered, and is charged as such (no delta spent: a zCDP-filter
+    // dataset can then admit it). The vote threshold is pure either way.
     // Multiclass: the k fits' shares sum to at most the budget (basic
     // composition over the fits), which is what is charged.
-    let cost = if budget.delta() == 0.0 {
+    let cost = if budget.delta() == 0.0 || calibration.round.composition == Composition::Basic {
         PrivacyCost::Pure {
             epsilon: budget.epsilon(),
         }
@@ -1599,13 +1608,24 @@ mod tests {
         let back: AlgorithmSpec = serde_json::from_value(json).unwrap();
         assert_eq!(back, plan.resolved);
 
-        let approx = AlgorithmSpec::default()
+        // With a delta, 15 rounds at epsilon 1 take basic composition
+        // (advanced gives each round less): pure, no delta charged.
+        let offered = AlgorithmSpec::default()
             .plan(Budget::new(1.0, 1e-6).unwrap(), facts(Task::Binary))
             .unwrap();
+        assert_eq!(offered.cost, PrivacyCost::Pure { epsilon: 1.0 });
+        // 99 rounds at epsilon 10: advanced composition gives each round
+        // about 0.146 against basic's 0.098, and the run spends its delta.
+        let approx = AlgorithmSpec::Lazybb(LazyBbSpec {
+            tau: Some(99),
+            ..LazyBbSpec::default()
+        })
+        .plan(Budget::new(10.0, 1e-6).unwrap(), facts(Task::Binary))
+        .unwrap();
         assert_eq!(
             approx.cost,
             PrivacyCost::Approx {
-                epsilon: 1.0,
+                epsilon: 10.0,
                 delta: 1e-6
             }
         );

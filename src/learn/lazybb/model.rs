@@ -238,7 +238,12 @@ impl PrivacyStatement {
         };
         Ok(PrivacyStatement {
             epsilon: c.budget.epsilon(),
-            delta: c.budget.delta(),
+            // Basic composition of pure rounds spends no delta, whatever the
+            // job offered (`family::plan_lazybb` charges it so).
+            delta: match c.round.composition {
+                Composition::Basic => 0.0,
+                Composition::Advanced => c.budget.delta(),
+            },
             neighbouring: "substitution of one row; the row count n is public".into(),
             n_rows: c.n,
             composition: c.round.composition,

@@ -6,7 +6,7 @@
 use super::boost::Ensemble;
 use super::hypothesis::Hypothesis;
 use super::vote_threshold::{
-    VOTE_THRESHOLD_SHARE, VoteThresholdPlan, choose_offset, grid, offset_of, scores,
+    VoteThresholdPlan, choose_offset, default_share, grid, offset_of, scores,
 };
 use crate::data::{BitMatrixBuilder, BitVec, Dataset, Encoder, LabelMode, Schema, Task, read_csv};
 use crate::learn::{AlgorithmSpec, LazyBbModel, LazyBbSpec, Model, PublicFacts};
@@ -131,35 +131,58 @@ fn release_follows_report_noisy_max_at_the_planned_scale() {
     }
 }
 
-/// A binary plan spends VOTE_THRESHOLD_SHARE of epsilon on the threshold
-/// and the rest on the rounds (with all of delta), charges the whole
-/// budget, and keeps the rounds of the whole epsilon's default rule
-/// (15 at epsilon 1): the rounds' epsilon is 0.8 / 15 each at delta 0.
+/// The default share by hand: the largest of 0.025, 0.05, 0.1, 0.2 at most
+/// 100 / (n epsilon), else 0.025.
+#[test]
+fn default_share_by_hand() {
+    // ionosphere's 280 training rows at epsilon 1: 0.357 -> 0.2.
+    assert_eq!(default_share(280, 1.0), 0.2);
+    // pima's 614: 0.163 -> 0.1; spambase's 3,680: 0.027 -> 0.025, and at
+    // epsilon 0.5, 0.054 -> 0.05.
+    assert_eq!(default_share(614, 1.0), 0.1);
+    assert_eq!(default_share(3680, 1.0), 0.025);
+    assert_eq!(default_share(3680, 0.5), 0.05);
+    // Adult's 32,561 at epsilon 1 and 0.4: below every share -> 0.025.
+    assert_eq!(default_share(32_561, 1.0), 0.025);
+    assert_eq!(default_share(32_561, 0.4), 0.025);
+    assert_eq!(default_share(100, 0.1), 0.2);
+    assert_eq!(default_share(0, 1.0), 0.2);
+}
+
+/// A binary plan spends its share of epsilon on the threshold and the rest
+/// on the rounds (with all of delta), charges the whole epsilon, and keeps
+/// the rounds of the whole epsilon's default rule (15 at epsilon 1). On 500
+/// rows at epsilon 1 the share is 0.2 (100 / 500): the rounds' epsilon is
+/// 0.8 / 15 each at delta 0. A share of 0 turns the threshold off.
 #[test]
 fn the_plan_gives_the_threshold_its_share() {
-    let facts = PublicFacts::adult_shaped(32_561, Task::Binary);
+    let facts = PublicFacts::adult_shaped(500, Task::Binary);
     for delta in [0.0, 1e-6] {
         let total = Budget::new(1.0, delta).unwrap();
         let plan = AlgorithmSpec::Lazybb(LazyBbSpec::default())
             .plan(total, facts)
             .unwrap();
-        assert_eq!(plan.cost.charge(), total);
+        // 15 rounds: basic composition, pure whatever delta was offered.
+        assert_eq!(plan.cost.charge(), Budget::new(1.0, 0.0).unwrap());
         let AlgorithmSpec::Lazybb(resolved) = plan.resolved else {
             panic!("a LazyBB plan")
         };
         assert_eq!(resolved.tau, Some(15));
+        assert_eq!(resolved.vote_threshold_share, Some(0.2));
         let noise = plan.noise();
         let threshold = noise["epsilon_vote_threshold"].as_f64().unwrap();
-        assert!((threshold - VOTE_THRESHOLD_SHARE).abs() < 1e-15, "{noise}");
+        assert!((threshold - 0.2).abs() < 1e-15, "{noise}");
         assert_eq!(noise["epsilon_per_fit"].as_f64(), Some(1.0));
         let per_round = noise["epsilon_per_round"].as_f64().unwrap();
         if delta == 0.0 {
-            let want = (1.0 - VOTE_THRESHOLD_SHARE) / 15.0;
-            assert!((per_round / want - 1.0).abs() < 1e-12, "{per_round}");
+            assert!(
+                (per_round / (0.8 / 15.0) - 1.0).abs() < 1e-12,
+                "{per_round}"
+            );
         } else {
             // Advanced composition of the rounds' (0.8, 1e-6) or basic,
-            // whichever is larger; never more than the rounds' share.
-            assert!(per_round >= (1.0 - VOTE_THRESHOLD_SHARE) / 15.0 - 1e-15);
+            // whichever is larger.
+            assert!(per_round >= 0.8 / 15.0 - 1e-15);
         }
         assert!(
             noise["mechanism"]
@@ -168,14 +191,39 @@ fn the_plan_gives_the_threshold_its_share() {
                 .contains("vote thresholds")
         );
     }
-    // k classes: no threshold (one-vs-rest shares are not a binary vote).
+    let off = AlgorithmSpec::Lazybb(LazyBbSpec {
+        vote_threshold_share: Some(0.0),
+        ..LazyBbSpec::default()
+    })
+    .plan(Budget::new(1.0, 0.0).unwrap(), facts)
+    .unwrap()
+    .noise();
+    assert!(off["epsilon_vote_threshold"].is_null(), "{off}");
+    assert!((off["epsilon_per_round"].as_f64().unwrap() * 15.0 - 1.0).abs() < 1e-12);
+    for bad in [-0.1, 0.6, f64::NAN] {
+        let err = AlgorithmSpec::Lazybb(LazyBbSpec {
+            vote_threshold_share: Some(bad),
+            ..LazyBbSpec::default()
+        })
+        .plan(Budget::new(1.0, 0.0).unwrap(), facts)
+        .unwrap_err();
+        assert!(err.to_string().contains("vote_threshold_share"), "{err}");
+    }
+    // k classes: no threshold (one-vs-rest shares are not a binary vote),
+    // and a positive share is refused.
+    let multiclass = PublicFacts::adult_shaped(500, Task::Multiclass { k: 3 });
     let plan = AlgorithmSpec::Lazybb(LazyBbSpec::default())
-        .plan(
-            Budget::new(1.0, 0.0).unwrap(),
-            PublicFacts::adult_shaped(32_561, Task::Multiclass { k: 3 }),
-        )
+        .plan(Budget::new(1.0, 0.0).unwrap(), multiclass)
         .unwrap();
     assert!(plan.noise()["epsilon_vote_threshold"].is_null());
+    assert!(
+        AlgorithmSpec::Lazybb(LazyBbSpec {
+            vote_threshold_share: Some(0.1),
+            ..LazyBbSpec::default()
+        })
+        .plan(Budget::new(1.0, 0.0).unwrap(), multiclass)
+        .is_err()
+    );
 }
 
 const SCHEMA: &str = r#"{
@@ -244,8 +292,9 @@ fn a_vote_without_signal_predicts_the_majority() {
             panic!("a LazyBB model")
         };
         assert_eq!(model.privacy.epsilon, 1.0);
+        // 100 / 400 rows: the share is 0.2.
         let t = model.privacy.vote_threshold.unwrap();
-        assert!((t.epsilon - VOTE_THRESHOLD_SHARE).abs() < 1e-15);
+        assert!((t.epsilon - 0.2).abs() < 1e-15);
         with += training_accuracy(&model, &data);
         let mut bare = model.clone();
         bare.vote_offset = 0;

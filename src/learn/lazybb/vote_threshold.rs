@@ -34,15 +34,34 @@ use crate::data::Dataset;
 use crate::learn::threshold;
 use crate::privacy::{NoiseRng, laplace};
 
-/// The share of a binary LazyBB fit's epsilon spent on the vote threshold
-/// (the rounds get the rest, with all of delta). Chosen on the suite's nine
-/// binary sets leave-one-dataset-out among 0 (no threshold), 0.025, 0.05,
-/// 0.1, 0.2, 0.3 and 0.4 (mean accuracy over epsilon 0.1 to 5, delta 0 and
-/// 1e-6): 0.2 on eight held-out sets, 0.1 on one; held-out mean 0.714
-/// against 0.686 without a threshold (docs/accuracy.md, "LazyBB's vote
-/// threshold"). Both parts scale with `n epsilon` (the rounds' `eta`, the
-/// threshold's scale in rows), so a constant share is the natural family.
-pub const VOTE_THRESHOLD_SHARE: f64 = 0.2;
+/// The default share of a binary LazyBB fit's epsilon spent on the vote
+/// threshold (the rounds get the rest, with all of delta): the largest of
+/// [`DEFAULT_SHARES`] at most `VOTE_THRESHOLD_ROWS / (n epsilon)`, and the
+/// smallest when none is. The threshold's noise in rows is `2 / (share
+/// epsilon)`, so the rule keeps it near `n / 50` rows where that costs at
+/// most a fifth of the budget: small jobs, whose rounds are mostly noise,
+/// give the threshold a fifth; large ones 2.5%.
+///
+/// Chosen on the suite's nine binary sets leave-one-dataset-out
+/// (`scripts/lazybb_threshold_lodo.py --repeats 10`; mean accuracy over
+/// epsilon 0.1 to 5, delta 0 and 1e-6): `K` in 25 .. 3200 or unbounded,
+/// 100 on all nine held-out sets, held-out mean 0.721, against 0.717 for
+/// the best constant share (0.2) and 0.688 without a threshold;
+/// docs/accuracy.md, "LazyBB's vote threshold".
+pub fn default_share(n_rows: usize, epsilon: f64) -> f64 {
+    let bound = VOTE_THRESHOLD_ROWS / (n_rows.max(1) as f64 * epsilon);
+    DEFAULT_SHARES
+        .iter()
+        .copied()
+        .filter(|&s| s <= bound)
+        .fold(DEFAULT_SHARES[0], f64::max)
+}
+
+/// The default shares, increasing ([`default_share`]).
+pub const DEFAULT_SHARES: [f64; 4] = [0.025, 0.05, 0.1, 0.2];
+
+/// [`default_share`]'s `K`: the share is at most `K / (n epsilon)`.
+pub const VOTE_THRESHOLD_ROWS: f64 = 100.0;
 
 /// The largest share a request may give (`vote_threshold_share`): the
 /// rounds keep at least half of epsilon.
