@@ -944,6 +944,53 @@ fn train_refuses_zero_rounds() {
     assert_bad_parameter(&["--rounds", "0"], "rounds");
 }
 
+/// The vote threshold's share (issue 25) is checked before any file is
+/// read and named in the message; `eval` measures LazyBB as `train` runs it
+/// with `--algorithm lazybb`, takes the share there, and refuses it beside
+/// the grid tool's options, which have no threshold.
+#[test]
+fn vote_threshold_share_is_checked_and_evaluated_as_trained() {
+    for value in ["-0.1", "0.6", "NaN"] {
+        assert_bad_parameter(
+            &[&format!("--vote-threshold-share={value}")],
+            "vote_threshold_share",
+        );
+    }
+    let eval = |extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "--data",
+            MUSHROOM_CSV,
+            "--schema",
+            MUSHROOM_SCHEMA,
+            "--folds",
+            "2",
+            "--repeats",
+            "1",
+            "--epsilon",
+            "1",
+        ];
+        args.extend(extra);
+        privboost(args)
+    };
+    let run = eval(&["--algorithm", "lazybb", "--vote-threshold-share", "0"]).success();
+    assert!(
+        run.stdout.contains("\"vote_threshold_share\":0.0"),
+        "{}",
+        run.context()
+    );
+    // Mushroom's 4,062 training rows at epsilon 1: 100 / 4062 is below
+    // every larger share, so the default is 0.025.
+    let run = eval(&["--algorithm", "lazybb"]).success();
+    assert!(
+        run.stdout.contains("\"vote_threshold_share\":0.025"),
+        "{}",
+        run.context()
+    );
+    let line = eval(&["--rounds", "5", "--vote-threshold-share", "0.1"]).error(&[]);
+    assert!(line.contains("--vote-threshold-share"), "{line}");
+}
+
 #[test]
 fn train_refuses_delta_one() {
     assert_bad_parameter(&["--delta", "1"], "delta");

@@ -263,6 +263,73 @@ async fn bad_requests_get_problems_and_charge_nothing() {
     s.stop().await;
 }
 
+/// LazyBB's vote threshold over HTTP (issue 25): a share outside [0, 0.5]
+/// is a 422 naming `vote_threshold_share` on the estimate and the job, and
+/// nothing is charged; a share of 0 plans no threshold; the default job's
+/// model carries the threshold's release in its statement, charged within
+/// the job's epsilon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vote_threshold_share_is_checked_before_any_charge_and_stated() {
+    let s = TestServer::start().await;
+    let (_, owner) = s.key("owner", "o").await;
+    let dataset = s.upload_mushroom(&owner, 5.0).await;
+    let before = s.ledger(&owner, &dataset).await;
+    for share in [-0.1, 0.6] {
+        let body = json!({"dataset_id": dataset, "epsilon": 1.0, "vote_threshold_share": share});
+        for route in ["/v1/jobs/estimate", "/v1/jobs"] {
+            let p = expect_status(
+                s.post(&owner, route, &body).await,
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await;
+            assert_eq!(
+                p["errors"][0]["field"], "vote_threshold_share",
+                "{route}: {p}"
+            );
+        }
+    }
+    assert_eq!(s.ledger(&owner, &dataset).await, before, "nothing charged");
+    let off = json!({"dataset_id": dataset, "epsilon": 1.0, "vote_threshold_share": 0.0});
+    let e = expect_status(
+        s.post(&owner, "/v1/jobs/estimate", &off).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert!(e["noise"]["epsilon_vote_threshold"].is_null(), "{e}");
+    let job = expect_status(
+        s.post(
+            &owner,
+            "/v1/jobs",
+            &json!({"dataset_id": dataset, "epsilon": 1.0, "rounds": 5}),
+        )
+        .await,
+        StatusCode::ACCEPTED,
+    )
+    .await;
+    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let model = expect_status(
+        s.get(
+            &owner,
+            &format!("/v1/models/{}", job["model_id"].as_str().unwrap()),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    // 8,124 rows at epsilon 1: the default share is 0.025.
+    assert_eq!(model["privacy"]["epsilon"], 1.0, "{model}");
+    assert_eq!(
+        model["privacy"]["vote_threshold"]["epsilon"], 0.025,
+        "{model}"
+    );
+    assert_eq!(
+        model["privacy"]["vote_threshold"]["candidates"], 14,
+        "{model}"
+    );
+    s.stop().await;
+}
+
 /// Issue 16: `kappa = 1e-311, tau = 5, epsilon = 1` on Mushroom gives
 /// eta = 4.06e-309, whose Laplace scale 1/eta overflows. The estimate said
 /// admissible and the job was charged, then failed. Now both refuse it with

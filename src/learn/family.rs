@@ -334,6 +334,7 @@ impl LearnError {
             ("(split_share)", "split_share"),
             ("(init_share)", "init_share"),
             ("(validation_share)", "validation_share"),
+            ("(vote_threshold_share)", "vote_threshold_share"),
             ("(delta)", "delta"),
             ("(epsilon)", "epsilon"),
             ("label: ", "dataset_id"),
