@@ -81,6 +81,10 @@ pub struct BenchArgs {
     /// --algorithm, dp-1r with --scale].
     #[arg(long, value_enum)]
     weak_learner: Option<WeakLearnerArg>,
+    /// LazyBB's vote threshold share for `--algorithm` and `--scale` (0:
+    /// none) [default: the default rule].
+    #[arg(long)]
+    vote_threshold_share: Option<f64>,
     /// Epsilon for `--algorithm` and for every learner of `--scale`.
     #[arg(long, default_value_t = 1.0)]
     epsilon: f64,
@@ -118,6 +122,7 @@ fn bench_learner(
     let mut flags = AlgorithmArgs::defaults(algorithm);
     if algorithm == AlgorithmArg::Lazybb {
         flags.weak_learner = args.weak_learner;
+        flags.vote_threshold_share = args.vote_threshold_share;
     }
     let spec = flags.spec()?;
     let budget = Budget::new(args.epsilon, args.delta)?;

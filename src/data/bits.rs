@@ -224,7 +224,18 @@ impl BitMatrix {
     where
         T: Copy + std::ops::AddAssign + std::ops::Mul<Output = T> + From<u8>,
     {
-        for (chunk, &word) in out.chunks_mut(64).zip(self.column(j)) {
+        self.add_where_set_from(j, weight, 0, out);
+    }
+
+    /// [`BitMatrix::add_where_set`] for the rows from `64 first_word` on:
+    /// `out[i]` is row `64 first_word + i` (a block of rows, so that
+    /// callers can split the rows over threads).
+    pub fn add_where_set_from<T>(&self, j: usize, weight: T, first_word: usize, out: &mut [T])
+    where
+        T: Copy + std::ops::AddAssign + std::ops::Mul<Output = T> + From<u8>,
+    {
+        let words = self.column(j).get(first_word..).unwrap_or(&[]);
+        for (chunk, &word) in out.chunks_mut(64).zip(words) {
             for (b, o) in chunk.iter_mut().enumerate() {
                 *o += weight * T::from(((word >> b) & 1) as u8);
             }

@@ -23,9 +23,8 @@ use crate::privacy::grid::GRID_EPSILON;
 /// `c_j` the number of `scores` above `grid[j]` (a score on a grid point is
 /// not above it), `a_j` the number of those rows that are `positive`. Each
 /// score is placed with one division (no search, no data-dependent branch):
-/// its bucket is the number of grid points below it, then suffix sums. Each
-/// row adds 1 to the counts of the grid points below its score and 0 to the
-/// others: a function of its own score and label only.
+/// its bucket is the number of grid points below it, then
+/// [`counts_from_buckets`].
 pub fn counts_by_label(
     scores: &[f64],
     positive: impl Fn(usize) -> bool,
@@ -35,19 +34,34 @@ pub fn counts_by_label(
     if g == 0 {
         return (Vec::new(), Vec::new());
     }
-    let mut all = vec![0u64; g + 1];
-    let mut positives = vec![0u64; g + 1];
     let lo = grid[0];
     let step = if g > 1 {
         (grid[g - 1] - grid[0]) / (g - 1) as f64
     } else {
         1.0
     };
-    for (i, &s) in scores.iter().enumerate() {
+    // NaN (impossible: a released model is finite) lands in bucket 0.
+    let buckets = scores.iter().enumerate().map(|(i, &s)| {
         let b = ((s - lo) / step).ceil().clamp(0.0, g as f64) as usize;
-        // NaN (impossible: a released model is finite) lands in bucket 0.
+        (b, positive(i))
+    });
+    counts_from_buckets(g, buckets)
+}
+
+/// `(c_j, a_j)` for `g` candidates from each row's bucket (the number of
+/// candidates below its score, in `0..=g`) and label: a histogram, then
+/// suffix sums. Each row adds 1 to the counts of the candidates below its
+/// score and 0 to the others: a function of its own score and label only,
+/// with the same work for every row.
+pub fn counts_from_buckets(
+    g: usize,
+    rows: impl Iterator<Item = (usize, bool)>,
+) -> (Vec<u64>, Vec<u64>) {
+    let mut all = vec![0u64; g + 1];
+    let mut positives = vec![0u64; g + 1];
+    for (b, positive) in rows {
         all[b] += 1;
-        positives[b] += u64::from(positive(i));
+        positives[b] += u64::from(positive);
     }
     // c_j = number of rows whose bucket exceeds j.
     let suffix = |buckets: &[u64]| {

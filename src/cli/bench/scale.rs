@@ -287,6 +287,7 @@ fn time_learner(
     if algorithm == AlgorithmArg::Lazybb {
         flags.rounds = Some(args.rounds);
         flags.weak_learner = Some(args.weak_learner.unwrap_or(WeakLearnerArg::OneRule));
+        flags.vote_threshold_share = args.vote_threshold_share;
     }
     let mut row = TrainingRow {
         algorithm: clap::ValueEnum::to_possible_value(&algorithm)

@@ -5,6 +5,7 @@
 //! of the DP training run (the hypotheses), so reading, inspecting and
 //! predicting with it is post-processing and costs no budget.
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::LearnError;
@@ -731,12 +732,24 @@ impl Predictor {
     pub fn vote_sums(&self, data: &Dataset) -> Vec<i32> {
         let n = data.n_rows();
         let mut sums = vec![self.base; n];
-        // Every bit visited (`BitMatrix::add_where_set`): a DP evaluation's
-        // pass over private rows takes work independent of the rows.
-        for &(literal, doubled) in &self.doubled_votes {
-            data.features
-                .add_where_set(literal as usize, doubled, &mut sums);
-        }
+        // Every bit visited (`BitMatrix::add_where_set_from`): a DP
+        // evaluation's pass over private rows takes work independent of the
+        // rows. Blocks of rows over the threads, each block's sums staying
+        // in cache across the literals; integer sums, the same for any
+        // thread count.
+        const BLOCK_WORDS: usize = 4096;
+        sums.par_chunks_mut(64 * BLOCK_WORDS)
+            .enumerate()
+            .for_each(|(b, block)| {
+                for &(literal, doubled) in &self.doubled_votes {
+                    data.features.add_where_set_from(
+                        literal as usize,
+                        doubled,
+                        b * BLOCK_WORDS,
+                        block,
+                    );
+                }
+            });
         // Trees: every node of every tree for every row (`true_rows`), so
         // the pass's work does not depend on the paths the rows take.
         for tree in &self.trees {

@@ -121,8 +121,15 @@ pub fn grid(tau: u32) -> Vec<f64> {
 /// a row is predicted positive iff its vote sum is above the candidate.
 pub fn scores(vote_sums: &[i32], data: &Dataset, tau: u32) -> Result<Vec<f64>, LearnError> {
     let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
-    let sums: Vec<f64> = vote_sums.iter().map(|&v| f64::from(v)).collect();
-    let (above, positive_above) = threshold::counts_by_label(&sums, |i| labels.get(i), &grid(tau));
+    // A vote sum v has `v + tau + 2` candidates below it (`-tau - 3/2`
+    // up to `v - 1/2`), in integers; clamped like any score outside.
+    let g = grid(tau).len();
+    let offset = i64::from(tau) + 2;
+    let buckets = vote_sums.iter().enumerate().map(|(i, &v)| {
+        let b = (i64::from(v) + offset).clamp(0, g as i64) as usize;
+        (b, labels.get(i))
+    });
+    let (above, positive_above) = threshold::counts_from_buckets(g, buckets);
     let p = labels.count_ones() as u64;
     Ok(threshold::correct_counts(
         &above,
