@@ -713,39 +713,45 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
         ));
     }
     // Multiclass: each of the k one-vs-rest fits is a binary run at
-    // epsilon / k, delta / k (`lazybb::multiclass`). A binary fit spends
-    // VOTE_THRESHOLD_SHARE of epsilon on its vote threshold (pure DP, basic
-    // composition with the rounds, which get the rest and all of delta):
-    // the rounds' default rule is that of the whole epsilon.
-    let share = spec.vote_threshold_share;
-    if let Some(s) = share
+    // epsilon / k, delta / k (`lazybb::multiclass`). A binary fit spends a
+    // share of epsilon on its vote threshold (`vote_threshold::
+    // default_share` unless given; pure DP, basic composition with the
+    // rounds, which get the rest and all of delta): the rounds' default
+    // rule is that of the whole epsilon.
+    if let Some(s) = spec.vote_threshold_share
         && !(0.0..=MAX_VOTE_THRESHOLD_SHARE).contains(&s)
     {
         return Err(LearnError::InvalidParameter(format!(
             "vote threshold share (vote_threshold_share) must be in [0, {MAX_VOTE_THRESHOLD_SHARE}], got {s}"
         )));
     }
-    let (fit_budget, threshold_epsilon) = match one_vs_rest {
+    let (fit_budget, share) = match one_vs_rest {
         Some((k, _)) => {
-            if share.is_some_and(|s| s > 0.0) {
+            if spec.vote_threshold_share.is_some_and(|s| s > 0.0) {
                 return Err(LearnError::InvalidParameter(
                     "vote threshold share (vote_threshold_share): a multiclass label's one-vs-rest fits have no vote threshold; give 0 or leave it out".into(),
                 ));
             }
             (super::lazybb::multiclass::per_fit_budget(budget, k)?, None)
         }
-        None => {
-            let share = share.unwrap_or_else(|| default_share(facts.n_rows, budget.epsilon()));
-            (budget, (share > 0.0).then(|| share * budget.epsilon()))
-        }
+        None => (
+            budget,
+            Some(
+                spec.vote_threshold_share
+                    .unwrap_or_else(|| default_share(facts.n_rows, budget.epsilon())),
+            ),
+        ),
+    };
+    let threshold_epsilon = share.filter(|&s| s > 0.0).map(|s| s * fit_budget.epsilon());
+    // The rounds get the rest, rounded down (one step below the nearest
+    // double) so that the two parts never sum to more than the fit's epsilon.
+    let rounds_budget = match threshold_epsilon {
+        Some(e) => Budget::new((fit_budget.epsilon() - e).next_down(), fit_budget.delta())?,
+        None => fit_budget,
     };
     // One default rule per weak learner, shared by the CLI and the API
     // (params.rs documents and validates each), at the epsilon of one
     // binary fit (the whole budget for a binary label).
-    let rounds_budget = match threshold_epsilon {
-        Some(e) => Budget::new(fit_budget.epsilon() - e, fit_budget.delta())?,
-        None => fit_budget,
-    };
     let (tau, lambda, kappa, t) = match weak_learner {
         WeakLearnerName::OneRule => {
             let (tau, lambda, kappa) = default_parameters(fit_budget.epsilon());
@@ -762,13 +768,7 @@ fn plan_lazybb(spec: LazyBbSpec, budget: Budget, facts: PublicFacts) -> Result<P
         kappa: Some(spec.kappa.unwrap_or(kappa)),
         weak_learner: Some(weak_learner),
         internal_nodes: t.map(|t| spec.internal_nodes.unwrap_or(t)),
-        vote_threshold_share: match one_vs_rest {
-            Some(_) => spec.vote_threshold_share,
-            None => Some(
-                spec.vote_threshold_share
-                    .unwrap_or_else(|| default_share(facts.n_rows, budget.epsilon())),
-            ),
-        },
+        vote_threshold_share: share.or(spec.vote_threshold_share),
     };
     let params = LazyBbParams {
         tau: resolved.tau.unwrap_or(tau),

@@ -366,8 +366,8 @@ impl LazyBbModel {
             self.privacy.accounting, plan.epsilon
         );
         self.privacy.budget_split = format!(
-            "{} of epsilon to the vote threshold, the rest {}",
-            plan.epsilon, self.privacy.budget_split
+            "epsilon {} of {} to the vote threshold, the rest {}",
+            plan.epsilon, plan.fit_epsilon, self.privacy.budget_split
         );
         self.privacy.vote_threshold = Some(*plan);
         self
@@ -540,7 +540,8 @@ impl LazyBbModel {
                 vec![&self.ensemble]
             }
         };
-        if self.vote_offset.unsigned_abs() > tau + 2
+        let offsets = -(i64::from(tau) + 2)..=i64::from(tau) + 1;
+        if !offsets.contains(&i64::from(self.vote_offset))
             || (self.vote_offset != 0 && self.is_multiclass())
         {
             return Err(LearnError::ModelFormat(format!(

@@ -13,7 +13,7 @@ use crate::privacy::testutil::{chi_square_p_value, rnm_laplace_probabilities};
 use crate::privacy::{Budget, NoiseRng};
 
 /// Rows given as lists of active literals, with labels.
-fn dataset(d: usize, rows: &[(&[u32], bool)]) -> Dataset {
+pub(super) fn dataset(d: usize, rows: &[(&[u32], bool)]) -> Dataset {
     let mut builder = BitMatrixBuilder::new(d);
     for (active, _) in rows {
         builder.push_row(active);

@@ -5,29 +5,14 @@
 
 use super::boost::Ensemble;
 use super::hypothesis::Hypothesis;
+use super::tests::dataset;
 use super::vote_threshold::{
     VoteThresholdPlan, choose_offset, default_share, grid, offset_of, scores,
 };
-use crate::data::{BitMatrixBuilder, BitVec, Dataset, Encoder, LabelMode, Schema, Task, read_csv};
+use crate::data::{Dataset, Encoder, LabelMode, Schema, Task, read_csv};
 use crate::learn::{AlgorithmSpec, LazyBbModel, LazyBbSpec, Model, PublicFacts};
 use crate::privacy::testutil::{chi_square_p_value, rnm_laplace_probabilities};
 use crate::privacy::{Budget, NoiseRng};
-
-/// Rows as lists of active literals, with labels.
-fn dataset(d: usize, rows: &[(&[u32], bool)]) -> Dataset {
-    let mut builder = BitMatrixBuilder::new(d);
-    for (active, _) in rows {
-        builder.push_row(active);
-    }
-    let labels: Vec<bool> = rows.iter().map(|r| r.1).collect();
-    Dataset {
-        features: builder.finish(),
-        labels: Some(BitVec::from_bools(&labels)),
-        targets: None,
-        classes: None,
-        one_hot_groups: vec![],
-    }
-}
 
 /// Six rows whose votes under the three stumps "literal 0", "literal 1",
 /// "literal 2" are -3, -1, 1, 3, 1, -1 (each true literal +1, each false
@@ -306,8 +291,9 @@ fn a_vote_without_signal_predicts_the_majority() {
 }
 
 /// The offset is written, read back and checked: a model's predictions use
-/// it (vote sums moved by it, the score still in [-1, 1]); an offset beyond
-/// tau + 2 is refused; a file without it (older, or multiclass) reads as 0.
+/// it (vote sums moved by it, the score still in [-1, 1]); an offset outside
+/// the candidates' [-(tau + 2), tau + 1] is refused; a file without it
+/// (older, or multiclass) reads as 0.
 #[test]
 fn vote_offset_round_trips_and_is_checked() {
     let (encoder, data) = no_signal();
@@ -333,9 +319,13 @@ fn vote_offset_round_trips_and_is_checked() {
         assert_eq!(p.score, f64::from(b) / f64::from(tau + 4));
     }
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
-    value["vote_offset"] = serde_json::json!(tau + 3);
-    let err = LazyBbModel::from_json(&value.to_string()).unwrap_err();
-    assert!(err.to_string().contains("vote_offset"), "{err}");
+    for bad in [tau + 2, -tau - 3] {
+        value["vote_offset"] = serde_json::json!(bad);
+        let err = LazyBbModel::from_json(&value.to_string()).unwrap_err();
+        assert!(err.to_string().contains("vote_offset"), "{err}");
+    }
+    value["vote_offset"] = serde_json::json!(-tau - 2);
+    assert!(LazyBbModel::from_json(&value.to_string()).is_ok());
     let mut value: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     value.as_object_mut().unwrap().remove("vote_offset");
     assert_eq!(
