@@ -308,15 +308,7 @@ async fn vote_threshold_share_is_checked_before_any_charge_and_stated() {
     .await;
     let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
     assert_eq!(job["state"], "succeeded", "{job}");
-    let model = expect_status(
-        s.get(
-            &owner,
-            &format!("/v1/models/{}", job["model_id"].as_str().unwrap()),
-        )
-        .await,
-        StatusCode::OK,
-    )
-    .await;
+    let model = s.model_of(&owner, &job).await;
     // 8,124 rows at epsilon 1: the default share is 0.025.
     assert_eq!(model["privacy"]["epsilon"], 1.0, "{model}");
     assert_eq!(

@@ -388,15 +388,7 @@ async fn the_model_says_defaults_were_used_when_its_job_does() {
             job["params"]["defaults_used"], expected,
             "{algorithm}: {job}"
         );
-        let model = expect_status(
-            s.get(
-                &owner,
-                &format!("/v1/models/{}", job["model_id"].as_str().unwrap()),
-            )
-            .await,
-            StatusCode::OK,
-        )
-        .await;
+        let model = s.model_of(&owner, &job).await;
         assert_eq!(
             model["params"]["defaults_used"], expected,
             "{algorithm} {given}: the model disagrees with its job: {model}"

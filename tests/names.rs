@@ -87,15 +87,7 @@ async fn one_name_per_parameter_with_the_old_spellings_as_aliases() {
     assert_eq!(job["params"]["rounds"], 5, "{job}");
     let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
     assert_eq!(job["params"]["density"], 0.3, "{job}");
-    let model = expect_status(
-        s.get(
-            &owner,
-            &format!("/v1/models/{}", job["model_id"].as_str().unwrap()),
-        )
-        .await,
-        StatusCode::OK,
-    )
-    .await;
+    let model = s.model_of(&owner, &job).await;
     assert_eq!(model["params"]["rounds"], 5, "{model}");
     assert_eq!(model["model"]["params"]["density"], 0.3, "{model}");
     assert!(model["model"]["params"].get("kappa").is_none(), "{model}");

@@ -7,8 +7,10 @@
 //! most 1 when one row is substituted. A report-noisy-max over public
 //! candidate thresholds, scored by such counts, picks the threshold.
 //!
-//! - [`counts_by_label`]: the number of rows (and of positive rows) above
-//!   each candidate, in one pass whose work depends on n and the number of
+//! - [`counts_by_label`] (real scores on an even grid) and
+//!   [`counts_from_buckets`] (rows already bucketed, e.g. integer vote
+//!   sums): the number of rows (and of positive rows) above each
+//!   candidate, in one pass whose work depends on n and the number of
 //!   candidates only.
 //! - [`correct_counts`]: the rows each candidate classifies correctly.
 //! - [`rnm_scale`]: the Laplace scale of a report-noisy-max over integer
@@ -76,8 +78,9 @@ pub fn counts_from_buckets(
     (suffix(&all), suffix(&positives))
 }
 
-/// The rows each candidate classifies correctly, from [`counts_by_label`]'s
-/// `(above, positive_above)` and the positive count `p` of `n` rows: the
+/// The rows each candidate classifies correctly, from the `(above,
+/// positive_above)` of [`counts_by_label`] or [`counts_from_buckets`] and
+/// the positive count `p` of `n` rows: the
 /// `a_j` positives above it plus the negatives at or below it, `n - c_j -
 /// (p - a_j)`. Substituting one row moves each by at most 1 (its own term
 /// is 0 or 1); every value is an integer below 2^53, computed exactly.

@@ -262,6 +262,16 @@ impl TestServer {
         }
     }
 
+    /// The model a finished job made (`GET /v1/models/{job.model_id}`, 200).
+    pub async fn model_of(&self, key: &str, job: &Value) -> Value {
+        let id = job["model_id"].as_str().expect("a job with a model");
+        expect_status(
+            self.get(key, &format!("/v1/models/{id}")).await,
+            StatusCode::OK,
+        )
+        .await
+    }
+
     /// The ledger entries of a dataset.
     pub async fn ledger(&self, key: &str, dataset: &str) -> Vec<Value> {
         let body = expect_status(

@@ -244,15 +244,9 @@ fn no_signal() -> (Encoder, Dataset) {
 }
 
 fn training_accuracy(model: &LazyBbModel, data: &Dataset) -> f64 {
-    let predictor = model.predictor();
     let labels = data.labels.as_ref().unwrap();
-    let sums = predictor.vote_sums(data);
-    let correct = sums
-        .iter()
-        .enumerate()
-        .filter(|&(i, &s)| predictor.prediction(s).positive == labels.get(i))
-        .count();
-    correct as f64 / data.n_rows() as f64
+    let labels: Vec<bool> = (0..data.n_rows()).map(|i| labels.get(i)).collect();
+    crate::learn::metrics::accuracy(&model.predictor().vote_sums(data), &labels)
 }
 
 /// Without signal at epsilon 1, the rounds' vote is a coin flip; the

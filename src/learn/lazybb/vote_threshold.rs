@@ -103,18 +103,22 @@ impl VoteThresholdPlan {
         Ok(VoteThresholdPlan {
             epsilon,
             scale,
-            candidates: grid(tau).len(),
+            candidates: candidate_count(tau),
             fit_epsilon,
         })
     }
 }
 
+/// The number of candidates, `2 tau + 4`.
+pub fn candidate_count(tau: u32) -> usize {
+    2 * tau as usize + 4
+}
+
 /// The candidates `g_j = -tau - 3/2 + j`, `j = 0 .. 2 tau + 3`: evenly
 /// spaced half-integers, the first below every vote sum, the last above.
 pub fn grid(tau: u32) -> Vec<f64> {
-    let tau = f64::from(tau);
-    let count = 2 * tau as usize + 4;
-    (0..count).map(|j| -tau - 1.5 + j as f64).collect()
+    let lo = -f64::from(tau) - 1.5;
+    (0..candidate_count(tau)).map(|j| lo + j as f64).collect()
 }
 
 /// Each candidate's score on `data`: the rows it classifies correctly when
@@ -123,7 +127,7 @@ pub fn scores(vote_sums: &[i32], data: &Dataset, tau: u32) -> Result<Vec<f64>, L
     let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
     // A vote sum v has `v + tau + 2` candidates below it (`-tau - 3/2`
     // up to `v - 1/2`), in integers; clamped like any score outside.
-    let g = grid(tau).len();
+    let g = candidate_count(tau);
     let offset = i64::from(tau) + 2;
     let buckets = vote_sums.iter().enumerate().map(|(i, &v)| {
         let b = (i64::from(v) + offset).clamp(0, g as i64) as usize;
