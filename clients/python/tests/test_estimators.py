@@ -50,6 +50,26 @@ def test_local_classifier_on_mushroom(binary, mushroom_split):
     assert clf.score(X_test, y_test) == pytest.approx(accuracy)
 
 
+def test_a_tied_vote_sum_reads_as_the_predicted_class_everywhere(binary, mushroom_split):
+    # LazyBB predicts classes_[1] when its vote sum plus the vote offset is >= 0, so a row can sit exactly on
+    # the boundary (score 0, probability 0.5). decision_function and predict_proba must still agree with
+    # predict there, as scikit-learn's checks read them (decision > 0, the larger probability).
+    X_train, X_test, y_train, _, schema = mushroom_split
+    clf = PrivboostClassifier(epsilon=1.0, schema=schema, binary=binary).fit(X_train, y_train)
+    rounds = clf.model_["params"]["rounds"]
+    offset = clf.model_.get("vote_offset", 0)  # not written when 0
+    sums = np.rint(clf.decision_function(X_test) * (rounds + abs(offset))) - offset
+    # Move the threshold onto the first row's vote sum: that row ties and is predicted classes_[1].
+    clf.model_["vote_offset"] = int(-sums[0])
+    predicted = clf.predict(X_test)
+    assert predicted[0] == clf.classes_[1]
+    decision = clf.decision_function(X_test)
+    proba = clf.predict_proba(X_test)
+    assert decision[0] > 0 and proba[0, 1] > proba[0, 0]
+    assert list(clf.classes_[(decision > 0).astype(int)]) == list(predicted)
+    assert list(clf.classes_[np.argmax(proba, axis=1)]) == list(predicted)
+
+
 def test_fitted_estimator_pickles_and_predicts_the_same(binary, mushroom_split):
     X_train, X_test, y_train, _, schema = mushroom_split
     clf = PrivboostClassifier(epsilon=0.5, rounds=9, schema=schema, binary=binary).fit(X_train, y_train)

@@ -638,7 +638,16 @@ class PrivboostClassifier(ClassifierMixin, _PrivboostBase):
 
     def _positive_probability(self, X: Any) -> tuple[pd.DataFrame, np.ndarray]:
         raw = self._raw_predict(X)
-        return raw, raw["probability"].to_numpy(dtype=float)
+        return raw, self._break_ties(raw, raw["probability"].to_numpy(dtype=float), 0.5)
+
+    def _break_ties(self, raw: pd.DataFrame, values: np.ndarray, tie: float) -> np.ndarray:
+        """``values`` (a binary model's scores, or its probabilities of ``classes_[1]``) with each row that sits
+        exactly on the boundary ``tie`` and was predicted ``classes_[1]`` moved to the next double above it.
+        The model predicts ``classes_[1]`` at score >= 0 (a LazyBB vote sum that ties, which its vote threshold
+        makes possible for any number of rounds); scikit-learn reads only decision > 0 and the larger
+        probability as ``classes_[1]``, so without this the methods would disagree with :meth:`predict`."""
+        positive = raw["class"].astype(str).to_numpy() == self._class_names[1]
+        return np.where((values == tie) & positive, np.nextafter(tie, 1.0), values)
 
     def _class_probabilities(self, raw: pd.DataFrame) -> np.ndarray:
         """A multiclass model's (n, k) probabilities, columns in ``classes_`` order: the server answers a
@@ -673,7 +682,7 @@ class PrivboostClassifier(ClassifierMixin, _PrivboostBase):
             return np.log(self.predict_proba(X))
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """Binary: the model's score in [-1, 1]; > 0 leans to ``classes_[1]``. Multiclass: shape (n, k), the log
+        """Binary: the model's score in [-1, 1]; > 0 exactly when :meth:`predict` says ``classes_[1]``. Multiclass: shape (n, k), the log
         of each class's probability (the model's logits less each row's log-sum-exp; the largest is the
         predicted class)."""
         check_is_fitted(self, "model_")
@@ -681,7 +690,7 @@ class PrivboostClassifier(ClassifierMixin, _PrivboostBase):
             with np.errstate(divide="ignore"):
                 return np.log(self._class_probabilities(self._raw_predict(X)))
         raw = self._raw_predict(X)
-        return raw["score"].to_numpy(dtype=float)
+        return self._break_ties(raw, raw["score"].to_numpy(dtype=float), 0.0)
 
 
 class PrivboostRegressor(RegressorMixin, _PrivboostBase):
