@@ -78,7 +78,7 @@ pub(crate) struct Loaded {
 /// the move away from it; the replica that deletes it, never.
 #[derive(Default)]
 pub(crate) struct ModelCache {
-    map: Mutex<HashMap<String, (ModelRecord, Arc<Loaded>)>>,
+    map: Mutex<HashMap<String, (Arc<ModelRecord>, Arc<Loaded>)>>,
 }
 
 /// Models kept loaded.
@@ -86,8 +86,10 @@ const MODEL_CACHE_SIZE: usize = 256;
 
 impl ModelCache {
     /// The record and loaded model of `id` if they are loaded: what a
-    /// prediction needs without a database read.
-    fn get(&self, id: &str) -> Option<(ModelRecord, Arc<Loaded>)> {
+    /// prediction needs without a database read. Shared, not copied: the
+    /// record holds the whole model file, which a warm prediction must not
+    /// copy.
+    fn get(&self, id: &str) -> Option<(Arc<ModelRecord>, Arc<Loaded>)> {
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -129,7 +131,10 @@ impl ModelCache {
         if map.len() >= MODEL_CACHE_SIZE {
             map.clear();
         }
-        map.insert(record.id.clone(), (record.clone(), loaded.clone()));
+        map.insert(
+            record.id.clone(),
+            (Arc::new(record.clone()), loaded.clone()),
+        );
         Ok(loaded)
     }
 }
@@ -569,7 +574,7 @@ pub(super) async fn deployed(
     state: &AppState,
     caller: &Caller,
     name: &str,
-) -> Result<(Deployment, ModelRecord, Arc<Loaded>), ApiError> {
+) -> Result<(Deployment, Arc<ModelRecord>, Arc<Loaded>), ApiError> {
     let d = cached_deployment(state, caller, name).await?;
     // The deployment may move between versions, so it is cached briefly
     // and forgotten on every move (`super::cache`); the model it points to
@@ -581,7 +586,7 @@ pub(super) async fn deployed(
         .await?
         .ok_or(ApiError::NotFound("deployment"))?;
     let loaded = state.models.load(&record)?;
-    Ok((d, record, loaded))
+    Ok((d, Arc::new(record), loaded))
 }
 
 /// A deployment as JSON, with its qualified name.

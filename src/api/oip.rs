@@ -92,7 +92,7 @@ async fn resolve(
     caller: &Caller,
     name: &str,
     version: Option<&str>,
-) -> Result<(Option<i64>, ModelRecord, Arc<Loaded>), ApiError> {
+) -> Result<(Option<i64>, Arc<ModelRecord>, Arc<Loaded>), ApiError> {
     let (d, record, loaded) = deployed(state, caller, name).await?;
     let Some(v) = version.filter(|v| *v != record.id) else {
         return Ok((Some(d.version), record, loaded));
@@ -109,13 +109,13 @@ async fn resolve(
         let (record, loaded) = visible_model(state, caller, v)
             .await
             .map_err(|_| not_found())?;
-        return Ok((None, record, loaded));
+        return Ok((None, Arc::new(record), loaded));
     };
     let record = models::get(&state.pool, &model_id)
         .await?
         .ok_or_else(not_found)?;
     let loaded = state.models.load(&record)?;
-    Ok((Some(number), record, loaded))
+    Ok((Some(number), Arc::new(record), loaded))
 }
 
 /// The protocol datatype of a column.
