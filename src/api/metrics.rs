@@ -32,34 +32,45 @@ pub(crate) struct Metrics {
     inner: Mutex<Inner>,
 }
 
+/// Counters by method, then route (the order the text format lists them
+/// in); looked up by `&str`, so a request allocates only the first time its
+/// method and route are seen.
 #[derive(Default)]
 struct Inner {
-    /// (method, route, status) -> count.
-    requests: BTreeMap<(String, String, u16), u64>,
-    /// (method, route) -> latency.
-    latency: BTreeMap<(String, String), Histogram>,
+    by_method: BTreeMap<String, BTreeMap<String, RouteStats>>,
+}
+
+#[derive(Default)]
+struct RouteStats {
+    /// status -> count.
+    statuses: BTreeMap<u16, u64>,
+    latency: Histogram,
 }
 
 /// Middleware: count and time each request by its matched route.
 pub(crate) async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let method = req.method().to_string();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = req.method().clone();
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let start = Instant::now();
     let response = next.run(req).await;
     let seconds = start.elapsed().as_secs_f64();
     let status = response.status().as_u16();
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     let mut m = state
         .metrics
         .inner
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    *m.requests
-        .entry((method.clone(), route.clone(), status))
-        .or_default() += 1;
-    let h = m.latency.entry((method, route)).or_default();
+    let routes = match m.by_method.get_mut(method.as_str()) {
+        Some(routes) => routes,
+        None => m.by_method.entry(method.as_str().to_owned()).or_default(),
+    };
+    let stats = match routes.get_mut(route) {
+        Some(stats) => stats,
+        None => routes.entry(route.to_owned()).or_default(),
+    };
+    *stats.statuses.entry(status).or_default() += 1;
+    let h = &mut stats.latency;
     h.count += 1;
     h.sum += seconds;
     for (i, le) in BUCKETS.iter().enumerate() {
@@ -78,15 +89,24 @@ impl Metrics {
             "# HELP privboost_http_requests_total HTTP requests by method, route and status.\n",
         );
         out.push_str("# TYPE privboost_http_requests_total counter\n");
-        for ((method, route, status), n) in &m.requests {
-            let _ = writeln!(
-                out,
-                "privboost_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}"
-            );
+        for (method, routes) in &m.by_method {
+            for (route, stats) in routes {
+                for (status, n) in &stats.statuses {
+                    let _ = writeln!(
+                        out,
+                        "privboost_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}"
+                    );
+                }
+            }
         }
         out.push_str("# HELP privboost_http_request_duration_seconds HTTP request latency by method and route.\n");
         out.push_str("# TYPE privboost_http_request_duration_seconds histogram\n");
-        for ((method, route), h) in &m.latency {
+        let latencies = m.by_method.iter().flat_map(|(method, routes)| {
+            routes
+                .iter()
+                .map(move |(route, s)| (method, route, &s.latency))
+        });
+        for (method, route, h) in latencies {
             let labels = format!("method=\"{method}\",route=\"{route}\"");
             for (le, c) in BUCKETS.iter().zip(h.counts) {
                 let _ = writeln!(

@@ -78,8 +78,12 @@ pub(crate) struct Loaded {
 /// the move away from it; the replica that deletes it, never.
 #[derive(Default)]
 pub(crate) struct ModelCache {
-    map: Mutex<HashMap<String, (Arc<ModelRecord>, Arc<Loaded>)>>,
+    map: Mutex<HashMap<String, Cached>>,
 }
+
+/// A cached model: its record (shared: it holds the whole model file) and
+/// the model loaded.
+type Cached = (Arc<ModelRecord>, Arc<Loaded>);
 
 /// Models kept loaded.
 const MODEL_CACHE_SIZE: usize = 256;
@@ -89,7 +93,7 @@ impl ModelCache {
     /// prediction needs without a database read. Shared, not copied: the
     /// record holds the whole model file, which a warm prediction must not
     /// copy.
-    fn get(&self, id: &str) -> Option<(Arc<ModelRecord>, Arc<Loaded>)> {
+    fn get(&self, id: &str) -> Option<Cached> {
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())

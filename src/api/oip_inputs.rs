@@ -7,7 +7,6 @@
 //! the Open Inference Protocol").
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer};
@@ -21,13 +20,67 @@ use crate::data::{Cell, CellSeed, ColumnError, DataError, Encoder, LiteralRows};
 pub(super) struct InferInput<'a> {
     #[serde(borrow)]
     name: Cow<'a, str>,
-    shape: Vec<i64>,
+    shape: Shape,
     #[serde(borrow)]
     datatype: Cow<'a, str>,
     #[serde(default, borrow)]
     data: Option<Cells<'a>>,
     #[serde(default)]
     parameters: Option<InputParameters>,
+}
+
+/// A tensor's shape, its first two dimensions kept inline: a request's
+/// tensors are `[n]` or `[n, 1]`, and a single-row request has one tensor
+/// per column, so an allocation per tensor is a cost every prediction pays.
+#[derive(Default)]
+struct Shape {
+    inline: [i64; 2],
+    len: usize,
+    /// Dimensions past the second (a shape this service refuses, kept for
+    /// the message).
+    rest: Vec<i64>,
+}
+
+impl Shape {
+    fn dims(&self) -> impl Iterator<Item = i64> + '_ {
+        self.inline[..self.len.min(2)]
+            .iter()
+            .chain(&self.rest)
+            .copied()
+    }
+}
+
+impl std::fmt::Debug for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.dims()).finish()
+    }
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Dims;
+        impl<'de> serde::de::Visitor<'de> for Dims {
+            type Value = Shape;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence of integers")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Shape, A::Error> {
+                let mut shape = Shape::default();
+                while let Some(d) = seq.next_element::<i64>()? {
+                    match shape.inline.get_mut(shape.len) {
+                        Some(slot) => *slot = d,
+                        None => shape.rest.push(d),
+                    }
+                    shape.len += 1;
+                }
+                Ok(shape)
+            }
+        }
+        deserializer.deserialize_seq(Dims)
+    }
 }
 
 /// An input's parameters: only the binary extension's size is read (any
@@ -295,18 +348,18 @@ impl<'a> Columns<'a> {
         let names = encoder.feature_names();
         let mut features: Vec<Option<Column<'a>>> = Vec::new();
         features.resize_with(names.len(), || None);
-        let mut seen: HashSet<Cow<'a, str>, foldhash::fast::RandomState> = HashSet::default();
+        let mut others: Vec<Cow<'a, str>> = Vec::new();
         for (k, input) in inputs.into_iter().enumerate() {
             let field = InputField(k);
             let count = input
                 .shape
-                .iter()
+                .dims()
                 .try_fold(1usize, |acc, d| {
-                    usize::try_from(*d).ok().map(|d| acc.saturating_mul(d))
+                    usize::try_from(d).ok().map(|d| acc.saturating_mul(d))
                 })
                 .ok_or_else(|| bad(format!("{field}: negative dimension in shape")))?;
-            let rows = input.shape.first().copied().unwrap_or(0).max(0) as usize;
-            if input.shape.is_empty() || count != rows {
+            let rows = input.shape.dims().next().unwrap_or(0).max(0) as usize;
+            if input.shape.len == 0 || count != rows {
                 return Err(bad(format!(
                     "{field}: shape must be [n] or [n, 1] (one value per row)"
                 )));
@@ -314,7 +367,15 @@ impl<'a> Columns<'a> {
             if *n.get_or_insert(rows) != rows {
                 return Err(bad(format!("{field}: every input must have the same rows")));
             }
-            if !seen.insert(input.name.clone()) {
+            // A repeated name: a feature's slot is already filled (it is
+            // filled below, before the next input), any other name is in
+            // `others` (a few at most: the label and ignored columns).
+            let role = encoder.column_role(&input.name);
+            let repeated = match role {
+                Some(Some(f)) => features[f].is_some(),
+                _ => others.contains(&input.name),
+            };
+            if repeated {
                 return Err(bad(format!(
                     "{field}: a second input named {:?}",
                     input.name
@@ -351,11 +412,11 @@ impl<'a> Columns<'a> {
                     )));
                 }
             };
-            match encoder.column_role(&input.name) {
+            match role {
                 Some(Some(f)) => features[f] = Some(Column::new(decoded, encoder, f)),
                 // An ignored column, or the label: skipped.
-                Some(None) => {}
-                None if input.name == encoder.schema().label_column() => {}
+                Some(None) => others.push(input.name),
+                None if input.name == encoder.schema().label_column() => others.push(input.name),
                 None => {
                     return Err(unencodable(DataError::row(
                         1,
