@@ -48,6 +48,7 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tower::ServiceBuilder;
 use tower_http::LatencyUnit;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -406,46 +407,56 @@ pub fn route_list() -> Vec<(String, String)> {
 pub fn router(state: AppState) -> Router {
     let config = state.config.clone();
     let routes = routes(&config);
+    // Each `Router::layer` call wraps every route in one more boxed service,
+    // cloned on every request (tower's BoxCloneSyncService): the layers go
+    // in as two ServiceBuilders, one box each, instead of one per layer.
+    // ServiceBuilder lists them outermost first.
     routes
         .router
         .fallback(|| async { StatusCode::NOT_FOUND })
-        .layer(DefaultBodyLimit::max(config.max_body_bytes))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            config.request_timeout,
-        ))
-        .layer(axum::middleware::from_fn(error::normalize_errors))
+        .layer(
+            ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(error::normalize_errors))
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::REQUEST_TIMEOUT,
+                    config.request_timeout,
+                ))
+                .layer(DefaultBodyLimit::max(config.max_body_bytes)),
+        )
         // The web dashboard (HTML; its error pages stay HTML, so it joins
         // inside the request-id, tracing and metrics layers but outside the
         // problem+json normaliser; it sets its own body limit and timeout).
         .merge(dashboard::router(state.clone()))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            metrics::record,
-        ))
-        .layer(PropagateRequestIdLayer::x_request_id())
         .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(|req: &axum::http::Request<_>| {
-                    let path = req
-                        .extensions()
-                        .get::<axum::extract::MatchedPath>()
-                        .map_or("unmatched", |p| p.as_str());
-                    let request_id = req
-                        .headers()
-                        .get("x-request-id")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("");
-                    tracing::info_span!("request", method = %req.method(), path, request_id)
-                })
-                // One INFO line per response: status and latency, nothing else.
-                .on_response(
-                    DefaultOnResponse::new()
-                        .level(tracing::Level::INFO)
-                        .latency_unit(LatencyUnit::Micros),
-                ),
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(|req: &axum::http::Request<_>| {
+                            let path = req
+                                .extensions()
+                                .get::<axum::extract::MatchedPath>()
+                                .map_or("unmatched", |p| p.as_str());
+                            let request_id = req
+                                .headers()
+                                .get("x-request-id")
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or("");
+                            tracing::info_span!("request", method = %req.method(), path, request_id)
+                        })
+                        // One INFO line per response: status and latency, nothing else.
+                        .on_response(
+                            DefaultOnResponse::new()
+                                .level(tracing::Level::INFO)
+                                .latency_unit(LatencyUnit::Micros),
+                        ),
+                )
+                .layer(PropagateRequestIdLayer::x_request_id())
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    metrics::record,
+                )),
         )
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)
 }
 
