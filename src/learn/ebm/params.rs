@@ -41,20 +41,19 @@ impl Schedule {
     /// "DP-EBM").
     ///
     /// - epochs: [`DEFAULT_EPOCHS_ZCDP`] with delta > 0 (a regressor:
-    ///   [`DEFAULT_EPOCHS_ZCDP_REGRESSION`]), [`DEFAULT_EPOCHS_PURE`] with
-    ///   delta = 0 (the Laplace noise grows with `E K`, not its root); k
-    ///   classes with delta = 0: the most of [`PURE_MULTICLASS_EPOCHS`]
-    ///   that keeps `n / s` at least [`PURE_MULTICLASS_MIN_SNR`] (one
-    ///   epoch if none does), since the best epochs grew with the
-    ///   signal-to-noise ratio on the suite's multiclass sets (one at
-    ///   epsilon <= 1, three to five at epsilon 5 on the larger sets);
+    ///   [`DEFAULT_EPOCHS_ZCDP_REGRESSION`]); with delta = 0 (the Laplace
+    ///   noise grows with `E K`, not its root) the most of [`PURE_EPOCHS`]
+    ///   that keeps `n / s` at least [`PURE_MIN_SNR`] ([`PURE_MULTICLASS_MIN_SNR`]
+    ///   for k classes; one epoch if none does), since the best epochs grew
+    ///   with the signal-to-noise ratio on the suite (one at epsilon <= 1,
+    ///   three to five at epsilon 5 on the larger multiclass sets);
     /// - learning rate (a fraction of a Newton step, `fit`): it grows with
     ///   the signal-to-noise ratio of a leaf sum, `n / s` with `s` the
     ///   standard deviation of the noise on one leaf sum at those epochs
     ///   and the default budget split: `10^a (n / s)^b`, kept in [0.01, 1],
     ///   with `a = -1.75, b = 0.875` (`b = 0.625` for a regressor with a
-    ///   delta; `a = -1, b = 0.375` for k classes with delta = 0, fitted on
-    ///   the multiclass sets alone). The noise a shape value gathers over
+    ///   delta; `a = -1, b = 0.375` with delta = 0, fitted first on the
+    ///   multiclass sets alone). The noise a shape value gathers over
     ///   the run is about `learning_rate x E x s / n` per unit of signal, so
     ///   a noisy run learns slowly and a clean one takes full steps.
     pub fn default_for(task: Task, n_rows: usize, budget: Budget, n_features: usize) -> Schedule {
@@ -83,16 +82,22 @@ impl Schedule {
         let multiclass = matches!(task, Task::Multiclass { .. });
         let regression = matches!(task, Task::Regression { .. });
         let (epochs, intercept, slope) = match (pure, regression, multiclass) {
-            (true, _, true) => (
-                PURE_MULTICLASS_EPOCHS
-                    .into_iter()
-                    .filter(|&e| snr(e) >= PURE_MULTICLASS_MIN_SNR)
-                    .max()
-                    .unwrap_or(1),
-                RULE_A_PURE_MULTICLASS,
-                RULE_B_PURE_MULTICLASS,
-            ),
-            (true, _, false) => (DEFAULT_EPOCHS_PURE, RULE_A, RULE_B),
+            (true, _, multiclass) => {
+                let least = if multiclass {
+                    PURE_MULTICLASS_MIN_SNR
+                } else {
+                    PURE_MIN_SNR
+                };
+                (
+                    PURE_EPOCHS
+                        .into_iter()
+                        .filter(|&e| snr(e) >= least)
+                        .max()
+                        .unwrap_or(1),
+                    RULE_A_PURE,
+                    RULE_B_PURE,
+                )
+            }
             (false, false, _) => (DEFAULT_EPOCHS_ZCDP, RULE_A, RULE_B),
             (false, true, _) => (
                 DEFAULT_EPOCHS_ZCDP_REGRESSION,
@@ -117,8 +122,6 @@ impl Schedule {
 pub const DEFAULT_EPOCHS_ZCDP: u32 = 10;
 /// The default rule's epochs for a regressor with delta > 0.
 pub const DEFAULT_EPOCHS_ZCDP_REGRESSION: u32 = 20;
-/// The default rule's epochs with delta = 0 (pure DP).
-pub const DEFAULT_EPOCHS_PURE: u32 = 5;
 /// The default binning share (of rho, or of epsilon with delta = 0).
 pub const DEFAULT_BINNING_SHARE: f64 = 0.1;
 /// The learning rate rule's intercept and slope in log10 (fitted on the
@@ -128,16 +131,23 @@ const RULE_B: f64 = 0.875;
 /// The slope for a regressor with delta > 0 (fitted on the suite's
 /// regression sets alone, which scored better held out there).
 const RULE_B_ZCDP_REGRESSION: f64 = 0.625;
-/// k classes with delta = 0 (issue 27; fitted on the suite's multiclass
-/// sets alone by leave-one-dataset-out, `scripts/ebm_rule_lodo.py --task
-/// multiclass`; docs/accuracy.md, "Pure-DP DP-EBM for k classes"): the
-/// epochs the rule chooses from, the least signal-to-noise ratio `n / s`
-/// a run keeps (10^2.25), and the learning rate's intercept and slope.
-pub const PURE_MULTICLASS_EPOCHS: [u32; 4] = [1, 2, 3, 5];
-/// See [`PURE_MULTICLASS_EPOCHS`].
+/// The rule with delta = 0 (pure DP, discrete Laplace): the epochs it
+/// chooses from (the most that keeps `n / s` at least a threshold, one if
+/// none does), and the learning rate's intercept and slope. Fitted by
+/// leave-one-dataset-out on the suite's multiclass sets first (issue 27,
+/// `scripts/ebm_rule_lodo.py --task multiclass`; docs/accuracy.md,
+/// "Pure-DP DP-EBM for k classes"), then on the binary and regression sets
+/// (`--pure-threshold`, which found the same line and a lower threshold;
+/// adopted at stop 34, docs/accuracy.md "The same rule for binary and
+/// regression sets").
+pub const PURE_EPOCHS: [u32; 4] = [1, 2, 3, 5];
+/// The least `n / s` a pure run keeps for k classes (10^2.25).
 pub const PURE_MULTICLASS_MIN_SNR: f64 = 177.827_941_003_892_3;
-const RULE_A_PURE_MULTICLASS: f64 = -1.0;
-const RULE_B_PURE_MULTICLASS: f64 = 0.375;
+/// The least `n / s` a pure run keeps for a binary classifier or a
+/// regressor (10^1.375).
+pub const PURE_MIN_SNR: f64 = 23.713_737_056_616_55;
+const RULE_A_PURE: f64 = -1.0;
+const RULE_B_PURE: f64 = 0.375;
 
 /// DP-EBM's parameters as a request gives them (unset: the default rule's).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -934,11 +944,24 @@ mod tests {
         let rule = |n, epsilon, delta, k| {
             Schedule::default_for(Task::Binary, n, Budget::new(epsilon, delta).unwrap(), k)
         };
-        // delta = 0, n = 1000, K = 8, epsilon 1: E = 5, s = sqrt(2) x 2 x 40
-        // / 0.75 = 150.85, n / s = 6.629, learning rate 0.093062.
+        // delta = 0, n = 1000, K = 8, epsilon 1: one epoch's s = sqrt(2) x 2
+        // x 8 / 0.75 = 30.170, n / s = 33.146 at E = 1 and 16.57 at E = 2
+        // (< 10^1.375 = 23.71): E = 1, learning rate 10^(-1 + 0.375 x
+        // log10 33.146) = 0.371672.
         let pure = rule(1000, 1.0, 0.0, 8);
-        assert_eq!(pure.epochs, 5);
-        assert!((pure.learning_rate - 0.093_062).abs() < 1e-5, "{pure:?}");
+        assert_eq!(pure.epochs, 1);
+        assert!((pure.learning_rate - 0.371_672).abs() < 1e-5, "{pure:?}");
+        // A regressor (training share 0.85) at epsilon 5: s = sqrt(2) x 2 x
+        // 8 E / 4.25 = 5.3241 E, n / s = 37.565 at E = 5: five epochs,
+        // learning rate 0.389533.
+        let r = Schedule::default_for(
+            Task::Regression { min: 0.0, max: 1.0 },
+            1000,
+            Budget::new(5.0, 0.0).unwrap(),
+            8,
+        );
+        assert_eq!(r.epochs, 5);
+        assert!((r.learning_rate - 0.389_533).abs() < 1e-5, "{r:?}");
         // delta = 1e-6: E = 10, s = sqrt(2 x 80 / (0.75 x 0.0243558)) =
         // 93.59, n / s = 10.685, learning rate 0.14131.
         let zcdp = rule(1000, 1.0, 1e-6, 8);
@@ -954,7 +977,8 @@ mod tests {
             assert!(lr >= last && (0.01..=1.0).contains(&lr), "{lr}");
             last = lr;
         }
-        assert_eq!(rule(100, 0.01, 0.0, 50).learning_rate, 0.01);
+        // n / s = 0.00053: 10^(-1 + 0.375 x log10 0.00053) = 0.0059, floored.
+        assert_eq!(rule(100, 0.001, 0.0, 50).learning_rate, 0.01);
         // A regressor with delta > 0: 20 epochs, slope 0.625. n = 1000, K =
         // 8, epsilon 1: s = sqrt(2 x 160 / (0.85 x 0.0243558)) = 124.32,
         // n / s = 8.043, learning rate 10^(-1.75 + 0.625 x 0.90542) = 0.06545.
@@ -996,10 +1020,16 @@ mod tests {
         // A clean run takes five epochs and full steps.
         let clean = rule(1_000_000, 5.0, 4);
         assert_eq!((clean.epochs, clean.learning_rate), (5, 1.0));
-        // The binary pure rule is unchanged (5 epochs), and so is the
-        // multiclass rule with a delta (10 epochs).
+        // A binary classifier keeps a lower ratio (10^1.375; training share
+        // 0.75): the same n and K at epsilon 5 give n / s = 145.74 at E = 5,
+        // learning rate 0.647655. The multiclass rule with a delta is
+        // unchanged (10 epochs).
         let binary = Schedule::default_for(Task::Binary, 8794, Budget::new(5.0, 0.0).unwrap(), 16);
-        assert_eq!(binary.epochs, DEFAULT_EPOCHS_PURE);
+        assert_eq!(binary.epochs, 5);
+        assert!(
+            (binary.learning_rate - 0.647_655).abs() < 1e-5,
+            "{binary:?}"
+        );
         let zcdp = Schedule::default_for(
             Task::Multiclass { k: 10 },
             8794,
