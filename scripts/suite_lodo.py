@@ -370,8 +370,33 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
     if regret:
         print(f"LODO rule: mean held-out regret vs the best single learner {sum(regret) / len(regret):.4f} "
               "(accuracy points; RMSE as a share)")
+    learner_summary(rows)
     multiclass_report(doc, value, check)
     return 0
+
+
+def learner_summary(rows: list) -> None:
+    """Each privboost learner against the best of the four in every binary and regression cell
+    (both deltas): how often it is the best, how often within 1 point (2% RMSE) of it, and its mean
+    regret per task and epsilon (accuracy points; RMSE as a share): where a learner is not worth
+    running (issue 25 asks this of DPBoost)."""
+    print("\n## Each learner against the best learner of the cell (binary and regression sets, both δ)\n")
+    eps = sorted({r["epsilon"] for r in rows})
+    print("| learner | task | best in | within 1 point / 2% | " + " | ".join(f"mean regret ε {e:g}" for e in eps)
+          + " |")
+    print("|---|---|---|---|" + "---|" * len(eps))
+    for learner in CANDIDATES:
+        for task in TASKS_25:
+            sel = [r for r in rows if r["facts"]["task"] == task and learner in r["scores"]]
+            if not sel:
+                continue
+            best = sum(1 for r in sel if regret_of(r, learner) == 0)
+            near = sum(1 for r in sel if regret_of(r, learner) <= (0.02 if task in LOWER_IS_BETTER else 0.01))
+            means = []
+            for e in eps:
+                rs = [regret_of(r, learner) for r in sel if r["epsilon"] == e]
+                means.append(f"{sum(rs) / len(rs):.3f}" if rs else "—")
+            print(f"| {learner} | {task} | {best} of {len(sel)} | {near} of {len(sel)} | " + " | ".join(means) + " |")
 
 
 def multiclass_peer(value: dict, s: str, eps: float):
