@@ -272,7 +272,7 @@ fn parse_body<'a>(
                 bad("Inference-Header-Content-Length is not a length within the body")
             })?,
     };
-    let request: InferRequest = serde_json::from_slice(&body[..json_len]).map_err(|e| {
+    let request: InferRequest = super::error::from_json_bytes(&body[..json_len]).map_err(|e| {
         if e.is_data() {
             ApiError::Validation(vec![FieldError::new("body", e.to_string())])
         } else {
