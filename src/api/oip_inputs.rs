@@ -36,8 +36,8 @@ pub(super) struct InferInput<'a> {
 struct Shape {
     inline: [i64; 2],
     len: usize,
-    /// Dimensions past the second (a shape this service refuses, kept for
-    /// the message).
+    /// Dimensions past the second (rare: `[n, 1, 1]` is read as `[n]`, and
+    /// any other such shape is refused with the shape in the message).
     rest: Vec<i64>,
 }
 
