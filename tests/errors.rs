@@ -213,17 +213,12 @@ async fn bad_requests_get_problems_and_charge_nothing() {
     .await;
 
     // Predictions: an unknown column names the row and column; limits.
-    let job = expect_status(
-        s.post(
+    let job = s
+        .run_job(
             &owner,
-            "/v1/jobs",
             &json!({"dataset_id": dataset, "epsilon": 0.5, "tau": 5}),
         )
-        .await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+        .await;
     let predict = format!("/v1/models/{}/predict", job["model_id"].as_str().unwrap());
     let rows = json!({"rows": [{"x": 3, "c": "a"}, {"x": 3, "c": "a", "colour": "red"}]});
     let p = expect_status(
@@ -296,17 +291,12 @@ async fn vote_threshold_share_is_checked_before_any_charge_and_stated() {
     )
     .await;
     assert!(e["noise"]["epsilon_vote_threshold"].is_null(), "{e}");
-    let job = expect_status(
-        s.post(
+    let job = s
+        .run_job(
             &owner,
-            "/v1/jobs",
             &json!({"dataset_id": dataset, "epsilon": 1.0, "rounds": 5}),
         )
-        .await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+        .await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let model = s.model_of(&owner, &job).await;
     // 8,124 rows at epsilon 1: the default share is 0.025.

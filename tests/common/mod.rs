@@ -262,6 +262,13 @@ impl TestServer {
         }
     }
 
+    /// Submit a job (`POST /v1/jobs`, 202) and wait until it is final.
+    pub async fn run_job(&self, key: &str, body: &Value) -> Value {
+        let job = expect_status(self.post(key, "/v1/jobs", body).await, StatusCode::ACCEPTED).await;
+        self.wait_job(key, job["id"].as_str().expect("a job id"))
+            .await
+    }
+
     /// The model a finished job made (`GET /v1/models/{job.model_id}`, 200).
     pub async fn model_of(&self, key: &str, job: &Value) -> Value {
         let id = job["model_id"].as_str().expect("a job with a model");
