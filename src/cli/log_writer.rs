@@ -5,8 +5,13 @@
 //! on the request's path (and stderr's lock is shared by both executor
 //! threads). Here a request's thread formats its line and hands it to a
 //! channel; one writer thread appends lines to a buffer and writes it to
-//! stderr whenever the channel is empty, so under load many lines share
-//! one system call and when idle each line is written at once.
+//! stderr whenever the channel is empty, then pauses for [`BATCH_PAUSE`]:
+//! under load many lines share one system call, and a request's thread
+//! finds the writer asleep rather than waiting on the channel, so it
+//! hands its line over without waking another thread (which cost a third
+//! of the single-row predictions per second with INFO logs on 2 cores:
+//! docs/performance.md, "Logging without a wake-up per line"). When idle,
+//! a line is written at once.
 //!
 //! No line is dropped: the channel is bounded ([`QUEUE_LINES`]) and a full
 //! channel makes the logging thread wait (back-pressure, as a slow stderr
@@ -21,6 +26,12 @@ use tracing_subscriber::fmt::MakeWriter;
 
 /// Lines that may wait for the writer thread before a logging thread waits.
 const QUEUE_LINES: usize = 65_536;
+
+/// The writer thread's pause after each write (see [`write_lines`]): under
+/// load at most this many milliseconds of lines share one write, at most
+/// 1 / `BATCH_PAUSE` wake-ups a second instead of one per line. A line
+/// written when the server is idle still goes out at once.
+const BATCH_PAUSE: Duration = Duration::from_millis(2);
 
 /// How long [`LogWriter::flush`] waits for the writer thread.
 const FLUSH_WAIT: Duration = Duration::from_secs(5);
@@ -58,7 +69,8 @@ impl LogWriter {
 }
 
 /// The writer thread: until every sender is gone, write what arrives,
-/// batching what is already queued into one write.
+/// batching what is already queued into one write, then pause
+/// ([`BATCH_PAUSE`]).
 fn write_lines(rx: &Receiver<Message>, out: &mut impl Write) {
     let mut buf = Vec::with_capacity(64 << 10);
     let mut acks = Vec::new();
@@ -78,6 +90,11 @@ fn write_lines(rx: &Receiver<Message>, out: &mut impl Write) {
         for ack in acks.drain(..) {
             let _ = ack.send(());
         }
+        // Let lines gather before the next write: while this thread
+        // sleeps instead of waiting on the channel, a sender has no one to
+        // wake, so under load a request pays no wake-up (a system call and
+        // a context switch on a busy core) for its line.
+        std::thread::sleep(BATCH_PAUSE);
     }
 }
 
