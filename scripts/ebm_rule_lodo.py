@@ -19,11 +19,16 @@ by the same leave-one-dataset-out (`Schedule::default_for`). `--pure-threshold`
 fits that rule on the binary and regression sets' pure-DP cells (`s` as
 `Schedule::default_for` computes it: a classifier's training share 0.75,
 a regressor's 0.85).
-Usage: scripts/ebm_rule_lodo.py [--task multiclass | --pure-threshold] grid1.jsonl [grid2.jsonl ...]
+Usage: scripts/ebm_rule_lodo.py [--task multiclass | --pure-threshold] [--pure-epochs 1,2,3,5] grid1.jsonl [grid2.jsonl ...]
 """
 import json, math, sys, itertools, collections
 from functools import lru_cache
 args=sys.argv[1:]
+# --pure-epochs E1,E2,..: the epochs the pure-DP rule chooses from (default 1,2,3,5, the shipped
+# PURE_EPOCHS); must be measured in the grid.
+EP=[1,2,3,5]
+if '--pure-epochs' in args:
+    i=args.index('--pure-epochs'); EP=[int(x) for x in args[i+1].split(',')]; del args[i:i+2]
 MULTICLASS=args[:2]==['--task','multiclass']
 if MULTICLASS: args=args[2:]
 THRESHOLD=MULTICLASS or args[:1]==['--pure-threshold']
@@ -80,7 +85,6 @@ def mean_regret(rule_of,p,keys):
         t+=cell[k][cfg][0]-min(v[0] for v in cell[k].values())
     return t/len(keys)
 if THRESHOLD:
-    EP=[1,2,3,5]
     def noise_pure(key,E):
         # one leaf sum's noise sd with delta = 0, as Schedule::default_for
         t,n,k=info[key]
