@@ -259,12 +259,7 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
     )
     .await;
     let numeric = numeric["dataset"]["id"].as_str().unwrap().to_owned();
-    let admitted = expect_status(
-        s.post(&owner, "/v1/jobs", &job(&numeric, 5.0)).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let done = s.wait_job(&owner, admitted["id"].as_str().unwrap()).await;
+    let done = s.run_job(&owner, &job(&numeric, 5.0)).await;
     assert_eq!(done["state"], "succeeded", "{done}");
     let ledger = s.ledger(&owner, &numeric).await;
     let charge = ledger
@@ -274,12 +269,7 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
     assert_eq!(charge["loss"]["kind"], "zcdp", "{charge}");
     assert!(charge["loss"]["rho"].as_f64().unwrap() > 0.0, "{charge}");
     assert!(charge["epsilon"].as_f64().unwrap() <= 5.0, "{charge}");
-    let admitted = expect_status(
-        s.post(&owner, "/v1/jobs", &job(&numeric, 0.5)).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let done = s.wait_job(&owner, admitted["id"].as_str().unwrap()).await;
+    let done = s.run_job(&owner, &job(&numeric, 0.5)).await;
     assert_eq!(done["state"], "succeeded", "{done}");
     let ledger = s.ledger(&owner, &numeric).await;
     let charges: Vec<_> = ledger.iter().filter(|e| e["kind"] == "charge").collect();

@@ -93,12 +93,7 @@ async fn auto_job_end_to_end() {
     assert_eq!(estimate["noise"]["n_train"], 7124, "{estimate}");
 
     let before = s.ledger(&owner, &dataset).await;
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let ledger = s.ledger(&owner, &dataset).await;
     assert_eq!(ledger.len(), before.len() + 1, "one charge: {ledger:?}");

@@ -429,12 +429,7 @@ async fn a_multiclass_model_page_shows_its_terms_per_class() {
         if algorithm == "dp-ebm" {
             request["delta"] = json!(1e-6);
         }
-        let job = expect_status(
-            s.post(&owner, "/v1/jobs", &request).await,
-            StatusCode::ACCEPTED,
-        )
-        .await;
-        let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+        let job = s.run_job(&owner, &request).await;
         assert_eq!(job["state"], "succeeded", "{job}");
         let model_id = job["model_id"].as_str().unwrap();
         let (status, html) = page(&s, &c, &cookie, &format!("/dashboard/models/{model_id}")).await;

@@ -322,12 +322,7 @@ async fn top_down_trees_train_and_predict_like_the_cli() {
         estimate["noise"]["leaf_scale"].as_f64().unwrap() > 0.0,
         "{estimate}"
     );
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let model_id = job["model_id"].as_str().unwrap();
     let model = expect_status(
@@ -376,12 +371,7 @@ async fn the_model_says_defaults_were_used_when_its_job_does() {
         for (k, v) in given.as_object().unwrap() {
             request[k] = v.clone();
         }
-        let job = expect_status(
-            s.post(&owner, "/v1/jobs", &request).await,
-            StatusCode::ACCEPTED,
-        )
-        .await;
-        let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+        let job = s.run_job(&owner, &request).await;
         assert_eq!(job["state"], "succeeded", "{job}");
         let expected = given.as_object().unwrap().is_empty();
         assert_eq!(
@@ -448,12 +438,7 @@ async fn objective_perturbation_trains_and_predicts_like_the_cli() {
         assert_eq!(p["errors"][0]["field"], field, "{bad}: {p}");
     }
     assert_eq!(s.ledger(&owner, &dataset).await, before, "nothing charged");
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let ledger = s.ledger(&owner, &dataset).await;
     assert_eq!(ledger.len(), before.len() + 1, "{ledger:?}");

@@ -60,12 +60,7 @@ async fn a_multiclass_table_trains_predicts_and_evaluates() {
     assert_eq!(body["dataset"]["n_rows"], 3000);
 
     let request = json!({"dataset_id": dataset, "epsilon": 2.0, "algorithm": "dp-linear"});
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let model_id = job["model_id"].as_str().unwrap().to_owned();
 
@@ -105,12 +100,7 @@ async fn a_multiclass_table_trains_predicts_and_evaluates() {
     // `auto` trains k classes: the prior's multiclass order (DP-EBM first
     // at delta = 0), with the rule recorded in the model.
     let request = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "auto"});
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let auto_id = job["model_id"].as_str().unwrap().to_owned();
     let auto = expect_status(
@@ -319,12 +309,7 @@ async fn lazybb_trains_one_fit_per_class() {
     assert_eq!(s.ledger(&owner, &dataset).await, before, "nothing charged");
 
     let request = json!({"dataset_id": dataset, "epsilon": 3.0, "algorithm": "lazybb"});
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let model_id = job["model_id"].as_str().unwrap().to_owned();
     let after = s.ledger(&owner, &dataset).await;
@@ -382,12 +367,7 @@ async fn a_multiclass_dp_ebm_trains_serves_and_inspects() {
     let before = s.ledger(&owner, &dataset).await;
     let request =
         json!({"dataset_id": dataset, "epsilon": 2.0, "delta": 1e-6, "algorithm": "dp-ebm"});
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let after = s.ledger(&owner, &dataset).await;
     assert_eq!(after.len(), before.len() + 1, "one charge");
@@ -473,12 +453,7 @@ async fn dpboost_trains_one_fit_per_class() {
     assert!(text.contains("\"one_vs_rest_fits\":3"), "{estimate}");
     assert!(text.contains("one-vs-rest over 3 classes"), "{estimate}");
 
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let model_id = job["model_id"].as_str().unwrap().to_owned();
     let after = s.ledger(&owner, &dataset).await;

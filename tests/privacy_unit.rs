@@ -89,12 +89,7 @@ async fn units_are_bounded_charged_and_stated_per_person() {
     assert!((per_round - 0.04).abs() < 1e-15, "{text}");
     assert!(text.contains("\"epsilon_vote_threshold\":0.05"), "{text}");
 
-    let job = expect_status(
-        s.post(&analyst, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&analyst, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&analyst, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let budget = expect_status(
         s.get(&analyst, &format!("/v1/datasets/{dataset}/budget"))

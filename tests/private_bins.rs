@@ -62,12 +62,7 @@ async fn every_learner_trains_with_private_bins() {
         let charged = estimate["charge"]["epsilon"].as_f64().unwrap();
         assert!((charged - 2.0).abs() < 1e-9, "{algorithm}: {estimate}");
         let before = s.ledger(&owner, &dataset).await.len();
-        let job = expect_status(
-            s.post(&owner, "/v1/jobs", &request).await,
-            StatusCode::ACCEPTED,
-        )
-        .await;
-        let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+        let job = s.run_job(&owner, &request).await;
         assert_eq!(job["state"], "succeeded", "{algorithm}: {job}");
         assert_eq!(job["params"]["binning"]["columns"], 1, "{job}");
         assert_eq!(s.ledger(&owner, &dataset).await.len(), before + 1);

@@ -96,12 +96,7 @@ async fn dp_ebm_regression_end_to_end_with_an_edit() {
     assert!(estimate["cost"]["rho"].as_f64().unwrap() > 0.0);
     assert_eq!(estimate["charge"]["epsilon"], 1.0);
     assert_eq!(estimate["params"]["epochs"], 20);
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     assert_eq!(job["tau"], 20, "progress steps are the epochs");
     let model_id = job["model_id"].as_str().unwrap().to_owned();
@@ -241,12 +236,7 @@ async fn dp_linear_regression_end_to_end() {
         before,
         "estimates are free"
     );
-    let job = expect_status(
-        s.post(&owner, "/v1/jobs", &request).await,
-        StatusCode::ACCEPTED,
-    )
-    .await;
-    let job = s.wait_job(&owner, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(&owner, &request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     assert_eq!(job["tau"], 3, "progress steps are the epochs");
     let ledger = s.ledger(&owner, &dataset).await;

@@ -63,8 +63,7 @@ async fn dataset_id(r: reqwest::Response) -> String {
 
 /// Train one job to success; its model id.
 async fn trained(s: &TestServer, key: &str, request: &Value) -> String {
-    let job = expect_status(s.post(key, "/v1/jobs", request).await, StatusCode::ACCEPTED).await;
-    let job = s.wait_job(key, job["id"].as_str().unwrap()).await;
+    let job = s.run_job(key, request).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     job["model_id"].as_str().unwrap().to_owned()
 }
