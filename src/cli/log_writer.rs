@@ -11,7 +11,8 @@
 //! hands its line over without waking another thread (which cost a third
 //! of the single-row predictions per second with INFO logs on 2 cores:
 //! docs/performance.md, "Logging without a wake-up per line"). When idle,
-//! a line is written at once.
+//! a line is written at once, or at most [`BATCH_PAUSE`] after the last
+//! write.
 //!
 //! No line is dropped: the channel is bounded ([`QUEUE_LINES`]) and a full
 //! channel makes the logging thread wait (back-pressure, as a slow stderr
@@ -30,7 +31,8 @@ const QUEUE_LINES: usize = 65_536;
 /// The writer thread's pause after each write (see [`write_lines`]): under
 /// load at most this many milliseconds of lines share one write, at most
 /// 1 / `BATCH_PAUSE` wake-ups a second instead of one per line. A line
-/// written when the server is idle still goes out at once.
+/// logged when the server is idle still goes out at once (at most this
+/// long after the previous write).
 const BATCH_PAUSE: Duration = Duration::from_millis(2);
 
 /// How long [`LogWriter::flush`] waits for the writer thread.
