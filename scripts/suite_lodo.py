@@ -73,6 +73,27 @@ def rule_keys(facts: dict, eps: float, delta: float) -> list:
     ]
 
 
+def keys_with_bucket(signal) -> callable:
+    """`rule_keys` with another signal-to-noise bucket: `signal(n, epsilon, d)` (d the feature
+    columns) on the same log10 scale, for `--compare-keys`."""
+    def keys(facts: dict, eps: float, delta: float) -> list:
+        pure = "pure" if delta == 0 else "approx"
+        n = facts.get("n_train", facts["n"])
+        v = signal(n, eps, max(facts["n_features"], 1))
+        bucket = ("<1e2" if v < 1e2 else "<1e3" if v < 1e3 else "<1e4" if v < 1e4
+                  else "<1e5" if v < 1e5 else ">=1e5")
+        return [(facts["task"], facts["majority_kind"], bucket, pure),
+                (facts["task"], bucket, pure), (facts["task"], pure), (pure,)]
+    return keys
+
+
+# Candidate key families `--compare-keys` scores leave-one-dataset-out beside the shipped one.
+OTHER_KEYS = {
+    "n * eps / d": keys_with_bucket(lambda n, eps, d: n * eps / d),
+    "n * eps / sqrt(d)": keys_with_bucket(lambda n, eps, d: n * eps / math.sqrt(d)),
+}
+
+
 # ------------------------------------------------------------------------------------------------
 # pure functions
 # ------------------------------------------------------------------------------------------------
@@ -473,6 +494,24 @@ def multiclass_report(doc: dict, value: dict, check) -> None:
     print()
 
 
+def compare_keys(rows: list) -> None:
+    """The held-out rule of each key family: its mean regret over every cell, and at epsilon >= 0.5
+    per delta its mean regret and the cells within 1 point (2% RMSE) of the best learner."""
+    print("| keys | mean held-out regret | δ = 0, ε >= 0.5: regret, within | δ > 0, ε >= 0.5: regret, within |")
+    print("|---|---|---|---|")
+    for name, keys in [("n * eps (shipped)", None), *OTHER_KEYS.items()]:
+        held = lodo(rows, keys=keys)
+        cols = []
+        for pure in (True, False):
+            hs = [r for r in held if (r["delta"] == 0) == pure and r["epsilon"] >= 0.5]
+            reg = sum(regret_of(r, r["pick"]) for r in hs) / len(hs)
+            near = sum(regret_of(r, r["pick"]) <= (0.02 if r["facts"]["task"] in LOWER_IS_BETTER
+                                                   else 0.01) + 1e-12 for r in hs)
+            cols.append(f"{reg:.4f}, {near} of {len(hs)}")
+        total = sum(regret_of(r, r["pick"]) for r in held) / len(held)
+        print(f"| {name} | {total:.4f} | {cols[0]} | {cols[1]} |")
+
+
 def self_test() -> int:
     # the split: every set held out once, never in its own fit
     names = ["a", "b", "c", "d"]
@@ -538,6 +577,8 @@ def main(argv=None) -> int:
                     help="scripts/suite.py's JSON output (several: their sets and cells together, "
                          "e.g. the binary and regression run and the multiclass run)")
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--compare-keys", action="store_true",
+                    help="score other key families leave-one-dataset-out beside the shipped one")
     ap.add_argument("--emit-prior", metavar="FILE",
                     help="also write the rule fitted on every set as auto's prior (JSON)")
     args = ap.parse_args(argv)
@@ -546,6 +587,9 @@ def main(argv=None) -> int:
     if not args.json:
         ap.error("give the suite's JSON file")
     doc, value, ppr = load_all(args.json)
+    if args.compare_keys:
+        compare_keys(rows_of(doc, value))
+        return 0
     if args.emit_prior:
         rows = rows_of(doc, value)
         mc_rows = rows_of(doc, value, tasks=("multiclass",))
