@@ -62,16 +62,47 @@ def replace(base: dict, new: dict, learners: list, keep: list = ()) -> dict:
     return out
 
 
+def self_test() -> int:
+    def cell(s, learner, eps, delta, v, task="binary"):
+        return {"set": s, "task": task, "learner": learner, "epsilon": eps, "delta": delta, "v": v}
+    base = {"sets": [{"name": "a"}, {"name": "b"}], "cells": [
+        cell("a", "dp-linear", 1, 0.0, 1), cell("a", "gbdt", None, None, 2),
+        cell("a", "dp-linear", 1, 1e-6, 3), cell("b", "dp-linear", 1, 0.0, 4)]}
+    new = {"sets": [{"name": "a"}], "cells": [
+        cell("a", "dp-linear", 1, 0.0, 10), cell("a", "dp-linear", 1, 1e-6, 30)]}
+    out = replace(base, new, ["dp-linear"])
+    # in place, only the learner's cells of NEW's sets, the rest untouched
+    assert [c["v"] for c in out["cells"]] == [10, 2, 30, 4], out["cells"]
+    assert out["replaced"][0]["cells"] == 2
+    # kept (task, delta) pairs stay as in BASE
+    assert [c["v"] for c in replace(base, new, ["dp-linear"], [("binary", 0.0)])["cells"]] == [1, 2, 30, 4]
+    # a run that lacks a cell it should replace is refused
+    try:
+        replace(base, {"sets": [{"name": "a"}], "cells": new["cells"][:1]}, ["dp-linear"])
+    except SystemExit:
+        pass
+    else:
+        raise AssertionError("a partial run was accepted")
+    assert base["cells"][0]["v"] == 1, "BASE was modified"
+    print("suite_replace.py self-test: ok")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("base", help="the suite file whose other cells are kept")
-    ap.add_argument("new", help="a newer scripts/suite.py run of the learners to replace")
-    ap.add_argument("--learners", required=True, help="comma-separated privboost learners")
+    ap.add_argument("--self-test", action="store_true", help="run the pure function's checks")
+    ap.add_argument("base", nargs="?", help="the suite file whose other cells are kept")
+    ap.add_argument("new", nargs="?", help="a newer scripts/suite.py run of the learners to replace")
+    ap.add_argument("--learners", help="comma-separated privboost learners")
     ap.add_argument("--keep", action="append", default=[], metavar="TASK:DELTA",
                     help="keep BASE's cells of this task and delta (e.g. binary:0); repeatable")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
     ap.add_argument("--markdown", help="also write the table of OUT")
     args = ap.parse_args(argv)
+    if args.self_test:
+        return self_test()
+    if not (args.base and args.new and args.learners and args.out):
+        ap.error("give BASE, NEW, --learners and --out")
     learners = [l for l in args.learners.split(",") if l]
     bad = [l for l in learners if l not in suite.LEARNERS]
     if bad:
