@@ -505,8 +505,9 @@ def compare_keys(rows: list) -> None:
         for pure in (True, False):
             hs = [r for r in held if (r["delta"] == 0) == pure and r["epsilon"] >= 0.5]
             reg = sum(regret_of(r, r["pick"]) for r in hs) / len(hs)
-            near = sum(regret_of(r, r["pick"]) <= (0.02 if r["facts"]["task"] in LOWER_IS_BETTER
-                                                   else 0.01) + 1e-12 for r in hs)
+            best = lambda r: (min if r["facts"]["task"] in LOWER_IS_BETTER else max)(  # noqa: E731
+                r["scores"].values())
+            near = sum(close_enough(r["facts"]["task"], r["pick_score"], best(r)) for r in hs)
             cols.append(f"{reg:.4f}, {near} of {len(hs)}")
         total = sum(regret_of(r, r["pick"]) for r in held) / len(held)
         print(f"| {name} | {total:.4f} | {cols[0]} | {cols[1]} |")

@@ -82,7 +82,7 @@ impl Schedule {
         let multiclass = matches!(task, Task::Multiclass { .. });
         let regression = matches!(task, Task::Regression { .. });
         let (epochs, intercept, slope) = match (pure, regression, multiclass) {
-            (true, _, multiclass) => {
+            (true, _, _) => {
                 let least = if multiclass {
                     PURE_MULTICLASS_MIN_SNR
                 } else {
