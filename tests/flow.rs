@@ -449,11 +449,17 @@ async fn objective_perturbation_trains_and_predicts_like_the_cli() {
         StatusCode::OK,
     )
     .await;
+    // The fit's two mechanisms, then the decision threshold's.
     assert_eq!(
         model["privacy"]["mechanisms"],
-        json!(["discrete-laplace", "objective-perturbation"]),
+        json!([
+            "discrete-laplace",
+            "objective-perturbation",
+            "report-noisy-max-discrete-laplace"
+        ]),
         "{model}"
     );
+    assert_eq!(model["privacy"]["threshold"]["plan"]["epsilon"], 0.025);
     assert!(
         model["privacy"]["sampler"]
             .as_str()

@@ -198,6 +198,11 @@ pub struct AlgorithmArgs {
     /// [default: from n, the budget and the feature count].
     #[arg(long)]
     pub regularization: Option<f64>,
+    /// dp-linear, binary label: share of the budget for the decision
+    /// threshold, in [0, 0.5]; 0 for none [default: the largest of 0.025,
+    /// 0.05, 0.1, 0.2 at most 400 / (n epsilon), else 0.025].
+    #[arg(long)]
+    pub threshold_share: Option<f64>,
     /// DPBoost: trees per ensemble T_e [default: 10].
     #[arg(long)]
     pub trees_per_ensemble: Option<u32>,
@@ -246,6 +251,7 @@ impl AlgorithmArgs {
             numeric_features: None,
             solver: None,
             regularization: None,
+            threshold_share: None,
             trees_per_ensemble: None,
             ensembles: None,
             max_depth: None,
@@ -282,6 +288,7 @@ impl AlgorithmArgs {
             ("--range-share", self.range_share.is_some()),
             ("--solver", self.solver.is_some()),
             ("--regularization", self.regularization.is_some()),
+            ("--threshold-share", self.threshold_share.is_some()),
         ];
         let dpboost = [
             ("--trees-per-ensemble", self.trees_per_ensemble.is_some()),
@@ -368,6 +375,7 @@ impl AlgorithmArgs {
                 range_share: self.range_share,
                 solver: self.solver.map(SolverArg::value),
                 regularization: self.regularization,
+                threshold_share: self.threshold_share,
             })),
             AlgorithmName::Dpboost => Ok(AlgorithmSpec::Dpboost(DpBoostSpec {
                 trees_per_ensemble: self.trees_per_ensemble,

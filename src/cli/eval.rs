@@ -130,6 +130,10 @@ pub struct EvalArgs {
     /// [default: from n, the budget and the feature count].
     #[arg(long)]
     regularization: Option<f64>,
+    /// dp-linear, binary label: share of the budget for the decision
+    /// threshold, in [0, 0.5]; 0 for none [default: from n and epsilon].
+    #[arg(long)]
+    threshold_share: Option<f64>,
     /// DPBoost: trees per ensemble [default: 10].
     #[arg(long)]
     trees_per_ensemble: Option<u32>,
@@ -251,6 +255,7 @@ fn run_learner(args: &EvalArgs, algorithm: AlgorithmArg) -> anyhow::Result<()> {
         range_share: args.range_share,
         solver: args.solver,
         regularization: args.regularization,
+        threshold_share: args.threshold_share,
         trees_per_ensemble: args.trees_per_ensemble,
         ensembles: args.ensembles,
         max_depth: args.max_depth,

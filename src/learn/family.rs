@@ -118,6 +118,7 @@ impl AlgorithmName {
                 "range_share",
                 "solver",
                 "regularization",
+                "threshold_share",
             ],
             AlgorithmName::Dpboost => &[
                 "trees_per_ensemble",
@@ -335,6 +336,7 @@ impl LearnError {
             ("(init_share)", "init_share"),
             ("(validation_share)", "validation_share"),
             ("(vote_threshold_share)", "vote_threshold_share"),
+            ("(threshold_share)", "threshold_share"),
             ("(delta)", "delta"),
             ("(epsilon)", "epsilon"),
             ("label: ", "dataset_id"),
@@ -866,6 +868,20 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
     })
 }
 
+/// A dp-linear plan's noise description with its decision threshold's
+/// release, when it has one.
+fn linear_threshold_json(mut noise: serde_json::Value, plan: &LinearPlan) -> serde_json::Value {
+    if let Some(t) = &plan.threshold {
+        noise["epsilon_threshold"] = t.epsilon.into();
+        if let Some(rho) = t.rho {
+            noise["rho_threshold"] = rho.into();
+        }
+        noise["threshold_scale"] = t.scale.into();
+        noise["threshold_candidates"] = t.candidates.into();
+    }
+    noise
+}
+
 fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
     let plan = spec.plan_for(facts.task, budget, facts.n_rows, &facts.linear)?;
     Ok(Plan {
@@ -1037,7 +1053,7 @@ impl Plan {
                 noise
             }
             PlannedLearner::Linear(p) if p.output.is_some() || p.objective.is_some() => {
-                linear::file::noise_json(p)
+                linear_threshold_json(linear::file::noise_json(p), p)
             }
             PlannedLearner::Linear(p) => {
                 let mut noise = json!({
@@ -1057,7 +1073,7 @@ impl Plan {
                 if let Some(rho) = p.rho {
                     noise["rho"] = rho.into();
                 }
-                noise
+                linear_threshold_json(noise, p)
             }
             PlannedLearner::DpBoost(p) => dpboost::params::noise_json(p),
             PlannedLearner::NaiveBayes(p) => json!({
@@ -1176,13 +1192,18 @@ impl Plan {
                 )?))
             }
             PlannedLearner::Linear(plan) => {
-                let model = linear::fit::fit(data, encoder, plan, rng, on_step)?;
-                Ok(Model::Linear(LinearFile::new(
-                    encoder,
-                    plan,
-                    self.defaults_used,
-                    model,
-                )?))
+                let mut model = linear::fit::fit(data, encoder, plan, rng, on_step)?;
+                // A binary classifier's decision threshold: released after
+                // the fit, from its model (`linear::threshold`).
+                let logit = plan
+                    .threshold
+                    .map(|t| linear::threshold::apply(&mut model, data, &t, rng))
+                    .transpose()?;
+                let file = LinearFile::new(encoder, plan, self.defaults_used, model)?;
+                Ok(Model::Linear(match (plan.threshold, logit) {
+                    (Some(t), Some(logit)) => file.with_threshold(&t, logit),
+                    _ => file,
+                }))
             }
             PlannedLearner::DpBoost(plan) if plan.one_vs_rest.is_some() => {
                 let fits = dpboost::multiclass::fit_one_vs_rest(data, encoder, plan, rng, on_step)?;

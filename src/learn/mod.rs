@@ -31,6 +31,8 @@ pub mod naive_bayes;
 pub mod private_eval;
 #[cfg(test)]
 pub(crate) mod test_grades;
+#[cfg(test)]
+pub(crate) mod test_no_signal;
 pub mod threshold;
 pub mod trained;
 

@@ -109,6 +109,27 @@ pub fn rnm_scale(epsilon: f64, sensitivity: f64, n_rows: usize) -> Option<f64> {
     (scale.is_finite() && scale > 0.0 && scale < 1e12).then_some(scale)
 }
 
+/// The shares of a fit's epsilon a default threshold release may take,
+/// increasing ([`default_share`]).
+pub const DEFAULT_SHARES: [f64; 4] = [0.025, 0.05, 0.1, 0.2];
+
+/// A default share of a fit's budget for its threshold release: the largest
+/// of [`DEFAULT_SHARES`] at most `k_rows / (n epsilon)`, and the smallest
+/// when none is. The threshold's noise in rows is about `2 / (share
+/// epsilon)`, so the rule keeps it near `n / (k_rows / 2)` rows where that
+/// costs at most a fifth of the budget: small jobs, whose fits are mostly
+/// noise, give the threshold a fifth; large ones 2.5%. Public: `n`, epsilon
+/// and the learner's constant `k_rows` (each learner's is chosen
+/// leave-one-dataset-out on the suite).
+pub fn default_share(n_rows: usize, epsilon: f64, k_rows: f64) -> f64 {
+    let bound = k_rows / (n_rows.max(1) as f64 * epsilon);
+    DEFAULT_SHARES
+        .iter()
+        .copied()
+        .filter(|&s| s <= bound)
+        .fold(DEFAULT_SHARES[0], f64::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

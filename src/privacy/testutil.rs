@@ -80,14 +80,24 @@ fn upper_regularised_gamma(a: f64, x: f64) -> f64 {
 }
 
 /// Selection probabilities of report-noisy-max with continuous Laplace noise
-/// of scale `b`: `P(i) = ∫ f(x - v_i) prod_{j != i} F(x - v_j) dx`, by
-/// Simpson's rule on a grid of step `b / 256` over the range where the
-/// integrand is not negligible (`e^-40` beyond it). The exact mechanism
-/// (`privacy::laplace`) adds discrete Laplace noise on a grid `2^30` times
-/// finer than `b`, which changes these probabilities by about `2^-30`; the
-/// quadrature's own error is below `1e-6` (its kinks sit at the `v_j`), far
-/// below what the tests' draws resolve.
+/// of scale `b`: `P(i) = ∫ f(x - v_i) prod_{j != i} F(x - v_j) dx`
+/// ([`rnm_laplace_group_probabilities`] with one score per group).
 pub(crate) fn rnm_laplace_probabilities(scores: &[f64], b: f64) -> Vec<f64> {
+    let groups: Vec<(f64, usize)> = scores.iter().map(|&v| (v, 1)).collect();
+    rnm_laplace_group_probabilities(&groups, b)
+}
+
+/// P(the winner is one of group `k`'s candidates) for report-noisy-max with
+/// continuous Laplace noise of scale `b` when the candidates come in groups
+/// of equal score `(v_k, m_k)`: `m_k ∫ f(x - v_k) F(x - v_k)^(m_k - 1)
+/// prod_{j != k} F(x - v_j)^(m_j) dx`, by Simpson's rule on a grid of step
+/// `b / 256` over the range where the integrand is not negligible (`e^-40`
+/// beyond it). The exact mechanism (`privacy::laplace`) adds discrete Laplace
+/// noise on a grid `2^30` times finer than `b`, which changes these
+/// probabilities by about `2^-30`; the quadrature's own error is below
+/// `1e-6` (its kinks sit at the `v_k`), far below what the tests' draws
+/// resolve.
+pub(crate) fn rnm_laplace_group_probabilities(groups: &[(f64, usize)], b: f64) -> Vec<f64> {
     let density = |z: f64| (-z.abs() / b).exp() / (2.0 * b);
     let cdf = |z: f64| {
         if z < 0.0 {
@@ -96,25 +106,26 @@ pub(crate) fn rnm_laplace_probabilities(scores: &[f64], b: f64) -> Vec<f64> {
             1.0 - 0.5 * (-z / b).exp()
         }
     };
-    let lo = scores.iter().cloned().fold(f64::INFINITY, f64::min) - 40.0 * b;
-    let hi = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max) + 40.0 * b;
+    let lo = groups.iter().map(|g| g.0).fold(f64::INFINITY, f64::min) - 40.0 * b;
+    let hi = groups.iter().map(|g| g.0).fold(f64::NEG_INFINITY, f64::max) + 40.0 * b;
     let steps = (2.0 * ((hi - lo) / b * 128.0).ceil()) as usize; // even
     let h = (hi - lo) / steps as f64;
-    (0..scores.len())
-        .map(|i| {
+    (0..groups.len())
+        .map(|k| {
             let integrand = |x: f64| {
-                let mut value = density(x - scores[i]);
-                for (j, &v) in scores.iter().enumerate() {
-                    if j != i {
-                        value *= cdf(x - v);
+                let (v, m) = groups[k];
+                let mut value = m as f64 * density(x - v) * cdf(x - v).powi(m as i32 - 1);
+                for (j, &(w, n)) in groups.iter().enumerate() {
+                    if j != k {
+                        value *= cdf(x - w).powi(n as i32);
                     }
                 }
                 value
             };
             let mut sum = integrand(lo) + integrand(hi);
-            for k in 1..steps {
-                let weight = if k % 2 == 1 { 4.0 } else { 2.0 };
-                sum += weight * integrand(lo + k as f64 * h);
+            for i in 1..steps {
+                let weight = if i % 2 == 1 { 4.0 } else { 2.0 };
+                sum += weight * integrand(lo + i as f64 * h);
             }
             sum * h / 3.0
         })

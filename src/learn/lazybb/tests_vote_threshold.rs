@@ -9,7 +9,8 @@ use super::tests::dataset;
 use super::vote_threshold::{
     VoteThresholdPlan, choose_offset, default_share, grid, offset_of, scores,
 };
-use crate::data::{Dataset, Encoder, LabelMode, Schema, Task, read_csv};
+use crate::data::{Dataset, Task};
+use crate::learn::test_no_signal::no_signal;
 use crate::learn::{AlgorithmSpec, LazyBbModel, LazyBbSpec, Model, PublicFacts};
 use crate::privacy::testutil::{chi_square_p_value, rnm_laplace_probabilities};
 use crate::privacy::{Budget, NoiseRng};
@@ -209,38 +210,6 @@ fn the_plan_gives_the_threshold_its_share() {
         .plan(Budget::new(1.0, 0.0).unwrap(), multiclass)
         .is_err()
     );
-}
-
-const SCHEMA: &str = r#"{
-  "label": {"column": "y", "positive": "yes"},
-  "columns": [
-    {"name": "a", "type": "boolean"},
-    {"name": "b", "type": "boolean"},
-    {"name": "c", "type": "boolean"},
-    {"name": "d", "type": "boolean"}
-  ]
-}"#;
-
-/// 400 rows, 30% positive, four boolean columns independent of the label
-/// (a deterministic xorshift): no signal for any one-rule.
-fn no_signal() -> (Encoder, Dataset) {
-    let schema = Schema::from_json(SCHEMA).unwrap();
-    let encoder = Encoder::new(&schema).unwrap();
-    let mut csv = String::from("a,b,c,d,y\n");
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    for i in 0..400 {
-        let mut bit = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            u8::from(state.is_multiple_of(2))
-        };
-        let (a, b, c, d) = (bit(), bit(), bit(), bit());
-        let y = if i % 10 < 3 { "yes" } else { "no" };
-        csv.push_str(&format!("{a},{b},{c},{d},{y}\n"));
-    }
-    let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
-    (encoder, data)
 }
 
 fn training_accuracy(model: &LazyBbModel, data: &Dataset) -> f64 {

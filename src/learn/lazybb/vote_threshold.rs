@@ -43,22 +43,17 @@ use crate::privacy::{NoiseRng, laplace};
 /// give the threshold a fifth; large ones 2.5%.
 ///
 /// Chosen on the suite's nine binary sets leave-one-dataset-out
-/// (`scripts/lazybb_threshold_lodo.py --repeats 10`; mean accuracy over
+/// (`scripts/threshold_share_lodo.py --learner lazybb --repeats 10`; mean accuracy over
 /// epsilon 0.1 to 5, delta 0 and 1e-6): `K` in 25 .. 3200 or unbounded,
 /// 100 on all nine held-out sets, held-out mean 0.721, against 0.717 for
 /// the best constant share (0.2) and 0.688 without a threshold;
 /// docs/accuracy.md, "LazyBB's vote threshold".
 pub fn default_share(n_rows: usize, epsilon: f64) -> f64 {
-    let bound = VOTE_THRESHOLD_ROWS / (n_rows.max(1) as f64 * epsilon);
-    DEFAULT_SHARES
-        .iter()
-        .copied()
-        .filter(|&s| s <= bound)
-        .fold(DEFAULT_SHARES[0], f64::max)
+    threshold::default_share(n_rows, epsilon, VOTE_THRESHOLD_ROWS)
 }
 
 /// The default shares, increasing ([`default_share`]).
-pub const DEFAULT_SHARES: [f64; 4] = [0.025, 0.05, 0.1, 0.2];
+pub use threshold::DEFAULT_SHARES;
 
 /// [`default_share`]'s `K`: the share is at most `K / (n epsilon)`.
 pub const VOTE_THRESHOLD_ROWS: f64 = 100.0;

@@ -8,6 +8,7 @@ use super::model::LinearModel;
 use super::objective::ObjectivePlan;
 use super::output::{self, OutputPlan};
 use super::params::{LinearParams, LinearPlan, Noise};
+use super::threshold::ThresholdPlan;
 use crate::data::{Encoder, Schema, Task};
 use crate::learn::LearnError;
 use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
@@ -60,6 +61,21 @@ pub struct LinearStatement {
     /// (`learn::binning`); absent otherwise, and in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binning: Option<crate::learn::binning::BinningStatement>,
+    /// A binary classifier's decision threshold (`threshold`): its plan and
+    /// the released logit, which the intercept absorbed; absent without one
+    /// and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<ThresholdRelease>,
+}
+
+/// The decision threshold's release as the statement records it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdRelease {
+    /// The release's public facts.
+    pub plan: ThresholdPlan,
+    /// The chosen logit: the fit's intercept minus the model's.
+    pub logit: f64,
 }
 
 /// The public noise description of an output-perturbation plan (the
@@ -214,6 +230,7 @@ impl LinearStatement {
             mechanisms: vec![m.id.to_owned()],
             software_version: SOFTWARE_VERSION.into(),
             binning: None,
+            threshold: None,
             sigma_coefficient: None,
         }
     }
@@ -273,6 +290,7 @@ impl LinearStatement {
             mechanisms: vec![m.id.to_owned()],
             software_version: SOFTWARE_VERSION.into(),
             binning: None,
+            threshold: None,
         }
     }
 }
@@ -302,19 +320,19 @@ impl LinearStatement {
             neighbouring: "substitution of one row; the row count n is public".into(),
             n_rows: plan.n_rows,
             accounting: format!(
-                "pure DP by basic composition: {}{} the perturbed objective's minimiser ({}) and the release of the rounded coefficients ({}) sum to epsilon = {epsilon}",
+                "pure DP by basic composition: {}{}the perturbed objective's minimiser ({}) and the release of the rounded coefficients ({}) sum to epsilon = {epsilon}",
                 if plan.ranged_lines > 0 {
-                    "the lines' ranges, "
+                    "the lines' ranges and "
                 } else {
                     ""
                 },
                 if op.fits > 1 {
                     format!(
-                        "and for each of the {} one-vs-rest fits (one per class)",
+                        "for each of the {} one-vs-rest fits (one per class) ",
                         op.fits
                     )
                 } else {
-                    "and".to_owned()
+                    String::new()
                 },
                 op.epsilon_objective,
                 op.epsilon_output
@@ -363,6 +381,7 @@ impl LinearStatement {
             mechanisms: used.iter().map(|m| m.id.to_owned()).collect(),
             software_version: SOFTWARE_VERSION.into(),
             binning: None,
+            threshold: None,
         }
     }
 }
@@ -426,6 +445,41 @@ impl LinearFile {
             literals: encoder.literals().iter().map(|l| l.name.clone()).collect(),
             model,
         })
+    }
+
+    /// The file of a run whose decision threshold (`plan`) chose `logit`
+    /// (already absorbed into the model's intercept): the statement gives
+    /// the whole run's charge and how the two parts compose.
+    pub fn with_threshold(mut self, plan: &ThresholdPlan, logit: f64) -> LinearFile {
+        let s = &mut self.privacy;
+        let fit_epsilon = s.epsilon;
+        s.epsilon = plan.run_budget.epsilon();
+        s.delta = plan.run_budget.delta();
+        match (plan.run_rho, plan.rho) {
+            (Some(run), Some(t)) => {
+                s.accounting = format!(
+                    "{}; then the decision threshold, one pure {:.6}-DP report-noisy-max (rho {t:.6e}); the fit's rho and the threshold's compose additively to at most rho = {run:.6e}, which implies ({}, {})-DP by the same conversion",
+                    s.accounting, plan.epsilon, s.epsilon, s.delta
+                );
+                s.rho = Some(run);
+            }
+            _ => {
+                s.accounting = format!(
+                    "{}; then the decision threshold, one pure {:.6}-DP report-noisy-max, by basic composition: epsilon = {}",
+                    s.accounting, plan.epsilon, s.epsilon
+                );
+            }
+        }
+        s.budget_split = format!(
+            "the fit's part (epsilon {fit_epsilon}): {}; the rest to the decision threshold (report-noisy-max over {} logits, scores the training rows each classifies correctly, sensitivity 1, Laplace scale {:.3} rows)",
+            s.budget_split, plan.candidates, plan.scale
+        );
+        let rnm = mechanisms::REPORT_NOISY_MAX_LAPLACE.id.to_owned();
+        if !s.mechanisms.contains(&rnm) {
+            s.mechanisms.push(rnm);
+        }
+        s.threshold = Some(ThresholdRelease { plan: *plan, logit });
+        self
     }
 
     /// Parse and check (the caller checked format and version).

@@ -12,6 +12,8 @@
 //!   regularised objective, the coefficients released once with noise.
 //! - [`objective`]: the third: a hidden random term in the objective (pure
 //!   DP, binary), its approximate minimiser released once with noise.
+//! - [`threshold`]: a binary classifier's decision threshold, chosen
+//!   privately after the fit (the intercept absorbs it).
 //! - [`model`]: coefficients, prediction, inspection, load checks.
 //! - [`file`]: the version-2 model file and its privacy statement.
 
@@ -30,6 +32,9 @@ mod tests_multiclass;
 mod tests_objective;
 #[cfg(test)]
 mod tests_output;
+#[cfg(test)]
+mod tests_threshold;
+pub mod threshold;
 
 pub use features::LinearShape;
 pub use file::LinearFile;

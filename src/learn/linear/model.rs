@@ -314,6 +314,13 @@ impl LinearPredictor {
         }
     }
 
+    /// `(b, W)`: the intercept and the sum of the absolute per-literal
+    /// weights, so that every row's linear score is within `W` of `b`
+    /// (whatever literals it has). A function of the model alone.
+    pub fn score_bound(&self) -> (f64, f64) {
+        (self.base, self.delta.iter().map(|d| d.abs()).sum())
+    }
+
     /// The linear score (logit, or value) of a row given its true literals
     /// (in increasing order): added from the base in literal order, as
     /// [`Self::raw_all`] does, so one row predicts bit for bit as a table.

@@ -85,6 +85,7 @@ use serde::{Deserialize, Serialize};
 use super::features::LinearShape;
 use super::objective::{self, ObjectivePlan};
 use super::output::{self, OutputPlan};
+use super::threshold::{self, ThresholdPlan};
 use crate::data::Task;
 use crate::learn::LearnError;
 use crate::privacy::{Budget, PrivacyCost, zcdp};
@@ -204,6 +205,11 @@ pub struct LinearSpec {
     /// descent, whose ridge is `ridge`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regularization: Option<f64>,
+    /// A binary classifier's share of the budget for its decision threshold
+    /// (`threshold`), 0 for none (default: [`threshold::default_share`], a
+    /// public function of n and epsilon); other tasks take none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_share: Option<f64>,
 }
 
 /// Checked parameters (every default filled in).
@@ -230,6 +236,10 @@ pub struct LinearParams {
     /// The output-perturbation solver's `lambda` (0 for block descent).
     #[serde(default)]
     pub regularization: f64,
+    /// A binary classifier's share of the budget for its decision threshold
+    /// (files before issue 25's threshold: none).
+    #[serde(default)]
+    pub threshold_share: f64,
 }
 
 impl LinearSpec {
@@ -265,6 +275,7 @@ impl LinearSpec {
             range_share: 0.0,
             solver: LinearSolver::BlockDescent,
             regularization: 0.0,
+            threshold_share: self.threshold_share.unwrap_or(0.0),
         };
         let p = LinearParams {
             range_share: self
@@ -349,6 +360,7 @@ impl LinearSpec {
             range_share: self.range_share.unwrap_or(output::RANGE_SHARE),
             solver,
             regularization: self.regularization.unwrap_or(0.0),
+            threshold_share: self.threshold_share.unwrap_or(0.0),
         };
         if self.epochs.is_some() && !(1..=max_steps).contains(&p.epochs) {
             return Err(LearnError::InvalidParameter(format!(
@@ -384,6 +396,7 @@ impl LinearSpec {
             || self.range_share.is_some()
             || self.solver.is_some()
             || self.regularization.is_some()
+            || self.threshold_share.is_some()
     }
 }
 
@@ -397,6 +410,7 @@ impl LinearParams {
                 range_share: Some(self.range_share),
                 solver: Some(self.solver),
                 regularization: Some(self.regularization),
+                threshold_share: Some(self.threshold_share),
                 ..LinearSpec::default()
             };
         }
@@ -409,6 +423,7 @@ impl LinearParams {
             range_share: Some(self.range_share),
             solver: Some(self.solver),
             regularization: None,
+            threshold_share: Some(self.threshold_share),
         }
     }
 }
@@ -500,6 +515,49 @@ impl LinearSpec {
     /// the epochs (when not given) from [`default_epochs`] for the budget,
     /// `n_rows` and the layout's block count, all public.
     pub fn plan_for(
+        &self,
+        task: Task,
+        budget: Budget,
+        n_rows: usize,
+        shape: &LinearShape,
+    ) -> Result<LinearPlan, LearnError> {
+        let share = match task {
+            Task::Binary => self
+                .threshold_share
+                .unwrap_or_else(|| threshold::default_share(n_rows, budget.epsilon())),
+            Task::Regression { .. } | Task::Multiclass { .. } => {
+                if self.threshold_share.is_some_and(|s| s > 0.0) {
+                    return Err(LearnError::InvalidParameter(
+                        "threshold share (threshold_share): only a binary classifier has a decision threshold; give 0 or leave it out".into(),
+                    ));
+                }
+                0.0
+            }
+        };
+        if !(0.0..=threshold::MAX_THRESHOLD_SHARE).contains(&share) {
+            return Err(LearnError::InvalidParameter(format!(
+                "threshold share (threshold_share) must be in [0, {}], got {share}",
+                threshold::MAX_THRESHOLD_SHARE
+            )));
+        }
+        let spec = LinearSpec {
+            threshold_share: Some(share),
+            ..*self
+        };
+        if share == 0.0 {
+            return spec.plan_fit(task, budget, n_rows, shape);
+        }
+        // The threshold's part first; the fit is planned (defaults and all)
+        // at the rest, and every scale is checked before any charge.
+        let (fit_budget, t) = threshold::split(budget, share, n_rows)?;
+        let mut plan = spec.plan_fit(task, fit_budget, n_rows, shape)?;
+        threshold::check_fit_rho(&t, plan.rho)?;
+        plan.threshold = Some(t);
+        Ok(plan)
+    }
+
+    /// [`Self::plan_for`] without the threshold: the fit at `budget`.
+    fn plan_fit(
         &self,
         task: Task,
         budget: Budget,
@@ -627,6 +685,11 @@ pub struct LinearPlan {
     /// other solvers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objective: Option<ObjectivePlan>,
+    /// A binary classifier's decision threshold, released after the fit
+    /// (`threshold`): with it, `budget` (and `rho`) are the fit's part and
+    /// the run's whole charge is the threshold plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<ThresholdPlan>,
 }
 
 /// A line's interval is inside its private range when its noisy count
@@ -764,6 +827,7 @@ impl LinearParams {
                 range_noise,
                 output,
                 objective,
+                threshold: None,
             })
         };
         if self.solver == LinearSolver::ObjectivePerturbation {
@@ -968,6 +1032,7 @@ impl LinearParams {
             range_noise,
             output: None,
             objective: None,
+            threshold: None,
         })
     }
 }
@@ -976,6 +1041,9 @@ impl LinearPlan {
     /// The cost the ledger charges: pure epsilon with delta = 0, else zCDP
     /// with its conversion.
     pub fn cost(&self) -> PrivacyCost {
+        if let Some(t) = &self.threshold {
+            return t.cost();
+        }
         match self.rho {
             None => PrivacyCost::Pure {
                 epsilon: self.budget.epsilon(),

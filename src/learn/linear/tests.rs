@@ -571,7 +571,15 @@ fn adult_at_epsilon_1() {
     let named: std::collections::BTreeSet<&str> =
         file.privacy.mechanisms.iter().map(String::as_str).collect();
     assert_eq!(named, ran);
-    assert_eq!(named, [mechanisms::DISCRETE_LAPLACE.id].into());
+    // The fit's noise, then the decision threshold's report-noisy-max.
+    assert_eq!(
+        named,
+        [
+            mechanisms::DISCRETE_LAPLACE.id,
+            mechanisms::REPORT_NOISY_MAX_LAPLACE.id
+        ]
+        .into()
+    );
     let outputs = model.predictor().predict_all(&test);
     let labels = test.labels.as_ref().unwrap();
     let y: Vec<bool> = (0..test.n_rows()).map(|i| labels.get(i)).collect();
@@ -730,7 +738,13 @@ fn malformed_model_files_are_refused() {
     let Model::Linear(file) = &model else {
         panic!()
     };
-    assert_eq!(file.privacy.mechanisms, [mechanisms::DISCRETE_GAUSSIAN.id]);
+    assert_eq!(
+        file.privacy.mechanisms,
+        [
+            mechanisms::DISCRETE_GAUSSIAN.id,
+            mechanisms::REPORT_NOISY_MAX_LAPLACE.id
+        ]
+    );
     let good: serde_json::Value = serde_json::from_str(&model.to_json()).unwrap();
     let refused = |edit: &dyn Fn(&mut serde_json::Value)| {
         let mut v = good.clone();

@@ -375,8 +375,10 @@ fn default_solver_and_parameters() {
     let shape = SHAPE;
     let pure = Budget::new(1.0, 0.0).unwrap();
     let approx = Budget::new(1.0, 1e-6).unwrap();
+    // The solver's own plan: no decision threshold (tests_threshold.rs).
     let p = LinearSpec {
         solver: Some(LinearSolver::OutputPerturbation),
+        threshold_share: Some(0.0),
         ..LinearSpec::default()
     }
     .plan_for(Task::Binary, pure, 1000, &shape)
@@ -481,8 +483,16 @@ fn breast_cancer_at_epsilon_1() {
         };
         assert_eq!(file.params.solver, LinearSolver::OutputPerturbation);
         assert!(file.privacy.sigma_coefficient.is_some());
+        // The release, then the decision threshold's report-noisy-max.
         let ran = mechanisms::take_ran();
-        assert_eq!(ran, [mechanisms::DISCRETE_LAPLACE.id].into());
+        assert_eq!(
+            ran,
+            [
+                mechanisms::DISCRETE_LAPLACE.id,
+                mechanisms::REPORT_NOISY_MAX_LAPLACE.id
+            ]
+            .into()
+        );
         let outputs = model.predictor().predict_all(&test);
         let accuracy = outputs
             .iter()

@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""LazyBB's vote-threshold share, chosen leave-one-dataset-out on the suite's binary sets.
+"""A binary classifier's threshold share, chosen leave-one-dataset-out on the suite's binary sets.
 
 A binary LazyBB fit spends a share of its epsilon on a vote threshold chosen privately after the
-rounds (src/learn/lazybb/vote_threshold.rs; 0 = no threshold). This script
+rounds (src/learn/lazybb/vote_threshold.rs), a binary dp-linear fit a share of its budget on a
+decision threshold after the fit (src/learn/linear/threshold.rs); 0 = no threshold. For the
+learner of `--learner`, this script
 
-1. runs scripts/suite.py for LazyBB alone on the suite's binary sets, once per share of the grid,
-   through a wrapper of the release binary that appends `--vote-threshold-share S` (the wrapper
-   names the binary's sha256, so the suite's cache follows the binary);
+1. runs scripts/suite.py for that learner alone on the suite's binary sets, once per share of the
+   grid, through a wrapper of the release binary that appends the learner's share flag
+   (`--vote-threshold-share S`, `--threshold-share S`; the wrapper names the binary's sha256, so
+   the suite's cache follows the binary);
 2. for every binary set, picks the share with the best mean accuracy over the *other* sets' cells
    (every epsilon and delta of the run) and scores it on the held-out set: the held-out table;
 3. does the same for the rule family that ships, a share per cell from its public n and epsilon:
    the largest of 0.025, 0.05, 0.1, 0.2 at most K / (n epsilon) (else 0.025), K in RULE_K
-   (vote_threshold::default_share; each cell is scored from the run at its share, so every rule
+   (threshold::default_share; each cell is scored from the run at its share, so every rule
    of the family is scored exactly);
 4. prints what is fitted on every set (the default to ship) and, per share, the cells more than
    2 points below the majority class at epsilon >= 1 (the constant's accuracy from --reference,
@@ -20,7 +23,7 @@ rounds (src/learn/lazybb/vote_threshold.rs; 0 = no threshold). This script
 Owner-side figures on public data: nothing here is a private release.
 
     cargo build --release --locked
-    python3 scripts/lazybb_threshold_lodo.py --jobs 2 --repeats 4 \
+    python3 scripts/threshold_share_lodo.py --learner lazybb --jobs 2 --repeats 4 \
         --reference docs/results/suite/suite.json --json /tmp/vt.json
 
 Standard library only.
@@ -40,6 +43,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import suite  # noqa: E402  (the suite's paths and hashing)
 
 ROOT = suite.ROOT
+# The share flag of each learner that has a threshold.
+FLAGS = {"lazybb": "--vote-threshold-share", "dp-linear": "--threshold-share"}
 SHARES = ["0", "0.025", "0.05", "0.1", "0.2", "0.3", "0.4"]
 # The shipped rule's shares (vote_threshold::DEFAULT_SHARES, spelled as in SHARES) and its K grid
 # (None: no bound, the largest share everywhere).
@@ -52,12 +57,12 @@ BINARY_SETS = [
 ]
 
 
-def wrapper(work: str, binary: str, share: str) -> str:
-    """A shell script running `binary` with the share appended; its text names the binary's
-    hash, so a rebuilt binary gets new cache keys."""
-    path = os.path.join(work, f"privboost-vt-{share}")
+def wrapper(work: str, binary: str, learner: str, share: str) -> str:
+    """A shell script running `binary` with the learner's share flag appended; its text names the
+    binary's hash, so a rebuilt binary gets new cache keys."""
+    path = os.path.join(work, f"privboost-{learner}-th-{share}")
     text = (f"#!/bin/sh\n# {suite.sha256_file(binary)}\n"
-            f'exec {binary} "$@" --vote-threshold-share {share}\n')
+            f'exec {binary} "$@" {FLAGS[learner]} {share}\n')
     with open(path, "w") as f:
         f.write(text)
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
@@ -65,12 +70,13 @@ def wrapper(work: str, binary: str, share: str) -> str:
 
 
 def run_share(args, share: str) -> str:
-    out = os.path.join(args.work_dir, f"vt-{share}.json")
+    out = os.path.join(args.work_dir, f"{args.learner}-th-{share}.json")
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "suite.py"),
-           "--binary", wrapper(args.work_dir, args.binary, share), "--learners", "lazybb",
+           "--binary", wrapper(args.work_dir, args.binary, args.learner, share),
+           "--learners", args.learner,
            "--no-peers", "--sets", ",".join(args.sets), "--jobs", str(args.jobs),
            "--repeats", str(args.repeats), "--work-dir", args.work_dir,
-           "--json", out, "--markdown", os.path.join(args.work_dir, f"vt-{share}.md")]
+           "--json", out, "--markdown", os.path.join(args.work_dir, f"{args.learner}-th-{share}.md")]
     print(f"share {share}: {' '.join(cmd)}", file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True)
     return out
@@ -87,7 +93,7 @@ def accuracies(path: str) -> tuple:
 
 
 def rule_share(k, n: int, epsilon: float) -> str:
-    """The shipped rule's share for a cell (vote_threshold::default_share)."""
+    """The shipped rule's share for a cell (threshold::default_share)."""
     if k is None:
         return RULE_SHARES[-1]
     fits = [s for s in RULE_SHARES if float(s) <= k / (max(n, 1) * epsilon)]
@@ -124,6 +130,7 @@ def lodo(values: dict, sets: list) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--learner", choices=sorted(FLAGS), default="lazybb")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "privboost"))
     ap.add_argument("--sets", default=",".join(BINARY_SETS))
     ap.add_argument("--jobs", type=int, default=1)
