@@ -154,13 +154,35 @@ def supported(model: dict, support: dict, min_support: int) -> dict:
     return {k: v for k, v in model.items() if len(k) != 4 or support.get(k, 0) >= min_support}
 
 
+def coarser(key: tuple) -> list:
+    """The keys coarser than `key` in its chain (`rule_keys`: drop the column kind, then the
+    bucket, then the task), finest first."""
+    *rest, pure = key
+    if len(rest) == 3:
+        return [(rest[0], rest[2], pure), (rest[0], pure), (pure,)]
+    if len(rest) == 2:
+        return [(rest[0], pure), (pure,)]
+    if len(rest) == 1:
+        return [(pure,)]
+    return []
+
+
+def order(model: dict, key: tuple, learners) -> list:
+    """`learners` best first under `key`: by mean score; a tie by the next coarser key's mean
+    score, and so on (a key's few cells tie often: an exact tie says nothing, the wider evidence
+    does), then by name."""
+    chain = [key] + coarser(key)
+    return sorted(learners, key=lambda l: tuple(model.get(k, {}).get(l, math.inf) for k in chain)
+                  + (l,))
+
+
 def apply_rule(model: dict, facts: dict, eps: float, delta: float, available: list, keys=None):
     """(learner, key used) for a cell: the finest key the fit saw, best mean rank among the
-    learners available in this cell."""
+    learners available in this cell (ties: `order`)."""
     for key in (keys or rule_keys)(facts, eps, delta):
         mr = {l: v for l, v in model.get(key, {}).items() if l in available}
         if mr:
-            return min(sorted(mr), key=lambda l: mr[l]), key
+            return order(model, key, mr)[0], key
     return (sorted(available)[0] if available else None), None
 
 
@@ -551,14 +573,22 @@ def self_test() -> int:
     assert all(r["min_support"] in MIN_SUPPORT_GRID for r in lodo(rows))
     assert close_enough("binary", 0.80, 0.81) and not close_enough("binary", 0.79, 0.81)
     assert close_enough("regression", 1.02, 1.0) and not close_enough("regression", 1.03, 1.0)
+    # a tie under a key is broken by the coarser keys' mean scores, then by name
+    k4, k3 = ("binary", "numeric", "<1e5", "pure"), ("binary", "<1e5", "pure")
+    tied = {k4: {"dp-ebm": 2.0, "dp-linear": 2.0, "lazybb": 3.0},
+            k3: {"dp-ebm": 2.0, "dp-linear": 1.5}, ("binary", "pure"): {"dp-ebm": 1.0}}
+    assert coarser(k4) == [k3, ("binary", "pure"), ("pure",)] and coarser(("pure",)) == []
+    assert order(tied, k4, tied[k4]) == ["dp-linear", "dp-ebm", "lazybb"]
+    assert prior_entries({k4: tied[k4]})[0]["ranking"] == ["dp-ebm", "dp-linear", "lazybb"]
+    assert prior_entries(tied)[-1]["ranking"] == ["dp-linear", "dp-ebm", "lazybb"]
     print("suite_lodo.py self-test: ok")
     return 0
 
 
 def prior_entries(model: dict, field: str = "mean_rank") -> list:
     """The fitted rule as `auto`'s prior (src/learn/auto/prior.json): one entry per key, its
-    learners best first (mean score, ties by name, as `apply_rule` breaks them), the scores under
-    `field`."""
+    learners best first (mean score, ties by the coarser keys then by name: `order`, as
+    `apply_rule` breaks them), the scores under `field`."""
     out = []
     for key in sorted(model, key=lambda k: (len(k), [str(x) for x in k])):
         *rest, pure = key
@@ -567,7 +597,7 @@ def prior_entries(model: dict, field: str = "mean_rank") -> list:
         bucket = rest[-1] if len(rest) >= 2 else None
         mr = model[key]
         out.append({"task": task, "kind": kind, "bucket": bucket, "pure": pure == "pure",
-                    "ranking": sorted(mr, key=lambda l: (mr[l], l)),
+                    "ranking": order(model, key, mr),
                     field: {l: round(mr[l], 4 if field == "mean_regret" else 3) for l in sorted(mr)}})
     return out
 

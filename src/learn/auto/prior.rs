@@ -9,7 +9,9 @@
 //! learner over the cells that share it. A job's keys, finest first, are
 //! (task, majority column kind, `n * epsilon` bucket, pure?), (task,
 //! bucket, pure?), (task, pure?) and (pure?); the finest key the suite saw
-//! gives the learners' order. It reads no row, so it costs nothing.
+//! gives the learners' order (a tie of mean ranks is broken by the next
+//! coarser key's, then by name: `scripts/suite_lodo.py`'s `order`, which
+//! writes `ranking` in that order). It reads no row, so it costs nothing.
 //!
 //! The rule's quality is reported leave-one-dataset-out (each set scored by
 //! the rule fitted on the others), never on the sets it was fitted on.
