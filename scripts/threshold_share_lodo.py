@@ -2,8 +2,9 @@
 """A binary classifier's threshold share, chosen leave-one-dataset-out on the suite's binary sets.
 
 A binary LazyBB fit spends a share of its epsilon on a vote threshold chosen privately after the
-rounds (src/learn/lazybb/vote_threshold.rs), a binary dp-linear fit a share of its budget on a
-decision threshold after the fit (src/learn/linear/threshold.rs); 0 = no threshold. For the
+rounds (src/learn/lazybb/vote_threshold.rs), a binary dp-linear or DPBoost fit a share of its
+budget on a decision threshold after the fit (src/learn/linear/threshold.rs,
+src/learn/dpboost/threshold.rs); 0 = no threshold. For the
 learner of `--learner`, this script
 
 1. runs scripts/suite.py for that learner alone on the suite's binary sets, once per share of the
@@ -44,7 +45,8 @@ import suite  # noqa: E402  (the suite's paths and hashing)
 
 ROOT = suite.ROOT
 # The share flag of each learner that has a threshold.
-FLAGS = {"lazybb": "--vote-threshold-share", "dp-linear": "--threshold-share"}
+FLAGS = {"lazybb": "--vote-threshold-share", "dp-linear": "--threshold-share",
+         "dpboost": "--threshold-share"}
 SHARES = ["0", "0.025", "0.05", "0.1", "0.2", "0.3", "0.4"]
 # The shipped rule's shares (vote_threshold::DEFAULT_SHARES, spelled as in SHARES) and its K grid
 # (None: no bound, the largest share everywhere).

@@ -198,9 +198,10 @@ pub struct AlgorithmArgs {
     /// [default: from n, the budget and the feature count].
     #[arg(long)]
     pub regularization: Option<f64>,
-    /// dp-linear, binary label: share of the budget for the decision
-    /// threshold, in [0, 0.5]; 0 for none [default: the largest of 0.025,
-    /// 0.05, 0.1, 0.2 at most 400 / (n epsilon), else 0.025].
+    /// dp-linear and DPBoost, binary label: share of the budget for the
+    /// decision threshold, in [0, 0.5]; 0 for none [default: the largest of
+    /// 0.025, 0.05, 0.1, 0.2 at most K / (n epsilon), else 0.025; K = 400
+    /// for dp-linear, 800 for DPBoost].
     #[arg(long)]
     pub threshold_share: Option<f64>,
     /// DPBoost: trees per ensemble T_e [default: 10].
@@ -288,7 +289,6 @@ impl AlgorithmArgs {
             ("--range-share", self.range_share.is_some()),
             ("--solver", self.solver.is_some()),
             ("--regularization", self.regularization.is_some()),
-            ("--threshold-share", self.threshold_share.is_some()),
         ];
         let dpboost = [
             ("--trees-per-ensemble", self.trees_per_ensemble.is_some()),
@@ -299,6 +299,8 @@ impl AlgorithmArgs {
             ("--leaves", self.leaves.is_some()),
         ];
         let epochs = [("--epochs", self.epochs.is_some())];
+        // dp-linear's and DPBoost's decision threshold.
+        let threshold = [("--threshold-share", self.threshold_share.is_some())];
         let auto = [("--validation-share", self.validation_share.is_some())];
         let learning_rate = [("--learning-rate", self.learning_rate.is_some())];
         let foreign: Vec<&(&str, bool)> = match name {
@@ -307,12 +309,14 @@ impl AlgorithmArgs {
                 .chain(&linear)
                 .chain(&dpboost)
                 .chain(&epochs)
+                .chain(&threshold)
                 .chain(&auto)
                 .collect(),
             AlgorithmName::DpEbm => lazybb
                 .iter()
                 .chain(&linear)
                 .chain(&dpboost)
+                .chain(&threshold)
                 .chain(&auto)
                 .collect(),
             AlgorithmName::DpLinear => lazybb
@@ -336,6 +340,7 @@ impl AlgorithmArgs {
                 .chain(&linear)
                 .chain(&dpboost)
                 .chain(&epochs)
+                .chain(&threshold)
                 .chain(&learning_rate)
                 .collect(),
         };
@@ -388,6 +393,7 @@ impl AlgorithmArgs {
                     LeavesArg::Newton => LeafRelease::Newton,
                     LeavesArg::ClippedMean => LeafRelease::ClippedMean,
                 }),
+                threshold_share: self.threshold_share,
             })),
             AlgorithmName::Auto => Ok(AlgorithmSpec::Auto(AutoSpec {
                 validation_share: self.validation_share,

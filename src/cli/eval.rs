@@ -130,8 +130,9 @@ pub struct EvalArgs {
     /// [default: from n, the budget and the feature count].
     #[arg(long)]
     regularization: Option<f64>,
-    /// dp-linear, binary label: share of the budget for the decision
-    /// threshold, in [0, 0.5]; 0 for none [default: from n and epsilon].
+    /// dp-linear and DPBoost, binary label: share of the budget for the
+    /// decision threshold, in [0, 0.5]; 0 for none [default: from n and
+    /// epsilon].
     #[arg(long)]
     threshold_share: Option<f64>,
     /// DPBoost: trees per ensemble [default: 10].

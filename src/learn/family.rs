@@ -128,6 +128,7 @@ impl AlgorithmName {
                 "split_share",
                 "init_share",
                 "leaves",
+                "threshold_share",
             ],
             AlgorithmName::Auto => &["validation_share"],
             AlgorithmName::LdpNaiveBayes => &[],
@@ -899,6 +900,18 @@ fn plan_linear(spec: LinearSpec, budget: Budget, facts: PublicFacts) -> Result<P
 fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, LearnError> {
     // k classes: k one-vs-rest binary fits at epsilon / k each
     // (`dpboost::multiclass`); every scale checked is a fit's.
+    let defaults_used = !spec.any_given();
+    // A binary fit's decision threshold takes its default share from the
+    // public n and epsilon (`dpboost::params::default_threshold_share`).
+    let spec = match facts.task {
+        Task::Binary => DpBoostSpec {
+            threshold_share: Some(spec.threshold_share.unwrap_or_else(|| {
+                dpboost::params::default_threshold_share(facts.n_rows, budget.epsilon())
+            })),
+            ..spec
+        },
+        Task::Regression { .. } | Task::Multiclass { .. } => spec,
+    };
     let plan = spec
         .check(facts.task)?
         .plan_for(facts.task, budget, facts.n_rows)?;
@@ -907,7 +920,7 @@ fn plan_dpboost(spec: DpBoostSpec, budget: Budget, facts: PublicFacts) -> Result
         cost: plan.cost(),
         steps: plan.steps(),
         resolved: AlgorithmSpec::Dpboost(plan.params.to_spec()),
-        defaults_used: !spec.any_given(),
+        defaults_used,
         binning: None,
         unit: Neighbouring::ROW,
         learner: PlannedLearner::DpBoost(plan),
@@ -1215,13 +1228,18 @@ impl Plan {
                 )?)))
             }
             PlannedLearner::DpBoost(plan) => {
-                let model = dpboost::fit::fit(data, encoder, plan, rng, on_step)?;
-                Ok(Model::DpBoost(Box::new(DpBoostFile::new(
-                    encoder,
-                    plan,
-                    self.defaults_used,
-                    model,
-                )?)))
+                let mut model = dpboost::fit::fit(data, encoder, plan, rng, on_step)?;
+                // A binary classifier's decision threshold: released after
+                // the trees, from the model (`dpboost::threshold`).
+                let logit = plan
+                    .threshold
+                    .map(|t| dpboost::threshold::apply(&mut model, data, &t, rng))
+                    .transpose()?;
+                let file = DpBoostFile::new(encoder, plan, self.defaults_used, model)?;
+                Ok(Model::DpBoost(Box::new(match (plan.threshold, logit) {
+                    (Some(t), Some(logit)) => file.with_threshold(&t, logit),
+                    _ => file,
+                })))
             }
             PlannedLearner::Auto(plan) => auto::run::fit(plan, data, encoder, rng, on_step),
             PlannedLearner::NaiveBayes(plan) => {
@@ -1327,11 +1345,18 @@ mod tests {
                 epochs: Some(50),
                 ..EbmSpec::default()
             }),
+            // A fixed threshold share: the default one follows n epsilon,
+            // which a privacy unit changes (the tests compare the same
+            // parameters at a row's and a unit's budget).
             AlgorithmSpec::DpLinear(LinearSpec {
                 epochs: Some(20),
+                threshold_share: Some(0.1),
                 ..LinearSpec::default()
             }),
-            AlgorithmSpec::Dpboost(DpBoostSpec::default()),
+            AlgorithmSpec::Dpboost(DpBoostSpec {
+                threshold_share: Some(0.1),
+                ..DpBoostSpec::default()
+            }),
             AlgorithmSpec::Auto(AutoSpec::default()),
         ]
     }

@@ -19,7 +19,11 @@
 //! DP-EBM (`ebm::fit`) adds a window around the released positive count to
 //! its scores; LazyBB (`lazybb::vote_threshold`) scores accuracy alone.
 
+use serde::{Deserialize, Serialize};
+
+use super::LearnError;
 use crate::privacy::grid::GRID_EPSILON;
+use crate::privacy::{Budget, PrivacyCost, zcdp};
 
 /// `(c_j, a_j)` for every `grid[j]` (`grid` increasing and evenly spaced):
 /// `c_j` the number of `scores` above `grid[j]` (a score on a grid point is
@@ -128,6 +132,219 @@ pub fn default_share(n_rows: usize, epsilon: f64, k_rows: f64) -> f64 {
         .copied()
         .filter(|&s| s <= bound)
         .fold(DEFAULT_SHARES[0], f64::max)
+}
+
+// ------------------------------------------------------------------
+// A decision threshold released after a fit (dp-linear, DPBoost): the
+// budget split and its plan, shared so that every learner composes it the
+// same way (docs/privacy.md, "dp-linear's decision threshold").
+// ------------------------------------------------------------------
+
+/// The sensitivity of a decision threshold's candidate scores (counts of
+/// correctly classified rows) under substitution.
+const SENSITIVITY: f64 = 1.0;
+
+/// The number of candidate thresholds of a learner's decision threshold
+/// (dp-linear's, DPBoost's: a grid over the released model's scores).
+pub const CANDIDATES: usize = 257;
+
+/// The largest share a request may give (`threshold_share`): the fit keeps
+/// at least half of the budget.
+pub const MAX_THRESHOLD_SHARE: f64 = 0.5;
+
+/// The public facts of the threshold's release.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdPlan {
+    /// The report-noisy-max's pure epsilon.
+    pub epsilon: f64,
+    /// Its rho in a zCDP run (`epsilon^2 / 2` at most); none when pure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rho: Option<f64>,
+    /// Its Laplace scale, in rows.
+    pub scale: f64,
+    /// The number of candidate thresholds of a learner's decision threshold
+    /// (dp-linear's, DPBoost's: a grid over the released model's scores).
+    pub candidates: usize,
+    /// The whole run's budget (the fit's and this release's together).
+    pub run_budget: Budget,
+    /// The whole run's rho (zCDP runs): what is charged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_rho: Option<f64>,
+}
+
+impl ThresholdPlan {
+    /// The charge of the whole run (fit and threshold).
+    pub fn cost(&self) -> PrivacyCost {
+        match self.run_rho {
+            None => PrivacyCost::Pure {
+                epsilon: self.run_budget.epsilon(),
+            },
+            Some(rho) => PrivacyCost::Zcdp {
+                rho,
+                epsilon: self.run_budget.epsilon(),
+                delta: self.run_budget.delta(),
+            },
+        }
+    }
+}
+
+/// The split of `budget` between the fit and a threshold at `share` of it:
+/// the fit's budget and the threshold's plan (module docs, "Accounting").
+/// The caller checks, once the fit is planned, that its rho leaves room
+/// ([`check_fit_rho`]).
+pub fn split(
+    budget: Budget,
+    share: f64,
+    n_rows: usize,
+) -> Result<(Budget, ThresholdPlan), LearnError> {
+    let too_small = || {
+        LearnError::InvalidParameter(format!(
+            "epsilon (epsilon): the decision threshold's share of epsilon = {} is too small to sample; use a larger epsilon or threshold_share 0",
+            budget.epsilon()
+        ))
+    };
+    if budget.delta() == 0.0 {
+        let epsilon = share * budget.epsilon();
+        let scale = rnm_scale(epsilon, SENSITIVITY, n_rows).ok_or_else(too_small)?;
+        // The fit gets the rest, rounded down (one step below the nearest
+        // double) so that the two never sum to more than epsilon.
+        let fit = Budget::new((budget.epsilon() - epsilon).next_down(), 0.0)?;
+        return Ok((
+            fit,
+            ThresholdPlan {
+                epsilon,
+                rho: None,
+                scale,
+                candidates: CANDIDATES,
+                run_budget: budget,
+                run_rho: None,
+            },
+        ));
+    }
+    let rho = zcdp::rho_for(budget.epsilon(), budget.delta())?;
+    let rho_t = share * rho;
+    // sqrt(2 rho_t), rounded down until its rho is within rho_t.
+    let mut epsilon = (2.0 * rho_t).sqrt();
+    while epsilon * epsilon / 2.0 > rho_t {
+        epsilon = epsilon.next_down();
+    }
+    let scale = rnm_scale(epsilon, SENSITIVITY, n_rows).ok_or_else(too_small)?;
+    // The fit's budget: the epsilon that a rho a hair below the rest
+    // implies at the same delta; the fit's own rho (the largest meeting it)
+    // is then at most the rest, which `check_fit_rho` confirms.
+    let fit_epsilon = zcdp::epsilon_of((rho - rho_t) * (1.0 - 1e-9), budget.delta())?;
+    let fit = Budget::new(fit_epsilon.min(budget.epsilon()), budget.delta())?;
+    Ok((
+        fit,
+        ThresholdPlan {
+            epsilon,
+            rho: Some(epsilon * epsilon / 2.0),
+            scale,
+            candidates: CANDIDATES,
+            run_budget: budget,
+            run_rho: Some(rho),
+        },
+    ))
+}
+
+/// The fit's rho and the threshold's together must not exceed the run's:
+/// an error (refused before any row is read) otherwise.
+pub fn check_fit_rho(plan: &ThresholdPlan, fit_rho: Option<f64>) -> Result<(), LearnError> {
+    match (plan.run_rho, plan.rho, fit_rho) {
+        (None, None, None) => Ok(()),
+        (Some(run), Some(t), Some(fit)) if fit + t <= run => Ok(()),
+        _ => Err(LearnError::InvalidParameter(
+            "the decision threshold's budget and the fit's do not compose to the job's; use threshold_share 0".into(),
+        )),
+    }
+}
+
+/// The decision threshold's release as the statement records it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdRelease {
+    /// The release's public facts.
+    pub plan: ThresholdPlan,
+    /// The chosen logit: the fit's intercept minus the model's.
+    pub logit: f64,
+}
+
+impl ThresholdPlan {
+    /// A fit's statement texts with this release appended: the accounting
+    /// (`fit_accounting`, then the threshold; basic composition, or zCDP's
+    /// additive rho when the run has one) and the budget split
+    /// (`fit_split` at the fit's `fit_epsilon`, then the threshold's part).
+    pub fn statement_texts(
+        &self,
+        fit_accounting: &str,
+        fit_split: &str,
+        fit_epsilon: f64,
+    ) -> (String, String) {
+        let (epsilon, delta) = (self.run_budget.epsilon(), self.run_budget.delta());
+        let accounting = match (self.run_rho, self.rho) {
+            (Some(run), Some(t)) => format!(
+                "{fit_accounting}; then the decision threshold, one pure {:.6}-DP report-noisy-max (rho {t:.6e}); the fit's rho and the threshold's compose additively to at most rho = {run:.6e}, which implies ({epsilon}, {delta})-DP by the same conversion",
+                self.epsilon
+            ),
+            _ => format!(
+                "{fit_accounting}; then the decision threshold, one pure {:.6}-DP report-noisy-max, by basic composition: epsilon = {epsilon}",
+                self.epsilon
+            ),
+        };
+        let split = format!(
+            "the fit's part (epsilon {fit_epsilon}): {fit_split}; the rest to the decision threshold (report-noisy-max over {} logits, scores the training rows each classifies correctly, sensitivity 1, Laplace scale {:.3} rows)",
+            self.candidates, self.scale
+        );
+        (accounting, split)
+    }
+}
+
+/// The candidates of a decision threshold: [`CANDIDATES`] evenly spaced
+/// logits on `[center - W, center + W]`, `W` slightly more than `bound`, so
+/// that every score within `bound` of `center` lies strictly inside: the
+/// first candidate predicts every row positive, the last every row
+/// negative. `center` and `bound` come from the released model alone.
+pub fn grid_around(center: f64, bound: f64) -> Vec<f64> {
+    // Strictly outside every score: a relative and an absolute margin.
+    let w = bound * (1.0 + 1e-9) + 1e-9;
+    let step = 2.0 * w / (CANDIDATES - 1) as f64;
+    (0..CANDIDATES)
+        .map(|j| center - w + step * j as f64)
+        .collect()
+}
+
+/// Each candidate's score: the training rows it classifies correctly when a
+/// row is predicted positive iff its logit (under the released model) is
+/// above the candidate.
+pub fn logit_scores(
+    logits: &[f64],
+    data: &crate::data::Dataset,
+    grid: &[f64],
+) -> Result<Vec<f64>, LearnError> {
+    let labels = data.labels.as_ref().ok_or(LearnError::NoLabels)?;
+    let (above, positive_above) = counts_by_label(logits, |i| labels.get(i), grid);
+    let p = labels.count_ones() as u64;
+    Ok(correct_counts(
+        &above,
+        &positive_above,
+        p,
+        data.n_rows() as u64,
+    ))
+}
+
+/// The release: report-noisy-max over `grid` with the scores of
+/// [`logit_scores`] at the plan's scale. Returns the chosen logit.
+pub fn choose_logit(
+    logits: &[f64],
+    data: &crate::data::Dataset,
+    grid: &[f64],
+    plan: &ThresholdPlan,
+    rng: &mut crate::privacy::NoiseRng,
+) -> Result<f64, LearnError> {
+    let utility = logit_scores(logits, data, grid)?;
+    let j = crate::privacy::laplace::report_noisy_max(rng, &utility, plan.scale)?;
+    Ok(grid[j])
 }
 
 #[cfg(test)]

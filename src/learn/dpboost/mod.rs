@@ -11,6 +11,8 @@
 //! - [`fit`]: the two-level boosting loop (Alg. 2) and the initial score.
 //! - [`model`]: the trees, prediction, inspection and the model file.
 //! - [`multiclass`]: k classes as k one-vs-rest binary fits at epsilon / k.
+//! - [`threshold`]: a binary classifier's decision threshold, chosen
+//!   privately after the trees (the initial score absorbs it).
 
 pub mod fit;
 pub mod model;
@@ -20,6 +22,9 @@ pub mod params;
 mod tests;
 #[cfg(test)]
 mod tests_multiclass;
+#[cfg(test)]
+mod tests_threshold;
+pub mod threshold;
 pub mod tree;
 
 pub use model::{DpBoostFile, DpBoostInspection, DpBoostModel};

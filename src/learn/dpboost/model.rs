@@ -114,6 +114,11 @@ pub struct DpBoostStatement {
     /// absent for a binary or regression model, and in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_vs_rest: Option<OneVsRestStatement>,
+    /// A binary classifier's decision threshold (`super::threshold`): its
+    /// plan and the released logit, which the initial score absorbed; absent
+    /// without one and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<crate::learn::threshold::ThresholdRelease>,
 }
 
 impl DpBoostStatement {
@@ -189,6 +194,7 @@ impl DpBoostStatement {
             software_version: SOFTWARE_VERSION.into(),
             binning: None,
             one_vs_rest: None,
+            threshold: None,
         }
     }
 
@@ -282,6 +288,22 @@ impl DpBoostFile {
             model,
             one_vs_rest: Vec::new(),
         })
+    }
+
+    /// The file of a binary run whose decision threshold (`plan`) chose
+    /// `logit` (already absorbed into the initial score): the statement
+    /// gives the whole run's epsilon and how the two parts compose.
+    pub fn with_threshold(
+        mut self,
+        plan: &crate::learn::threshold::ThresholdPlan,
+        logit: f64,
+    ) -> DpBoostFile {
+        let s = &mut self.privacy;
+        (s.accounting, s.budget_split) =
+            plan.statement_texts(&s.accounting, &s.budget_split, s.epsilon);
+        s.epsilon = plan.run_budget.epsilon();
+        s.threshold = Some(crate::learn::threshold::ThresholdRelease { plan: *plan, logit });
+        self
     }
 
     /// Wrap the k one-vs-rest fits of a multiclass plan (class 0 first).
@@ -408,7 +430,7 @@ impl DpBoostFile {
 /// summed in tree order and then added to the initial score, as
 /// [`DpBoostModel::raw`] does, so a batch prediction equals the single-row
 /// one bit for bit.
-fn model_raw_all(model: &DpBoostModel, data: &crate::data::Dataset) -> Vec<f64> {
+pub(crate) fn model_raw_all(model: &DpBoostModel, data: &crate::data::Dataset) -> Vec<f64> {
     let mut sums = vec![0.0f64; data.n_rows()];
     for t in &model.trees {
         for (s, leaf) in sums.iter_mut().zip(t.leaves_of_rows(&data.features)) {

@@ -25,6 +25,15 @@ fn dpboost() -> AlgorithmSpec {
     AlgorithmSpec::Dpboost(DpBoostSpec::default())
 }
 
+/// A binary plan to compare one one-vs-rest fit with: the same defaults
+/// without the binary decision threshold (k classes have none).
+fn dpboost_without_threshold() -> AlgorithmSpec {
+    AlgorithmSpec::Dpboost(DpBoostSpec {
+        threshold_share: Some(0.0),
+        ..DpBoostSpec::default()
+    })
+}
+
 fn f(noise: &Value, key: &str) -> f64 {
     noise[key]
         .as_f64()
@@ -62,7 +71,7 @@ fn the_plan_splits_the_budget_over_the_k_fits() {
             assert!((per_fit - by_hand).abs() < 1e-15, "{per_fit}");
             assert!(std::iter::repeat_n(per_fit, k).sum::<f64>() <= e);
             // The same numbers as a binary plan at the per-fit share.
-            let binary = dpboost()
+            let binary = dpboost_without_threshold()
                 .plan(budget(per_fit, 0.0), facts(Task::Binary))
                 .unwrap()
                 .noise();
@@ -80,7 +89,7 @@ fn the_plan_splits_the_budget_over_the_k_fits() {
             }
             assert_eq!(noise["subset_sizes"], binary["subset_sizes"]);
             // And k times the binary plan's scales at the whole epsilon.
-            let whole = dpboost()
+            let whole = dpboost_without_threshold()
                 .plan(budget(e, 0.0), facts(Task::Binary))
                 .unwrap()
                 .noise();

@@ -8,10 +8,10 @@ use super::model::LinearModel;
 use super::objective::ObjectivePlan;
 use super::output::{self, OutputPlan};
 use super::params::{LinearParams, LinearPlan, Noise};
-use super::threshold::ThresholdPlan;
 use crate::data::{Encoder, Schema, Task};
 use crate::learn::LearnError;
 use crate::learn::model::{MODEL_FORMAT, SOFTWARE_VERSION};
+use crate::learn::threshold::{ThresholdPlan, ThresholdRelease};
 use crate::privacy::mechanisms::{self, Mechanism};
 
 /// The envelope version of the newer learners' files.
@@ -66,16 +66,6 @@ pub struct LinearStatement {
     /// and in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<ThresholdRelease>,
-}
-
-/// The decision threshold's release as the statement records it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ThresholdRelease {
-    /// The release's public facts.
-    pub plan: ThresholdPlan,
-    /// The chosen logit: the fit's intercept minus the model's.
-    pub logit: f64,
 }
 
 /// The public noise description of an output-perturbation plan (the
@@ -452,28 +442,13 @@ impl LinearFile {
     /// the whole run's charge and how the two parts compose.
     pub fn with_threshold(mut self, plan: &ThresholdPlan, logit: f64) -> LinearFile {
         let s = &mut self.privacy;
-        let fit_epsilon = s.epsilon;
+        (s.accounting, s.budget_split) =
+            plan.statement_texts(&s.accounting, &s.budget_split, s.epsilon);
         s.epsilon = plan.run_budget.epsilon();
         s.delta = plan.run_budget.delta();
-        match (plan.run_rho, plan.rho) {
-            (Some(run), Some(t)) => {
-                s.accounting = format!(
-                    "{}; then the decision threshold, one pure {:.6}-DP report-noisy-max (rho {t:.6e}); the fit's rho and the threshold's compose additively to at most rho = {run:.6e}, which implies ({}, {})-DP by the same conversion",
-                    s.accounting, plan.epsilon, s.epsilon, s.delta
-                );
-                s.rho = Some(run);
-            }
-            _ => {
-                s.accounting = format!(
-                    "{}; then the decision threshold, one pure {:.6}-DP report-noisy-max, by basic composition: epsilon = {}",
-                    s.accounting, plan.epsilon, s.epsilon
-                );
-            }
+        if plan.run_rho.is_some() {
+            s.rho = plan.run_rho;
         }
-        s.budget_split = format!(
-            "the fit's part (epsilon {fit_epsilon}): {}; the rest to the decision threshold (report-noisy-max over {} logits, scores the training rows each classifies correctly, sensitivity 1, Laplace scale {:.3} rows)",
-            s.budget_split, plan.candidates, plan.scale
-        );
         let rnm = mechanisms::REPORT_NOISY_MAX_LAPLACE.id.to_owned();
         if !s.mechanisms.contains(&rnm) {
             s.mechanisms.push(rnm);
