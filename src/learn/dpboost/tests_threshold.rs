@@ -34,6 +34,18 @@ fn the_plan_gives_the_threshold_its_share() {
     let (encoder, data) = no_signal();
     let facts = PublicFacts::new(&encoder, data.n_rows());
     let total = Budget::new(1.0, 0.0).unwrap();
+    // DPBoost is pure whatever delta is offered: the threshold's split too
+    // (a pure charge of the whole epsilon, no rho).
+    for offered in [total, Budget::new(1.0, 1e-6).unwrap()] {
+        let plan = AlgorithmSpec::Dpboost(DpBoostSpec::default())
+            .plan(offered, facts)
+            .unwrap();
+        assert_eq!(
+            plan.cost,
+            crate::privacy::PrivacyCost::Pure { epsilon: 1.0 }
+        );
+        assert_eq!(plan.noise()["epsilon_threshold"].as_f64(), Some(0.2));
+    }
     let plan = AlgorithmSpec::Dpboost(DpBoostSpec::default())
         .plan(total, facts)
         .unwrap();
