@@ -15,9 +15,17 @@
 //! - [`correct_counts`]: the rows each candidate classifies correctly.
 //! - [`rnm_scale`]: the Laplace scale of a report-noisy-max over integer
 //!   scores of a given sensitivity, with the floating-point margin.
+//! - [`default_share`]: a threshold's default share of a fit's budget, from
+//!   n, epsilon and the learner's constant.
+//! - A decision threshold on a logit (dp-linear, DPBoost): [`split`] of the
+//!   budget into the fit's and the threshold's ([`ThresholdPlan`], checked by
+//!   [`check_fit_rho`]), the candidates [`grid_around`] the released model's
+//!   scores, [`logit_scores`] and the release [`choose_logit`]; the model
+//!   statements' texts ([`ThresholdPlan::statement_texts`]).
 //!
 //! DP-EBM (`ebm::fit`) adds a window around the released positive count to
-//! its scores; LazyBB (`lazybb::vote_threshold`) scores accuracy alone.
+//! its scores; LazyBB (`lazybb::vote_threshold`) and the logit thresholds
+//! score accuracy alone.
 
 use serde::{Deserialize, Serialize};
 
@@ -190,7 +198,8 @@ impl ThresholdPlan {
 }
 
 /// The split of `budget` between the fit and a threshold at `share` of it:
-/// the fit's budget and the threshold's plan (module docs, "Accounting").
+/// the fit's budget and the threshold's plan (`linear::threshold`'s docs,
+/// "Accounting"; a pure learner passes a budget without delta).
 /// The caller checks, once the fit is planned, that its rho leaves room
 /// ([`check_fit_rho`]).
 pub fn split(

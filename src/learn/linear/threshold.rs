@@ -27,7 +27,7 @@
 //!
 //! **Accounting.** Pure DP: `epsilon_t = share epsilon`, the fit gets the
 //! rest (basic composition). zCDP (delta > 0): the threshold takes `share
-//! rho` of the fit's `rho` as a pure `sqrt(2 share rho)`-DP release (an
+//! rho` of the run's `rho` as a pure `sqrt(2 share rho)`-DP release (an
 //! epsilon-DP release is `epsilon^2 / 2`-zCDP, Bun and Steinke 2016, Prop.
 //! 1.4), the fit is planned at a budget whose `rho` is at most the rest, and
 //! the two compose additively to at most `rho`, converted once.
