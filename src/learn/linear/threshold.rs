@@ -92,10 +92,11 @@ pub fn apply(
     plan: &ThresholdPlan,
     rng: &mut NoiseRng,
 ) -> Result<f64, LearnError> {
-    let grid = grid(model, data.n_literals());
-    let logits = model
-        .predictor(crate::data::Task::Binary, data.n_literals())
-        .raw_all(data);
+    // One folded predictor gives both the grid's bound and the logits.
+    let predictor = model.predictor(crate::data::Task::Binary, data.n_literals());
+    let (base, bound) = predictor.score_bound();
+    let grid = threshold::grid_around(base, bound);
+    let logits = predictor.raw_all(data);
     let t = threshold::choose_logit(&logits, data, &grid, plan, rng)?;
     model.coefficients[0][0] -= t;
     Ok(t)
