@@ -37,7 +37,8 @@
 //! by the operating system). Uniform integers below `d` use rejection
 //! sampling on 128-bit words, which is exactly uniform (unlike reducing a
 //! random word modulo `d`, or rand's `random_range`, which is biased unless
-//! its `unbiased` feature is on; STACK.md §4).
+//! its `unbiased` feature is on; STACK.md §4), and Lemire's multiply-and-reject
+//! on 64-bit words when `d <= 2^64`, which is exactly uniform too.
 //!
 //! # Timing
 //!
@@ -57,16 +58,20 @@ fn overflow(what: &str) -> PrivacyError {
 ///
 /// # Proof
 ///
-/// Let `r = 2^128 mod bound`. A 128-bit word `x` is uniform on
-/// `0..2^128`; conditioned on `x < 2^128 - r` (a multiple of `bound`), it is
-/// uniform on a range that `x mod bound` covers each residue of exactly
-/// `(2^128 - r) / bound` times, so the result is uniform. Each attempt is
-/// accepted with probability `> 1/2`.
+/// A bound of at most `2^64` takes [`uniform_below_u64`] (one 64-bit word
+/// per attempt). Otherwise let `r = 2^128 mod bound`. A 128-bit word `x` is
+/// uniform on `0..2^128`; conditioned on `x < 2^128 - r` (a multiple of
+/// `bound`), it is uniform on a range that `x mod bound` covers each residue
+/// of exactly `(2^128 - r) / bound` times, so the result is uniform. Each
+/// attempt is accepted with probability `> 1/2`.
 pub fn uniform_below(rng: &mut NoiseRng, bound: u128) -> Result<u128, PrivacyError> {
     if bound == 0 {
         return Err(PrivacyError::InvalidParameter(
             "uniform_below needs a bound >= 1".into(),
         ));
+    }
+    if bound <= 1 << 64 {
+        return Ok(uniform_below_u64(rng, bound));
     }
     if bound.is_power_of_two() {
         return Ok(random_u128(rng) & (bound - 1));
@@ -80,6 +85,42 @@ pub fn uniform_below(rng: &mut NoiseRng, bound: u128) -> Result<u128, PrivacyErr
             return Ok(x % bound);
         }
     }
+}
+
+/// [`uniform_below`] for `1 <= bound <= 2^64`: the draws of the exact
+/// samplers (report-noisy-max's `2^30`-step grid, CKS20 Algorithm 1's
+/// `Bernoulli(gamma / k)`), without 128-bit words or divisions on the
+/// common path.
+///
+/// # Proof
+///
+/// A power of two `2^j`: the low `j` bits of a uniform word are uniform.
+/// Otherwise Lemire's multiply-and-reject ("Fast random integer generation
+/// in an interval", ACM TOMACS 2019, Algorithm 5): a uniform word `x` gives
+/// the 128-bit product `m = x * bound`, whose high word `m >> 64` is the
+/// candidate and low word `l = m mod 2^64` decides acceptance. The `2^64`
+/// words map onto `0..bound` by the high word; each value `v` is hit by
+/// exactly `floor(2^64 / bound)` or that plus one words, and rejecting the
+/// words whose low word is below `t = 2^64 mod bound` removes exactly one
+/// word from every value hit once more (Lemire's Lemma 4.1), so each value
+/// keeps `floor(2^64 / bound)` words: uniform. The test `l < bound` first
+/// only skips computing `t` (every `l < t` has `l < bound`, as `t < bound`).
+/// Each attempt is accepted with probability `> 1/2`.
+fn uniform_below_u64(rng: &mut NoiseRng, bound: u128) -> u128 {
+    debug_assert!((1..=1 << 64).contains(&bound));
+    if bound.is_power_of_two() {
+        let mask = (bound - 1) as u64; // bound <= 2^64: the mask fits
+        return u128::from(rng.next_u64() & mask);
+    }
+    let b = bound as u64; // not a power of two, so below 2^64
+    let mut m = u128::from(rng.next_u64()) * u128::from(b);
+    if (m as u64) < b {
+        let t = b.wrapping_neg() % b; // 2^64 mod b
+        while (m as u64) < t {
+            m = u128::from(rng.next_u64()) * u128::from(b);
+        }
+    }
+    m >> 64
 }
 
 fn random_u128(rng: &mut NoiseRng) -> u128 {
@@ -333,6 +374,37 @@ mod tests {
             assert!(uniform_below(&mut rng, big).unwrap() < big);
         }
         assert!(uniform_below(&mut rng, 0).is_err());
+        for bound in [1u128 << 64, (1 << 64) - 1, (1 << 64) + 1, 1 << 30] {
+            for _ in 0..100 {
+                assert!(uniform_below(&mut rng, bound).unwrap() < bound);
+            }
+        }
+    }
+
+    /// The 64-bit path near `2^64`, where multiply-and-shift without the
+    /// rejection is far from uniform: with `bound = 3 x 2^62` every word
+    /// maps to a value hit by one or two words, and the values hit twice are
+    /// those `= 2 mod 3`, half the draws instead of a third. The chi-square
+    /// test over `v mod 3` passes the sampler and fails a sampler without
+    /// the rejection step.
+    #[test]
+    fn uniform_below_near_two_to_the_64_is_uniform() {
+        let bound: u128 = 3 << 62;
+        let residues = |draw: &mut dyn FnMut() -> u128| {
+            let mut counts = [0u64; 3];
+            for _ in 0..30_000 {
+                counts[(draw() % 3) as usize] += 1;
+            }
+            counts
+        };
+        let mut rng = NoiseRng::seeded(29);
+        let counts = residues(&mut || uniform_below(&mut rng, bound).unwrap());
+        let p = chi_square_p_value(&counts, &[1.0 / 3.0; 3]);
+        assert!(p > 1e-4, "p = {p}, {counts:?}");
+        let mut rng = NoiseRng::seeded(30);
+        let counts = residues(&mut || (u128::from(rng.next_u64()) * bound) >> 64);
+        let p = chi_square_p_value(&counts, &[1.0 / 3.0; 3]);
+        assert!(p < 1e-10, "without the rejection: p = {p}, {counts:?}");
     }
 
     #[test]

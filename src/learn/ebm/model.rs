@@ -296,12 +296,15 @@ impl EbmPredictor {
         (self.base, &self.delta)
     }
 
-    /// A multiclass model's k raw scores (logits, schema order) of one row.
+    /// A multiclass model's k raw scores (logits, schema order) of one row:
+    /// each class's base plus its literals' values in ascending order, the
+    /// additions [`EbmPredictor::raw_classes_all`] makes, so one row scores
+    /// bit for bit as it does in a batch.
     pub fn raw_classes(&self, active: &[u32]) -> Vec<f64> {
         self.class_base
             .iter()
             .zip(&self.class_delta)
-            .map(|(b, d)| b + active.iter().map(|&l| d[l as usize]).sum::<f64>())
+            .map(|(&b, d)| active.iter().fold(b, |sum, &l| sum + d[l as usize]))
             .collect()
     }
 
@@ -325,9 +328,12 @@ impl EbmPredictor {
         rows
     }
 
-    /// The raw score of one row (logit, or the value for a regressor).
+    /// The raw score of one row (logit, or the value for a regressor), added
+    /// up in the order of [`EbmPredictor::raw_all`] (the same float result).
     pub fn raw(&self, active: &[u32]) -> f64 {
-        self.base + active.iter().map(|&l| self.delta[l as usize]).sum::<f64>()
+        active
+            .iter()
+            .fold(self.base, |sum, &l| sum + self.delta[l as usize])
     }
 
     /// Raw scores of every row: one pass per literal column.

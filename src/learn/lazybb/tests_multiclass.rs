@@ -311,8 +311,9 @@ fn old_binary_files_still_load_unchanged() {
 /// The suite's Nursery (12960 rows, 5 classes; `../shared/data/suite`):
 /// every fifth row held out, the rest trained on with the default rule at
 /// epsilon 1 and 5, three fixed seeds each. The majority class is 33% of
-/// the held-out rows; the bounds are the lowest accuracy measured over the
-/// seeds less 3 points.
+/// the held-out rows; each seed must beat it by 20 points, and the mean of
+/// the three seeds must reach the bound (one seed's spread is too wide for
+/// a per-seed bound: see the constants).
 #[test]
 fn nursery_accuracy_with_fixed_seeds() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/suite/nursery");
@@ -329,6 +330,7 @@ fn nursery_accuracy_with_fixed_seeds() {
     actual.iter().for_each(|&c| counts[c as usize] += 1);
     let majority = *counts.iter().max().unwrap() as f64 / test.n_rows() as f64;
     for (epsilon, bound) in [(1.0, NURSERY_AT_1), (5.0, NURSERY_AT_5)] {
+        let mut total = 0.0;
         for seed in [1, 2, 3] {
             let model = fit(&lazybb(None, None), epsilon, &encoder, &train, seed);
             let right = model
@@ -342,16 +344,22 @@ fn nursery_accuracy_with_fixed_seeds() {
             eprintln!(
                 "nursery epsilon {epsilon} seed {seed}: {accuracy:.4} (majority {majority:.4})"
             );
-            assert!(
-                accuracy >= bound,
-                "epsilon {epsilon} seed {seed}: {accuracy}"
-            );
             assert!(accuracy > majority + 0.2, "{accuracy} vs {majority}");
+            total += accuracy;
         }
+        let mean = total / 3.0;
+        assert!(
+            mean >= bound,
+            "epsilon {epsilon}: mean {mean} over seeds 1-3"
+        );
     }
 }
 
-/// Measured 0.762, 0.821, 0.816 (seeds 1-3) at epsilon 1; less 3 points.
-const NURSERY_AT_1: f64 = 0.73;
-/// Measured 0.853, 0.881, 0.850 at epsilon 5; less 3 points.
+/// Seeds 1-20 at epsilon 1 (the samplers' stream since stop 37): 0.715 to
+/// 0.846, mean 0.784, standard deviation about 0.036 (0.021 for a mean of
+/// three); seeds 1-3 give 0.779, 0.715, 0.728 (mean 0.741). The bound is
+/// about three standard deviations of a three-seed mean below 0.784.
+const NURSERY_AT_1: f64 = 0.72;
+/// Seeds 1-20 at epsilon 5: 0.847 to 0.901, mean 0.870; seeds 1-3 give
+/// 0.863, 0.882, 0.877. The bound (unchanged) is 0.05 below the mean.
 const NURSERY_AT_5: f64 = 0.82;
