@@ -17,8 +17,10 @@
 //!   scores of a given sensitivity, with the floating-point margin.
 //! - [`default_share`]: a threshold's default share of a fit's budget, from
 //!   n, epsilon and the learner's constant.
-//! - A decision threshold on a logit (dp-linear, DPBoost): [`split`] of the
-//!   budget into the fit's and the threshold's ([`ThresholdPlan`], checked by
+//! - A decision threshold on a logit (dp-linear, DPBoost): [`split_pure`] or
+//!   [`split_zcdp`] of the budget into the fit's and the threshold's (a pure
+//!   learner cannot get a zCDP split by passing a delta; [`ThresholdPlan`],
+//!   checked by
 //!   [`check_fit_rho`]), the candidates [`grid_around`] the released model's
 //!   scores, [`logit_scores`] and the release [`choose_logit`]; the model
 //!   statements' texts ([`ThresholdPlan::statement_texts`]).
@@ -197,38 +199,47 @@ impl ThresholdPlan {
     }
 }
 
-/// The split of `budget` between the fit and a threshold at `share` of it:
-/// the fit's budget and the threshold's plan (`linear::threshold`'s docs,
-/// "Accounting"; a pure learner passes a budget without delta).
-/// The caller checks, once the fit is planned, that its rho leaves room
-/// ([`check_fit_rho`]).
-pub fn split(
+/// The split of a pure `epsilon` between the fit and a threshold at `share`
+/// of it (basic composition): the fit's budget (no delta) and the
+/// threshold's plan (`linear::threshold`'s docs, "Accounting"). A pure
+/// learner (DPBoost, dp-linear at delta 0) calls this one whatever delta the
+/// job offers, so that its fit and the charge stay pure.
+pub fn split_pure(
+    epsilon: f64,
+    share: f64,
+    n_rows: usize,
+) -> Result<(Budget, ThresholdPlan), LearnError> {
+    let budget = Budget::new(epsilon, 0.0)?;
+    let epsilon_t = share * epsilon;
+    let scale = rnm_scale(epsilon_t, SENSITIVITY, n_rows).ok_or_else(|| too_small(epsilon))?;
+    // The fit gets the rest, rounded down (one step below the nearest
+    // double) so that the two never sum to more than epsilon.
+    let fit = Budget::new((epsilon - epsilon_t).next_down(), 0.0)?;
+    Ok((
+        fit,
+        ThresholdPlan {
+            epsilon: epsilon_t,
+            rho: None,
+            scale,
+            candidates: CANDIDATES,
+            run_budget: budget,
+            run_rho: None,
+        },
+    ))
+}
+
+/// The split of a zCDP run's `budget` (delta > 0) between the fit and a
+/// threshold at `share` of its rho: the fit's budget and the threshold's
+/// plan (`linear::threshold`'s docs, "Accounting"). The caller checks, once
+/// the fit is planned, that its rho leaves room ([`check_fit_rho`]).
+pub fn split_zcdp(
     budget: Budget,
     share: f64,
     n_rows: usize,
 ) -> Result<(Budget, ThresholdPlan), LearnError> {
-    let too_small = || {
-        LearnError::InvalidParameter(format!(
-            "epsilon (epsilon): the decision threshold's share of epsilon = {} is too small to sample; use a larger epsilon or threshold_share 0",
-            budget.epsilon()
-        ))
-    };
     if budget.delta() == 0.0 {
-        let epsilon = share * budget.epsilon();
-        let scale = rnm_scale(epsilon, SENSITIVITY, n_rows).ok_or_else(too_small)?;
-        // The fit gets the rest, rounded down (one step below the nearest
-        // double) so that the two never sum to more than epsilon.
-        let fit = Budget::new((budget.epsilon() - epsilon).next_down(), 0.0)?;
-        return Ok((
-            fit,
-            ThresholdPlan {
-                epsilon,
-                rho: None,
-                scale,
-                candidates: CANDIDATES,
-                run_budget: budget,
-                run_rho: None,
-            },
+        return Err(LearnError::InvalidParameter(
+            "a zCDP split of the decision threshold needs a delta > 0".into(),
         ));
     }
     let rho = zcdp::rho_for(budget.epsilon(), budget.delta())?;
@@ -238,7 +249,8 @@ pub fn split(
     while epsilon * epsilon / 2.0 > rho_t {
         epsilon = epsilon.next_down();
     }
-    let scale = rnm_scale(epsilon, SENSITIVITY, n_rows).ok_or_else(too_small)?;
+    let scale =
+        rnm_scale(epsilon, SENSITIVITY, n_rows).ok_or_else(|| too_small(budget.epsilon()))?;
     // The fit's budget: the epsilon that a rho a hair below the rest
     // implies at the same delta; the fit's own rho (the largest meeting it)
     // is then at most the rest, which `check_fit_rho` confirms.
@@ -254,6 +266,12 @@ pub fn split(
             run_budget: budget,
             run_rho: Some(rho),
         },
+    ))
+}
+
+fn too_small(epsilon: f64) -> LearnError {
+    LearnError::InvalidParameter(format!(
+        "epsilon (epsilon): the decision threshold's share of epsilon = {epsilon} is too small to sample; use a larger epsilon or threshold_share 0"
     ))
 }
 

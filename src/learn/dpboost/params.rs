@@ -336,12 +336,12 @@ impl DpBoostParams {
             Task::Regression { .. } => self.plan(budget, n_rows),
             // A binary fit ends with its decision threshold: its share of
             // epsilon off the top (basic composition), the fit planned at
-            // the rest (`learn::threshold::split`). DPBoost is pure whatever
-            // delta the job offers, so the split is pure too: a zCDP split
-            // would charge a rho that the pure fit's loss exceeds.
+            // the rest (`learn::threshold::split_pure`). DPBoost is pure
+            // whatever delta the job offers, so the split is pure too: a
+            // zCDP split would charge a rho that the pure fit's loss exceeds.
             Task::Binary if self.threshold_share > 0.0 => {
-                let pure = Budget::new(budget.epsilon(), 0.0)?;
-                let (fit, t) = threshold::split(pure, self.threshold_share, n_rows)?;
+                let (fit, t) =
+                    threshold::split_pure(budget.epsilon(), self.threshold_share, n_rows)?;
                 let mut plan = self.plan(fit, n_rows)?;
                 plan.threshold = Some(t);
                 Ok(plan)

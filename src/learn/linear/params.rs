@@ -549,7 +549,12 @@ impl LinearSpec {
         }
         // The threshold's part first; the fit is planned (defaults and all)
         // at the rest, and every scale is checked before any charge.
-        let (fit_budget, t) = threshold::split(budget, share, n_rows)?;
+        // dp-linear's accounting follows delta: pure at 0, zCDP above.
+        let (fit_budget, t) = if budget.delta() == 0.0 {
+            threshold::split_pure(budget.epsilon(), share, n_rows)?
+        } else {
+            threshold::split_zcdp(budget, share, n_rows)?
+        };
         let mut plan = spec.plan_fit(task, fit_budget, n_rows, shape)?;
         threshold::check_fit_rho(&t, plan.rho)?;
         plan.threshold = Some(t);

@@ -5,7 +5,9 @@
 
 use super::model::LinearModel;
 use super::params::LinearSpec;
-use super::threshold::{self, CANDIDATES, ThresholdPlan, apply, grid, scores, split};
+use super::threshold::{
+    self, CANDIDATES, ThresholdPlan, apply, grid, scores, split_pure, split_zcdp,
+};
 use crate::data::{Dataset, Task};
 use crate::learn::test_no_signal::no_signal;
 use crate::learn::{AlgorithmSpec, Model, PublicFacts};
@@ -34,7 +36,7 @@ fn training_accuracy(model: &LinearModel, data: &Dataset) -> f64 {
 /// the fit's rho leaves room for it, and the run is charged rho.
 #[test]
 fn split_by_hand() {
-    let (fit, t) = split(Budget::new(1.0, 0.0).unwrap(), 0.2, 1000).unwrap();
+    let (fit, t) = split_pure(1.0, 0.2, 1000).unwrap();
     assert_eq!(t.epsilon, 0.2);
     assert_eq!(fit.epsilon(), (1.0f64 - 0.2).next_down());
     assert_eq!(fit.delta(), 0.0);
@@ -48,7 +50,7 @@ fn split_by_hand() {
 
     let budget = Budget::new(1.0, 1e-6).unwrap();
     let rho = zcdp::rho_for(1.0, 1e-6).unwrap();
-    let (fit, t) = split(budget, 0.1, 1000).unwrap();
+    let (fit, t) = split_zcdp(budget, 0.1, 1000).unwrap();
     let rho_t = t.rho.unwrap();
     assert!(rho_t <= 0.1 * rho && rho_t > 0.1 * rho * (1.0 - 1e-12));
     assert!((t.epsilon - (0.2 * rho).sqrt()).abs() < 1e-12);
@@ -68,8 +70,11 @@ fn split_by_hand() {
         }
     );
     // Too small an epsilon for the sampler is refused, naming the field.
-    let err = split(Budget::new(1e-9, 0.0).unwrap(), 0.025, 1000).unwrap_err();
+    let err = split_pure(1e-9, 0.025, 1000).unwrap_err();
     assert!(err.to_string().contains("threshold_share"), "{err}");
+    // A zCDP split needs a delta: a budget without one is refused, not
+    // silently split as pure.
+    assert!(split_zcdp(Budget::new(1.0, 0.0).unwrap(), 0.1, 1000).is_err());
 }
 
 /// The default share: the largest of 0.025, 0.05, 0.1, 0.2 at most
@@ -208,8 +213,7 @@ fn release_follows_report_noisy_max_at_the_planned_scale() {
     };
     let model = file.model;
     // epsilon_t = 0.05: a scale of about 40 rows.
-    let (_, plan): (Budget, ThresholdPlan) =
-        split(Budget::new(0.1, 0.0).unwrap(), 0.5, data.n_rows()).unwrap();
+    let (_, plan): (Budget, ThresholdPlan) = split_pure(0.1, 0.5, data.n_rows()).unwrap();
     let g = grid(&model, data.n_literals());
     let utility = scores(&model, &data, &g).unwrap();
     // Groups of contiguous equal scores, and each candidate's group.

@@ -44,7 +44,7 @@ use crate::learn::threshold;
 use crate::privacy::NoiseRng;
 
 pub use crate::learn::threshold::{
-    CANDIDATES, MAX_THRESHOLD_SHARE, ThresholdPlan, check_fit_rho, split,
+    CANDIDATES, MAX_THRESHOLD_SHARE, ThresholdPlan, check_fit_rho, split_pure, split_zcdp,
 };
 
 /// [`default_share`]'s `K`: the share is the largest of
