@@ -1,7 +1,8 @@
 //! A binary test table without signal, shared by the learners' threshold
-//! tests (LazyBB's vote threshold, dp-linear's decision threshold): 400
-//! rows, 30% positive, four boolean columns independent of the label (a
-//! deterministic xorshift).
+//! tests (LazyBB's vote threshold, dp-linear's and DPBoost's decision
+//! thresholds): 400 rows, 30% positive, four boolean columns independent of
+//! the label (a deterministic xorshift); and the training accuracy of a
+//! binary model's logits on it.
 
 use crate::data::{Dataset, Encoder, LabelMode, Schema, read_csv};
 
@@ -35,4 +36,16 @@ pub fn no_signal() -> (Encoder, Dataset) {
     }
     let data = read_csv(csv.as_bytes(), &encoder, LabelMode::Required).unwrap();
     (encoder, data)
+}
+
+/// The share of `data`'s rows whose logit's sign (positive above 0) is the
+/// row's label.
+pub fn accuracy_of_logits(logits: &[f64], data: &Dataset) -> f64 {
+    let labels = data.labels.as_ref().unwrap();
+    let right = logits
+        .iter()
+        .enumerate()
+        .filter(|&(i, &z)| (z > 0.0) == labels.get(i))
+        .count();
+    right as f64 / data.n_rows() as f64
 }

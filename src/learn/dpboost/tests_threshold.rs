@@ -9,19 +9,13 @@ use super::DpBoostSpec;
 use super::model::model_raw_all;
 use super::threshold::{apply, grid};
 use crate::data::{Dataset, Task};
-use crate::learn::test_no_signal::no_signal;
+use crate::learn::test_no_signal::{accuracy_of_logits, no_signal};
 use crate::learn::threshold::{CANDIDATES, logit_scores};
 use crate::learn::{AlgorithmSpec, Model, PublicFacts};
 use crate::privacy::{Budget, NoiseRng};
 
 fn training_accuracy(model: &super::DpBoostModel, data: &Dataset) -> f64 {
-    let labels = data.labels.as_ref().unwrap();
-    let right = model_raw_all(model, data)
-        .iter()
-        .enumerate()
-        .filter(|&(i, &z)| (z > 0.0) == labels.get(i))
-        .count();
-    right as f64 / data.n_rows() as f64
+    accuracy_of_logits(&model_raw_all(model, data), data)
 }
 
 /// A binary plan gives the threshold its default share (0.2 on 400 rows at

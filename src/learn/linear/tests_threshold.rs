@@ -9,7 +9,7 @@ use super::threshold::{
     self, CANDIDATES, ThresholdPlan, apply, grid, scores, split_pure, split_zcdp,
 };
 use crate::data::{Dataset, Task};
-use crate::learn::test_no_signal::no_signal;
+use crate::learn::test_no_signal::{accuracy_of_logits, no_signal};
 use crate::learn::{AlgorithmSpec, Model, PublicFacts};
 use crate::privacy::testutil::{chi_square_p_value, rnm_laplace_group_probabilities};
 use crate::privacy::{Budget, NoiseRng, PrivacyCost, zcdp};
@@ -17,16 +17,10 @@ use crate::privacy::{Budget, NoiseRng, PrivacyCost, zcdp};
 /// The share of training rows a model classifies correctly (positive iff
 /// its logit is above 0).
 fn training_accuracy(model: &LinearModel, data: &Dataset) -> f64 {
-    let labels = data.labels.as_ref().unwrap();
     let logits = model
         .predictor(Task::Binary, data.n_literals())
         .raw_all(data);
-    let right = logits
-        .iter()
-        .enumerate()
-        .filter(|&(i, &z)| (z > 0.0) == labels.get(i))
-        .count();
-    right as f64 / data.n_rows() as f64
+    accuracy_of_logits(&logits, data)
 }
 
 /// Pure DP: the threshold takes `share epsilon`, the fit the rest (one step
