@@ -20,10 +20,10 @@
 //! - A decision threshold on a logit (dp-linear, DPBoost): [`split_pure`] or
 //!   [`split_zcdp`] of the budget into the fit's and the threshold's (a pure
 //!   learner cannot get a zCDP split by passing a delta; [`ThresholdPlan`],
-//!   checked by
-//!   [`check_fit_rho`]), the candidates [`grid_around`] the released model's
-//!   scores, [`logit_scores`] and the release [`choose_logit`]; the model
-//!   statements' texts ([`ThresholdPlan::statement_texts`]).
+//!   checked by [`check_fit_rho`]), the candidates [`grid_around`] the
+//!   released model's scores, [`logit_scores`] and the release
+//!   [`choose_logit`]; the model statements' texts
+//!   ([`ThresholdPlan::statement_texts`]).
 //!
 //! DP-EBM (`ebm::fit`) adds a window around the released positive count to
 //! its scores; LazyBB (`lazybb::vote_threshold`) and the logit thresholds

@@ -95,8 +95,8 @@ fn the_plan_gives_the_threshold_its_share() {
 /// score (the first candidate classifies the 120 positive rows right, the
 /// last the 280 negative ones). When the initial score is moved so that
 /// every row's score is at least 3 (every row predicted positive: 0.3), the
-/// threshold brings it back. The
-/// statement charges the whole epsilon and records the logit.
+/// threshold brings it back. The statement charges the whole epsilon and
+/// records the logit.
 #[test]
 fn a_fit_without_signal_predicts_the_majority() {
     let (encoder, data) = no_signal();
