@@ -191,10 +191,15 @@ def lodo_splits(set_names: list) -> list:
     return [(s, [t for t in set_names if t != s]) for s in set_names]
 
 
+def best_score(r: dict) -> float:
+    """The cell's best privboost learner's score (lowest RMSE, highest accuracy)."""
+    return (min if r["facts"]["task"] in LOWER_IS_BETTER else max)(r["scores"].values())
+
+
 def regret_of(r: dict, pick) -> float:
     """A pick's regret against the cell's best learner: accuracy points; RMSE as a share."""
     task = r["facts"]["task"]
-    best = (min if task in LOWER_IS_BETTER else max)(r["scores"].values())
+    best = best_score(r)
     v = r["scores"][pick]
     return (v - best) / max(best, 1e-12) if task in LOWER_IS_BETTER else best - v
 
@@ -366,18 +371,15 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
     for delta in doc["protocol"]["deltas"]:
         sel = [r for r in held if r["delta"] == delta and r["epsilon"] in ACCEPT_EPS]
         print(f"### δ = {delta:g}\n")
-        def best_single(r):
-            return (min if r["facts"]["task"] in LOWER_IS_BETTER else max)(r["scores"].values())
-
         # The best single learner per cell is the bound of any selection
         # rule: where it misses the peer, only a better learner helps.
         for who, get in (("auto", lambda r: r["auto"]), ("LODO rule", lambda r: r["pick_score"]),
-                         (ORACLE, best_single)):
+                         (ORACLE, best_score)):
             vs_peer, vs_best = [], []
             for r in sel:
                 task = r["facts"]["task"]
                 bp = best_peer(doc, value, r["set"], task, r["epsilon"])
-                best = (min if task in LOWER_IS_BETTER else max)(r["scores"].values())
+                best = best_score(r)
                 tag = f"{r['set']} ε={r['epsilon']:g}: {fmtv(task, get(r))}"
                 if bp is not None:
                     vs_peer.append((f"{tag} vs peer {fmtv(task, bp)}", close_enough(task, get(r), bp)))
@@ -423,9 +425,9 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
           + ", ".join(f"{k}: {sorted(v for v in chosen.values()).count(k)} sets" for k in MIN_SUPPORT_GRID
                       if k in chosen.values())
           + f"; chosen on all sets: {choose_min_support(rows)} (MIN_SUPPORT = {MIN_SUPPORT}, the prior's)")
-    regret = [abs(r["pick_score"] - (min if r["facts"]["task"] in LOWER_IS_BETTER else max)(
-        r["scores"].values())) / (max(1e-12, r["pick_score"]) if r["facts"]["task"] in LOWER_IS_BETTER
-                                  else 1) for r in held if r["pick_score"] is not None]
+    regret = [abs(r["pick_score"] - best_score(r))
+              / (max(1e-12, r["pick_score"]) if r["facts"]["task"] in LOWER_IS_BETTER else 1)
+              for r in held if r["pick_score"] is not None]
     if regret:
         print(f"LODO rule: mean held-out regret vs the best single learner {sum(regret) / len(regret):.4f} "
               "(accuracy points; RMSE as a share)")
@@ -543,9 +545,7 @@ def compare_keys(rows: list) -> None:
         for pure in (True, False):
             hs = [r for r in held if (r["delta"] == 0) == pure and r["epsilon"] >= 0.5]
             reg = sum(regret_of(r, r["pick"]) for r in hs) / len(hs)
-            best = lambda r: (min if r["facts"]["task"] in LOWER_IS_BETTER else max)(  # noqa: E731
-                r["scores"].values())
-            near = sum(close_enough(r["facts"]["task"], r["pick_score"], best(r)) for r in hs)
+            near = sum(close_enough(r["facts"]["task"], r["pick_score"], best_score(r)) for r in hs)
             cols.append(f"{reg:.4f}, {near} of {len(hs)}")
         total = sum(regret_of(r, r["pick"]) for r in held) / len(held)
         print(f"| {name} | {total:.4f} | {cols[0]} | {cols[1]} |")

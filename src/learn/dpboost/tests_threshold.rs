@@ -118,13 +118,12 @@ fn a_fit_without_signal_predicts_the_majority() {
         assert!(file.privacy.budget_split.contains("decision threshold"));
         let g = grid(&file.model);
         assert_eq!(g.len(), CANDIDATES);
-        let utility = logit_scores(&model_raw_all(&file.model, &data), &data, &g).unwrap();
+        let raw = model_raw_all(&file.model, &data);
+        let utility = logit_scores(&raw, &data, &g).unwrap();
         assert_eq!((utility[0], utility[CANDIDATES - 1]), (120.0, 280.0));
-        with += training_accuracy(&file.model, &data);
+        with += accuracy_of_logits(&raw, &data);
         // 3 logits above the point where every row is predicted positive.
-        let lowest = model_raw_all(&file.model, &data)
-            .into_iter()
-            .fold(f64::INFINITY, f64::min);
+        let lowest = raw.iter().copied().fold(f64::INFINITY, f64::min);
         let mut off = file.model.clone();
         off.initial_score += 3.0 - lowest;
         assert_eq!(training_accuracy(&off, &data), 0.3);
