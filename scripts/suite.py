@@ -9,8 +9,10 @@ train/test CSV pairs under --work-dir) and runs on the same folds:
     --test test.csv --schema schema.json --epsilon E1,E2,.. --delta D --repeats R --json ..` process
     per (set, learner, fold, delta), for every delta of --deltas;
   * the peers, inside a venv with pinned versions (scripts/suite-requirements.txt; --peers-python):
-    diffprivlib's LogisticRegression / LinearRegression (pure DP), InterpretML's DP-EBM at delta 1e-6,
-    and the non-private references GBDT and the majority class / mean (scripts/suite_peers.py holds
+    diffprivlib's LogisticRegression / LinearRegression (pure DP), InterpretML's DP-EBM at delta 1e-6
+    (interpret-ebm: at the same epsilon, under its add/remove relation; interpret-ebm-sub: at the
+    smaller epsilon that gives the same guarantee under privboost's substitution relation), and the
+    non-private references GBDT and the majority class / mean (scripts/suite_peers.py holds
     their encoding and honesty rules).
 
 Writes one JSON file (--json: every cell with the set's public facts, metrics, fit times, plus the
@@ -46,10 +48,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEARNERS = ["lazybb", "dp-ebm", "dp-linear", "dpboost", "auto"]
-PEERS = ["diffprivlib", "diffprivlib-nb", "interpret-ebm", "gbdt", "constant"]
+PEERS = ["diffprivlib", "diffprivlib-nb", "interpret-ebm", "interpret-ebm-sub", "gbdt", "constant"]
 NON_PRIVATE = {"gbdt", "constant"}
 PEER_HEAD = {"diffprivlib": "diffprivlib", "diffprivlib-nb": "diffprivlib NB",
              "interpret-ebm": "InterpretML DP-EBM",
+             "interpret-ebm-sub": "InterpretML DP-EBM, same guarantee",
              "gbdt": "GBDT (non-private)", "constant": "majority / mean (non-private)"}
 # Shipped sets of data/ (with --shipped): name -> (files, schema). A set with a given test file is
 # run on that split (one "fold").
@@ -214,16 +217,18 @@ def peers_for(task: str, peers: list) -> list:
     diffprivlib's naive Bayes is the second multiclass peer (issue 27) and runs on multiclass sets
     only, so the binary and regression tables keep their peers."""
     if task == "multiclass":
-        return [p for p in peers if p != "interpret-ebm"]
+        return [p for p in peers if p not in ("interpret-ebm", "interpret-ebm-sub")]
     return [p for p in peers if p != "diffprivlib-nb"]
 
 
 def peer_delta(p: str, args_peer_delta: float):
     """The delta a peer's cell is filed under: None for the non-private references, InterpretML's
-    delta for its DP-EBM, 0 for the pure-DP diffprivlib models."""
+    delta for its DP-EBM (also when run at the substitution-equivalent epsilon, interpret-ebm-sub:
+    the cell is filed under the epsilon it guarantees under substitution), 0 for the pure-DP
+    diffprivlib models."""
     if p in NON_PRIVATE:
         return None
-    return args_peer_delta if p == "interpret-ebm" else 0.0
+    return args_peer_delta if p in ("interpret-ebm", "interpret-ebm-sub") else 0.0
 
 
 def cell_text(metrics: dict, task: str) -> tuple:
@@ -242,8 +247,11 @@ def cell_text(metrics: dict, task: str) -> tuple:
 
 def self_test() -> int:
     assert peers_for("multiclass", PEERS) == ["diffprivlib", "diffprivlib-nb", "gbdt", "constant"]
-    assert peers_for("binary", PEERS) == ["diffprivlib", "interpret-ebm", "gbdt", "constant"]
+    assert peers_for("binary", PEERS) == ["diffprivlib", "interpret-ebm", "interpret-ebm-sub", "gbdt",
+                                         "constant"]
     assert peer_delta("gbdt", 1e-6) is None and peer_delta("interpret-ebm", 1e-6) == 1e-6
+    assert peer_delta("interpret-ebm-sub", 1e-6) == 1e-6
+    assert "interpret-ebm-sub" not in peers_for("multiclass", PEERS)
     assert peer_delta("diffprivlib-nb", 1e-6) == 0.0
     assert cell_text({"accuracy": {"mean": 0.8}, "macro_f1": {"mean": 0.75}}, "multiclass") == \
         (0.8, "0.800 / 0.750")
@@ -576,6 +584,7 @@ def run_peers(task: dict, args, cache: Cache, progress: Progress, commands: list
         cache.put(task["keys"][(m, e)], {
             "metrics": metrics, "fit_seconds": sum(r["fit_seconds"] for r in rs) / len(rs),
             "fit_seconds_source": "wall time of encoding + fit in the venv",
+            **({"run_epsilon": rs[0]["run_epsilon"]} if "run_epsilon" in rs[0] else {}),
             "warnings": sorted({w for r in rs for w in r.get("warnings", [])})[:10]})
     progress.add(fits, f"{task['what']} ({wall:.1f} s)")
 
@@ -638,7 +647,11 @@ def markdown(doc: dict) -> str:
              "repeats. **Bold**: the best privboost "
              "learner of the row. Peers see only the schema's public bounds and domains; "
              "InterpretML's DP-EBM runs at δ = "
-             f"{eps_text(doc['protocol']['peer_delta'])} in every table.", ""]
+             f"{eps_text(doc['protocol']['peer_delta'])} in every table"
+             + ("; its guarantee is for add/remove of a row, privboost's and diffprivlib's for "
+                "substitution, so \"same guarantee\" runs it at the smaller ε' that gives "
+                "(ε, δ) under substitution (scripts/suite_peers.py, substitution_epsilon)"
+                if "interpret-ebm-sub" in doc["protocol"]["peers"] else "") + ".", ""]
     reasons: dict = {}
     learners = [l for l in LEARNERS if l in doc["protocol"]["learners"]]
     peers = [p for p in PEERS if p in doc["protocol"]["peers"]]
@@ -860,6 +873,8 @@ def main(argv=None) -> int:
             binaries = sorted({r["binary"] for _, r in recs if "binary" in r})
             if binaries:
                 cell["binary_sha256"] = binaries
+            if "run_epsilon" in recs[0][1]:  # interpret-ebm-sub: the epsilon it was run at
+                cell["run_epsilon"] = recs[0][1]["run_epsilon"]
             if "warnings" in recs[0][1]:
                 cell["warnings"] = sorted({w for _, r in recs for w in r.get("warnings", [])})[:10]
             tot = fit_totals.setdefault((learner, d), [0, 0.0])

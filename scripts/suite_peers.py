@@ -61,7 +61,47 @@ HYPERPARAMS = {
                       "(non-private)",
     },
 }
-PRIVATE = {"diffprivlib", "diffprivlib-nb", "interpret-ebm"}
+PRIVATE = {"diffprivlib", "diffprivlib-nb", "interpret-ebm", "interpret-ebm-sub"}
+
+
+def gdp_mu(eps: float, delta: float) -> float:
+    """The largest mu whose mu-GDP implies (eps, delta)-DP (Dong, Roth and Su 2019, Cor. 2.13), by
+    bisection on InterpretML's own `delta_eps_mu` (increasing in mu)."""
+    from interpret.utils._privacy import delta_eps_mu
+    lo, hi = 1e-9, 100.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if delta_eps_mu(eps, mid) > delta:
+            hi = mid
+        else:
+            lo = mid
+    return lo
+
+
+def interpret_mu(eps: float, delta: float, bin_frac: float = 0.1) -> float:
+    """The GDP parameter of InterpretML's DP-EBM run at (eps, delta), under its add/remove relation.
+    interpret-core 0.7.8 (`_ebm.py`, `_privacy.py`) spends (bin_frac eps, delta / 2) on private
+    binning and the rest on boosting, each as mu-GDP Gaussian noise (`calc_gdp_noise_multi`); the
+    two compose to sqrt(mu_bin^2 + mu_boost^2)-GDP (Dong, Roth and Su 2019, Cor. 3.3)."""
+    return math.hypot(gdp_mu(bin_frac * eps, delta / 2),
+                      gdp_mu((1 - bin_frac) * eps, delta - delta / 2))
+
+
+def substitution_epsilon(eps: float, delta: float) -> float:
+    """The epsilon' at which InterpretML's DP-EBM (delta unchanged) guarantees (eps, delta) under
+    privboost's relation, substitution of one row (SPEC §2). A substitution is a removal and an
+    addition, so a mu-GDP mechanism under add/remove is 2 mu-GDP under substitution (group privacy,
+    Dong, Roth and Su 2019, Thm 2.14): epsilon' is the largest with 2 interpret_mu(epsilon') <=
+    gdp_mu(eps, delta), by bisection (interpret_mu increases with epsilon')."""
+    target = gdp_mu(eps, delta)
+    lo, hi = 0.0, eps
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if 2 * interpret_mu(mid, delta) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def versions() -> dict:
@@ -206,7 +246,9 @@ def fit(method: str, task: str, eps, delta: float, seed: int, enc: Encoding, sch
                                      random_state=seed)
         model.fit(Mtr, ytr)
         return model, "matrix"
-    if method == "interpret-ebm":
+    if method in ("interpret-ebm", "interpret-ebm-sub"):
+        if method == "interpret-ebm-sub":
+            eps = substitution_epsilon(eps, delta)
         kw = dict(feature_names=list(Ctr.columns), feature_types=enc.ebm_types(), epsilon=eps,
                   delta=delta, privacy_bounds=enc.ebm_bounds(), n_jobs=1, random_state=seed)
         if task == "multiclass":
@@ -259,7 +301,28 @@ def score(model, task: str, X, y: np.ndarray, schema: dict) -> dict:
     return {"rmse": float(np.sqrt(np.mean(err ** 2))), "mae": float(np.mean(np.abs(err)))}
 
 
+def self_test() -> int:
+    """The budget conversion of interpret-ebm-sub, against InterpretML's own functions."""
+    from interpret.utils._privacy import calc_gdp_noise_multi, delta_eps_mu
+    for eps in (0.1, 0.5, 1.0, 5.0):
+        mu = gdp_mu(eps, 1e-6)
+        assert abs(delta_eps_mu(eps, mu) - 1e-6) < 1e-9, eps
+        # InterpretML's noise for one query is 1/mu (times the sensitivity): the same mu.
+        assert abs(1 / calc_gdp_noise_multi(1, eps, 1e-6) - mu) < 1e-6 * mu, eps
+        sub = substitution_epsilon(eps, 1e-6)
+        assert abs(2 * interpret_mu(sub, 1e-6) - mu) < 1e-9 * mu, eps
+        # Group privacy halves mu, and composing binning with boosting costs a little more than
+        # one release at the whole budget: epsilon' is a bit above half of epsilon.
+        assert eps / 2 < sub < 0.6 * eps, (eps, sub)
+        assert interpret_mu(eps, 1e-6) < mu
+    print(json.dumps({f"{e:g}": round(substitution_epsilon(e, 1e-6), 4) for e in (0.1, 0.5, 1, 5)}))
+    print("suite_peers.py self-test: ok")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     if sys.argv[1:] == ["--versions"]:
         print(json.dumps({"versions": versions(), "hyperparameters": HYPERPARAMS}))
         return 0
@@ -294,8 +357,10 @@ def main() -> int:
             metrics = score(model, task, Cte if rep_kind == "clean" else Mte, yte, schema)
         notes = sorted({f"{w.category.__name__}: {str(w.message)[:160]}" for w in ws
                         if "random_state" not in str(w.message)})
-        print(json.dumps({**run, "metrics": metrics, "fit_seconds": fit_s, "warnings": notes}),
-              flush=True)
+        extra = ({"run_epsilon": substitution_epsilon(eps, float(job["ebm_delta"]))}
+                 if method == "interpret-ebm-sub" else {})
+        print(json.dumps({**run, **extra, "metrics": metrics, "fit_seconds": fit_s,
+                          "warnings": notes}), flush=True)
     return 0
 
 

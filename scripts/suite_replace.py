@@ -45,6 +45,17 @@ def replace(base: dict, new: dict, learners: list, keep: list = ()) -> dict:
     extra = [c for k, c in fresh.items() if k not in {key(c) for c in stale}]
     out = dict(base)
     out["cells"] = cells + extra
+    # A peer new to BASE (interpret-ebm-sub) joins its protocol's peers, with its hyperparameters.
+    peers = [l for l in learners if l in suite.PEERS and l not in base["protocol"]["peers"]]
+    if peers:
+        proto = dict(base["protocol"])
+        have = set(proto["peers"]) | set(peers)
+        proto["peers"] = [p for p in suite.PEERS if p in have]
+        hyper = dict(proto.get("peer_hyperparameters", {}))
+        hyper.update({p: new["protocol"]["peer_hyperparameters"][p] for p in peers
+                      if p in new["protocol"].get("peer_hyperparameters", {})})
+        proto["peer_hyperparameters"] = hyper
+        out["protocol"] = proto
     # The replaced learners' fit times are the new run's (over the same sets).
     out["fit_time_totals"] = (
         [t for t in base.get("fit_time_totals", []) if t.get("learner") not in learners]
@@ -84,6 +95,15 @@ def self_test() -> int:
     else:
         raise AssertionError("a partial run was accepted")
     assert base["cells"][0]["v"] == 1, "BASE was modified"
+    # a peer new to BASE joins its protocol, in suite.PEERS's order, BASE unchanged
+    base["protocol"] = {"peers": ["diffprivlib", "gbdt"], "peer_hyperparameters": {"gbdt": 1}}
+    peer = {"sets": [{"name": "a"}], "protocol": {"peer_hyperparameters": {"interpret-ebm-sub": 2}},
+            "cells": [cell("a", "interpret-ebm-sub", 1, 1e-6, 5)]}
+    out = replace(base, peer, ["interpret-ebm-sub"])
+    assert out["protocol"]["peers"] == ["diffprivlib", "interpret-ebm-sub", "gbdt"]
+    assert out["protocol"]["peer_hyperparameters"] == {"gbdt": 1, "interpret-ebm-sub": 2}
+    assert [c["v"] for c in out["cells"]] == [1, 2, 3, 4, 5]
+    assert base["protocol"]["peers"] == ["diffprivlib", "gbdt"]
     print("suite_replace.py self-test: ok")
     return 0
 
@@ -93,7 +113,7 @@ def main(argv=None) -> int:
     ap.add_argument("--self-test", action="store_true", help="run the pure function's checks")
     ap.add_argument("base", nargs="?", help="the suite file whose other cells are kept")
     ap.add_argument("new", nargs="?", help="a newer scripts/suite.py run of the learners to replace")
-    ap.add_argument("--learners", help="comma-separated privboost learners")
+    ap.add_argument("--learners", help="comma-separated privboost learners or peers")
     ap.add_argument("--keep", action="append", default=[], metavar="TASK:DELTA",
                     help="keep BASE's cells of this task and delta (e.g. binary:0); repeatable")
     ap.add_argument("--out")
@@ -104,9 +124,9 @@ def main(argv=None) -> int:
     if not (args.base and args.new and args.learners and args.out):
         ap.error("give BASE, NEW, --learners and --out")
     learners = [l for l in args.learners.split(",") if l]
-    bad = [l for l in learners if l not in suite.LEARNERS]
+    bad = [l for l in learners if l not in suite.LEARNERS + suite.PEERS]
     if bad:
-        raise SystemExit(f"suite_replace: not privboost learners: {bad}")
+        raise SystemExit(f"suite_replace: not privboost learners or peers: {bad}")
     with open(args.base) as f:
         base = json.load(f)
     with open(args.new) as f:
