@@ -160,7 +160,7 @@ pub struct AlgorithmArgs {
     /// a power of two from 1 to 8, from n, the budget and the block count].
     #[arg(long)]
     pub epochs: Option<u32>,
-    /// DP-EBM: target bins per feature of the private binning [default: 32].
+    /// DP-EBM: target bins per feature of the private binning [default: 4 to 64 from the signal-to-noise ratio of a leaf sum; 32 for k classes].
     #[arg(long)]
     pub max_bins: Option<u32>,
     /// DP-EBM: leaves of each one-feature tree [default: 3].

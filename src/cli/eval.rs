@@ -95,7 +95,7 @@ pub struct EvalArgs {
     /// dp-linear [default: 1 to 8 from n, the budget and the blocks].
     #[arg(long)]
     epochs: Option<u32>,
-    /// DP-EBM: target bins per feature [default: 32].
+    /// DP-EBM: target bins per feature [default: 4 to 64 from the signal-to-noise ratio of a leaf sum; 32 for k classes].
     #[arg(long)]
     max_bins: Option<u32>,
     /// DP-EBM: leaves per iteration [default: 3].

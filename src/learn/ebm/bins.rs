@@ -142,8 +142,12 @@ pub fn noisy_counts(
 
 /// Merge base bins from their public noisy counts (App. 8.1): the ordered
 /// bins left to right until a bin holds `target`, a leftover joining the
-/// last closed bin; unordered bins below `target` pooled into one, which
-/// joins the smallest other bin if it is still below `target`.
+/// last closed bin; unordered bins of at least `target` kept, the others
+/// grouped the same way in schema order (stop 38: the appendix pools them
+/// all into one, which erases a feature such as hour of day, 24 categories
+/// of about 4% each, as soon as `target` exceeds 4% of n); a leftover joins
+/// the last group, or the smallest other bin when no group closed. Only
+/// the public counts and the schema's order decide: post-processing.
 pub fn merge(noisy: &[f64], ordered: usize, target: f64) -> MergedBins {
     let mut bin_of_base = vec![0u16; noisy.len()];
     let mut counts: Vec<f64> = Vec::new();
@@ -180,8 +184,33 @@ pub fn merge(noisy: &[f64], ordered: usize, target: f64) -> MergedBins {
             rare.push(j);
         }
     }
-    if !rare.is_empty() {
-        let pooled: f64 = rare.iter().map(|&j| noisy[j]).sum();
+    // The rare bins in groups of at least `target`, in schema order.
+    let mut last_group: Option<usize> = None;
+    let mut open = 0.0;
+    let mut members: Vec<usize> = Vec::new();
+    for &j in &rare {
+        open += noisy[j];
+        members.push(j);
+        if open >= target {
+            for &m in &members {
+                bin_of_base[m] = counts.len() as u16;
+            }
+            last_group = Some(counts.len());
+            counts.push(open);
+            open = 0.0;
+            members.clear();
+        }
+    }
+    let rare = members;
+    if let Some(group) = last_group
+        && !rare.is_empty()
+    {
+        counts[group] += open;
+        for &j in &rare {
+            bin_of_base[j] = group as u16;
+        }
+    } else if !rare.is_empty() {
+        let pooled = open;
         let into = if pooled < target && !counts.is_empty() {
             // The smallest other bin (first of equals).
             let (i, _) = counts
@@ -229,6 +258,21 @@ mod tests {
         // Rare unordered bins that pool above the target make their own bin.
         let m = merge(&[10.0, 3.0, 3.0], 0, 5.0);
         assert_eq!(m.bin_of_base, vec![0, 1, 1]);
+        // Many rare ones make groups of at least the target, in schema order
+        // (hours of a day), not one pool; a leftover joins the last group.
+        let m = merge(&[1.0; 6], 0, 2.0);
+        assert_eq!(m.bin_of_base, vec![0, 0, 1, 1, 2, 2]);
+        assert_eq!(m.counts, vec![2.0, 2.0, 2.0]);
+        let m = merge(&[1.0; 5], 0, 2.0);
+        assert_eq!(m.bin_of_base, vec![0, 0, 1, 1, 1]);
+        assert_eq!(m.counts, vec![2.0, 3.0]);
+        let m = merge(&[10.0, 1.0, 1.0, 1.0, 1.0], 0, 2.0);
+        assert_eq!(m.bin_of_base, vec![0, 1, 1, 2, 2]);
+        assert_eq!(m.counts, vec![10.0, 2.0, 2.0]);
+        // After ordered bins: the rare categories group among themselves.
+        let m = merge(&[4.0, 4.0, 1.0, 1.0, 1.0], 2, 2.0);
+        assert_eq!(m.bin_of_base, vec![0, 1, 2, 2, 2]);
+        assert_eq!(m.counts, vec![4.0, 4.0, 3.0]);
     }
 
     #[test]

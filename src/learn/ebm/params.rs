@@ -25,14 +25,17 @@ pub struct Schedule {
     pub learning_rate: f64,
     /// Epochs.
     pub epochs: u32,
+    /// Target bins per feature for the private binning.
+    pub max_bins: u32,
 }
 
 impl Schedule {
-    /// The paper's schedule (learning rate 0.01, 300 epochs), the default
-    /// before issue 25; the tests that pin noise scales use it.
+    /// The paper's schedule (learning rate 0.01, 300 epochs, 32 bins), the
+    /// default before issue 25; the tests that pin noise scales use it.
     pub const PAPER: Schedule = Schedule {
         learning_rate: 0.01,
         epochs: 300,
+        max_bins: PAPER_MAX_BINS,
     };
 
     /// The default rule (issue 25): a public function of the task, `n`, the
@@ -55,7 +58,17 @@ impl Schedule {
     ///   delta; `a = -1, b = 0.375` with delta = 0, fitted first on the
     ///   multiclass sets alone). The noise a shape value gathers over
     ///   the run is about `learning_rate x E x s / n` per unit of signal, so
-    ///   a noisy run learns slowly and a clean one takes full steps.
+    ///   a noisy run learns slowly and a clean one takes full steps;
+    /// - bins (stop 38): `2^round(3/2 + log2(n / s) / 4)` (ties to even),
+    ///   kept in [[`MIN_DEFAULT_BINS`], [`MAX_DEFAULT_BINS`]] (binary and
+    ///   regression; [`PAPER_MAX_BINS`] for k classes, not fitted there).
+    ///   A leaf update is divided by its bin's count, about `n / B`, so its
+    ///   noise grows like `B s / n` while the bias of coarse bins shrinks
+    ///   with `B`: a noisy run wants few bins, a clean one many. Fitted
+    ///   leave-one-dataset-out on the suite (`a + b log2(n / s)` over a grid
+    ///   of `a` in halves and `b` in quarters; 13 of the 14 held-out fits
+    ///   chose `a = 3/2, b = 1/4`): docs/accuracy.md, "DP-EBM's bins from
+    ///   the signal-to-noise ratio".
     pub fn default_for(task: Task, n_rows: usize, budget: Budget, n_features: usize) -> Schedule {
         let pure = budget.delta() == 0.0;
         let training = 1.0 - DEFAULT_BINNING_SHARE - INTERCEPT_SHARE - calibration_share(task);
@@ -111,11 +124,40 @@ impl Schedule {
         } else {
             0.01
         };
+        let max_bins = if multiclass {
+            PAPER_MAX_BINS
+        } else {
+            default_bins(snr)
+        };
         Schedule {
             learning_rate,
             epochs,
+            max_bins,
         }
     }
+}
+
+/// The paper's (and InterpretML's) target bins per feature; the default for
+/// k classes.
+pub const PAPER_MAX_BINS: u32 = 32;
+/// The fewest bins the default rule picks.
+pub const MIN_DEFAULT_BINS: u32 = 4;
+/// The most bins the default rule picks.
+pub const MAX_DEFAULT_BINS: u32 = 64;
+
+/// The default bins at a leaf sum's signal-to-noise ratio `n / s`
+/// ([`Schedule::default_for`]): `2^round(3/2 + log2(snr) / 4)`, ties to
+/// even (as the fit that chose it), within [`MIN_DEFAULT_BINS`,
+/// `MAX_DEFAULT_BINS`]; the fewest for a ratio that is not a positive finite
+/// number.
+pub fn default_bins(snr: f64) -> u32 {
+    if !(snr.is_finite() && snr > 0.0) {
+        return MIN_DEFAULT_BINS;
+    }
+    let exponent = (1.5 + 0.25 * snr.log2()).round_ties_even();
+    let lo = f64::from(MIN_DEFAULT_BINS.ilog2());
+    let hi = f64::from(MAX_DEFAULT_BINS.ilog2());
+    1u32 << (exponent.clamp(lo, hi) as u32)
 }
 
 /// The default rule's epochs with delta > 0 (zCDP).
@@ -152,7 +194,8 @@ const RULE_B_PURE: f64 = 0.375;
 /// DP-EBM's parameters as a request gives them (unset: the default rule's).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct EbmSpec {
-    /// Target number of bins per feature for the private binning (32).
+    /// Target number of bins per feature for the private binning (the
+    /// default rule's, [`Schedule::default_for`]; the paper's 32).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bins: Option<u32>,
     /// Learning rate (0.01).
@@ -200,12 +243,12 @@ pub struct EbmParams {
 }
 
 impl EbmSpec {
-    /// Fill the defaults (the learning rate and epochs from `schedule`, the
+    /// Fill the defaults (the learning rate, epochs and bins from `schedule`, the
     /// default rule's for the job's public facts) and check every value; the
     /// message names the field in parentheses (as the API maps it).
     pub fn check(&self, schedule: Schedule) -> Result<EbmParams, LearnError> {
         let p = EbmParams {
-            max_bins: self.max_bins.unwrap_or(32),
+            max_bins: self.max_bins.unwrap_or(schedule.max_bins),
             learning_rate: self.learning_rate.unwrap_or(schedule.learning_rate),
             epochs: self.epochs.unwrap_or(schedule.epochs),
             max_leaves: self.max_leaves.unwrap_or(3),
@@ -990,6 +1033,54 @@ mod tests {
         );
         assert_eq!(r.epochs, 20);
         assert!((r.learning_rate - 0.065_45).abs() < 1e-4, "{r:?}");
+    }
+
+    /// The default bins by hand: `2^round(3/2 + log2(n / s) / 4)` (ties to
+    /// even) in [4, 64].
+    #[test]
+    fn the_default_bins_by_hand() {
+        // log2 14.7 = 3.877: 1.5 + 0.969 = 2.47, 2^2 = 4.
+        assert_eq!(default_bins(14.7), 4);
+        // Ties go to even: 16 gives 2.5 -> 2 (4 bins), 256 gives 3.5 -> 4
+        // (16 bins), 4096 gives 4.5 -> 4 (16 bins).
+        assert_eq!(default_bins(16.0), 4);
+        assert_eq!(default_bins(256.0), 16);
+        assert_eq!(default_bins(4096.0), 16);
+        // 64: 3, 8 bins; 1000: 3.99, 16 bins; 2^14: 5, 32 bins.
+        assert_eq!(default_bins(64.0), 8);
+        assert_eq!(default_bins(1000.0), 16);
+        assert_eq!(default_bins(16384.0), 32);
+        // 2^18: 6, the most; far above and far below stay at the ends.
+        assert_eq!(default_bins(262_144.0), 64);
+        assert_eq!(default_bins(1e12), 64);
+        assert_eq!(default_bins(0.5), 4);
+        assert_eq!(default_bins(f64::NAN), 4);
+        assert_eq!(default_bins(f64::INFINITY), 4);
+        // Through the rule: the zCDP classifier of `the_default_rule_by_hand`
+        // (n / s = 10.685): 1.5 + 0.85 = 2.35, 4 bins. Adult at epsilon 5
+        // with delta 1e-6 (n = 32,561, K = 14): s = sqrt(2 x 140 / (0.75 x
+        // rho)) with rho = 0.4630 (CKS20 at epsilon 5): 28.39, n / s = 1146.7,
+        // 1.5 + 2.54 = 4.04: 16 bins.
+        let zcdp = Schedule::default_for(Task::Binary, 1000, Budget::new(1.0, 1e-6).unwrap(), 8);
+        assert_eq!(zcdp.max_bins, 4);
+        let adult =
+            Schedule::default_for(Task::Binary, 32_561, Budget::new(5.0, 1e-6).unwrap(), 14);
+        assert_eq!(adult.max_bins, 16);
+        // k classes keep the paper's 32.
+        let k = Schedule::default_for(
+            Task::Multiclass { k: 10 },
+            1000,
+            Budget::new(1.0, 1e-6).unwrap(),
+            8,
+        );
+        assert_eq!(k.max_bins, PAPER_MAX_BINS);
+        // A given max_bins wins over the rule's.
+        let given = EbmSpec {
+            max_bins: Some(7),
+            ..EbmSpec::default()
+        };
+        assert_eq!(given.check(zcdp).unwrap().max_bins, 7);
+        assert_eq!(EbmSpec::default().check(zcdp).unwrap().max_bins, 4);
     }
 
     /// k classes with delta = 0: the epochs grow with the signal (the most
