@@ -50,6 +50,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEARNERS = ["lazybb", "dp-ebm", "dp-linear", "dpboost", "auto"]
 PEERS = ["diffprivlib", "diffprivlib-nb", "interpret-ebm", "interpret-ebm-sub", "gbdt", "constant"]
 NON_PRIVATE = {"gbdt", "constant"}
+# InterpretML's DP-EBM at the same epsilon and at the substitution-equivalent one: no multiclass
+# model, filed under --peer-delta.
+INTERPRET = ("interpret-ebm", "interpret-ebm-sub")
 PEER_HEAD = {"diffprivlib": "diffprivlib", "diffprivlib-nb": "diffprivlib NB",
              "interpret-ebm": "InterpretML DP-EBM",
              "interpret-ebm-sub": "InterpretML DP-EBM, same guarantee",
@@ -217,7 +220,7 @@ def peers_for(task: str, peers: list) -> list:
     diffprivlib's naive Bayes is the second multiclass peer (issue 27) and runs on multiclass sets
     only, so the binary and regression tables keep their peers."""
     if task == "multiclass":
-        return [p for p in peers if p not in ("interpret-ebm", "interpret-ebm-sub")]
+        return [p for p in peers if p not in INTERPRET]
     return [p for p in peers if p != "diffprivlib-nb"]
 
 
@@ -228,7 +231,7 @@ def peer_delta(p: str, args_peer_delta: float):
     diffprivlib models."""
     if p in NON_PRIVATE:
         return None
-    return args_peer_delta if p in ("interpret-ebm", "interpret-ebm-sub") else 0.0
+    return args_peer_delta if p in INTERPRET else 0.0
 
 
 def cell_text(metrics: dict, task: str) -> tuple:

@@ -19,6 +19,7 @@ Honesty rules (the same as ../shared/tools/peers/peers.py):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -87,6 +88,7 @@ def interpret_mu(eps: float, delta: float, bin_frac: float = 0.1) -> float:
                       gdp_mu((1 - bin_frac) * eps, delta - delta / 2))
 
 
+@functools.lru_cache(maxsize=None)  # fit and the output line of every repeat ask for it
 def substitution_epsilon(eps: float, delta: float) -> float:
     """The epsilon' at which InterpretML's DP-EBM (delta unchanged) guarantees (eps, delta) under
     privboost's relation, substitution of one row (SPEC §2). A substitution is a removal and an

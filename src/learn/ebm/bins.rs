@@ -149,92 +149,98 @@ pub fn noisy_counts(
 /// the last group, or the smallest other bin when no group closed. Only
 /// the public counts and the schema's order decide: post-processing.
 pub fn merge(noisy: &[f64], ordered: usize, target: f64) -> MergedBins {
-    let mut bin_of_base = vec![0u16; noisy.len()];
-    let mut counts: Vec<f64> = Vec::new();
-    let mut open = 0.0;
-    let mut members: Vec<usize> = Vec::new();
-    for (j, &c) in noisy.iter().enumerate().take(ordered) {
-        open += c;
-        members.push(j);
-        if open >= target {
-            for &m in &members {
-                bin_of_base[m] = counts.len() as u16;
-            }
-            counts.push(open);
-            open = 0.0;
-            members.clear();
-        }
-    }
-    if !members.is_empty() {
-        if counts.is_empty() {
-            counts.push(0.0);
-        }
-        let last = counts.len() - 1;
-        for &m in &members {
-            bin_of_base[m] = last as u16;
-        }
-        counts[last] += open;
+    let mut bins = Merging {
+        bin_of_base: vec![0u16; noisy.len()],
+        counts: Vec::new(),
+    };
+    let (last, rest, open) = bins.group_in_order(0..ordered, noisy, target);
+    if !rest.is_empty() {
+        let into = last.unwrap_or_else(|| bins.open_bin(0.0));
+        bins.join(into, &rest, open);
     }
     let mut rare: Vec<usize> = Vec::new();
     for (j, &c) in noisy.iter().enumerate().skip(ordered) {
         if c >= target {
-            bin_of_base[j] = counts.len() as u16;
-            counts.push(c);
+            let bin = bins.open_bin(c);
+            bins.bin_of_base[j] = bin as u16;
         } else {
             rare.push(j);
         }
     }
-    // The rare bins in groups of at least `target`, in schema order.
-    let mut last_group: Option<usize> = None;
-    let mut open = 0.0;
-    let mut members: Vec<usize> = Vec::new();
-    for &j in &rare {
-        open += noisy[j];
-        members.push(j);
-        if open >= target {
-            for &m in &members {
-                bin_of_base[m] = counts.len() as u16;
-            }
-            last_group = Some(counts.len());
-            counts.push(open);
-            open = 0.0;
-            members.clear();
-        }
-    }
-    let rare = members;
-    if let Some(group) = last_group
-        && !rare.is_empty()
-    {
-        counts[group] += open;
-        for &j in &rare {
-            bin_of_base[j] = group as u16;
-        }
-    } else if !rare.is_empty() {
-        let pooled = open;
-        let into = if pooled < target && !counts.is_empty() {
+    let (last, rest, pooled) = bins.group_in_order(rare, noisy, target);
+    if !rest.is_empty() {
+        let into = match last {
+            Some(group) => group,
             // The smallest other bin (first of equals).
-            let (i, _) = counts
-                .iter()
-                .enumerate()
-                .fold(
-                    (0, f64::INFINITY),
-                    |best, (i, &c)| {
-                        if c < best.1 { (i, c) } else { best }
-                    },
-                );
-            counts[i] += pooled;
-            i
-        } else {
-            counts.push(pooled);
-            counts.len() - 1
+            None if pooled < target && !bins.counts.is_empty() => {
+                let (i, _) =
+                    bins.counts
+                        .iter()
+                        .enumerate()
+                        .fold(
+                            (0, f64::INFINITY),
+                            |best, (i, &c)| {
+                                if c < best.1 { (i, c) } else { best }
+                            },
+                        );
+                i
+            }
+            None => bins.open_bin(0.0),
         };
-        for j in rare {
-            bin_of_base[j] = into as u16;
-        }
+        bins.join(into, &rest, pooled);
     }
     MergedBins {
-        bin_of_base,
-        counts,
+        bin_of_base: bins.bin_of_base,
+        counts: bins.counts,
+    }
+}
+
+/// [`merge`]'s state: the merged bin of each base bin and each merged bin's
+/// count so far.
+struct Merging {
+    bin_of_base: Vec<u16>,
+    counts: Vec<f64>,
+}
+
+impl Merging {
+    /// A new merged bin holding `count`; its index.
+    fn open_bin(&mut self, count: f64) -> usize {
+        self.counts.push(count);
+        self.counts.len() - 1
+    }
+
+    /// `bases` (with their summed count `count`) join merged bin `bin`.
+    fn join(&mut self, bin: usize, bases: &[usize], count: f64) {
+        self.counts[bin] += count;
+        for &j in bases {
+            self.bin_of_base[j] = bin as u16;
+        }
+    }
+
+    /// `bases` in the given order, a new merged bin closed each time the
+    /// open run's noisy count reaches `target`. Returns the last bin closed
+    /// (`None` if none), the bases of the run left open and their count.
+    fn group_in_order(
+        &mut self,
+        bases: impl IntoIterator<Item = usize>,
+        noisy: &[f64],
+        target: f64,
+    ) -> (Option<usize>, Vec<usize>, f64) {
+        let mut last = None;
+        let mut open = 0.0;
+        let mut members: Vec<usize> = Vec::new();
+        for j in bases {
+            open += noisy[j];
+            members.push(j);
+            if open >= target {
+                let bin = self.open_bin(0.0);
+                self.join(bin, &members, open);
+                last = Some(bin);
+                open = 0.0;
+                members.clear();
+            }
+        }
+        (last, members, open)
     }
 }
 
