@@ -51,9 +51,10 @@ def replace(base: dict, new: dict, learners: list, keep: list = ()) -> dict:
         proto = dict(base["protocol"])
         have = set(proto["peers"]) | set(peers)
         proto["peers"] = [p for p in suite.PEERS if p in have]
-        hyper = dict(proto.get("peer_hyperparameters", {}))
-        hyper.update({p: new["protocol"]["peer_hyperparameters"][p] for p in peers
-                      if p in new["protocol"].get("peer_hyperparameters", {})})
+        # A run without peers (--no-peers) records its hyperparameters as null.
+        hyper = dict(proto.get("peer_hyperparameters") or {})
+        new_hyper = new["protocol"].get("peer_hyperparameters") or {}
+        hyper.update({p: new_hyper[p] for p in peers if p in new_hyper})
         proto["peer_hyperparameters"] = hyper
         out["protocol"] = proto
     # The replaced learners' fit times are the new run's (over the same sets).
@@ -104,6 +105,10 @@ def self_test() -> int:
     assert out["protocol"]["peer_hyperparameters"] == {"gbdt": 1, "interpret-ebm-sub": 2}
     assert [c["v"] for c in out["cells"]] == [1, 2, 3, 4, 5]
     assert base["protocol"]["peers"] == ["diffprivlib", "gbdt"]
+    # a privboost-only BASE (--no-peers: hyperparameters null) takes the peers of a peers' run
+    bare = dict(base, protocol={"peers": [], "peer_hyperparameters": None})
+    out = replace(bare, peer, ["interpret-ebm-sub"])
+    assert out["protocol"]["peer_hyperparameters"] == {"interpret-ebm-sub": 2}
     print("suite_replace.py self-test: ok")
     return 0
 
