@@ -6,10 +6,9 @@ Runs `privboost eval --algorithm dp-ebm --max-bins B` for every B of --bins on t
 (the ones `scripts/suite.py` writes under its --work-dir), both deltas, 4 epsilons, then fits the
 rule `max_bins = 2^round(a + b log2(n / s))` in [4, 64] (ties to even) on every set but one and
 scores it on the held-out one. `n / s` is the signal-to-noise ratio of one leaf sum that the
-learning-rate rule uses (`learn::ebm::params::Schedule::default_for`); it is recovered from each
-cell's printed learning rate and epochs, with the number of features K fitted per set (the script
-stops if no K reproduces every cell). Regret: accuracy points, or RMSE as a share of the mean
-predictor's (the suite file's `constant` cells).
+learning-rate rule uses (`learn::ebm::params::Schedule::default_for`), as `privboost eval` reports
+it (`signal_to_noise`), averaged over a cell's folds. Regret: accuracy points, or RMSE as a share
+of the mean predictor's (the suite file's `constant` cells).
 
     python3 scripts/suite.py --no-peers --learners dp-ebm --sets ...    # writes the folds
     python3 scripts/ebm_bins_lodo.py --work-dir target/suite --sets ... --suite docs/results/suite/suite.json
@@ -30,53 +29,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# learn::ebm::params: the shares and the rule's constants.
-BINNING, INTERCEPT, CALIBRATION = 0.1, 0.05, 0.1
-PURE_EPOCHS, PURE_MIN_SNR = (1, 2, 3, 5), 23.71373705661655
-
-
-def eps_of(rho: float, delta: float) -> float:
-    """CKS20 Cor. 13 on a grid of alpha (privacy::zcdp::epsilon_of without its refinement)."""
-    best = float("inf")
-    for k in range(1601):
-        a = 1 + 10 ** (-8 + 16 * k / 1600)
-        best = min(best, a * rho + (math.log(1 / delta) + a * math.log1p(-1 / a) - math.log(a - 1)) / (a - 1))
-    return best
-
-
-_RHO: dict = {}
-
-
-def rho_for(eps: float, delta: float) -> float:
-    if (eps, delta) not in _RHO:
-        lo, hi = 0.0, eps
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if eps_of(mid, delta) <= eps else (lo, mid)
-        _RHO[(eps, delta)] = lo
-    return _RHO[(eps, delta)]
-
-
-def schedule(task: str, n: int, eps: float, delta: float, k: int) -> tuple:
-    """(n / s, learning rate, epochs) of Schedule::default_for for a binary or regression task."""
-    training = 1 - BINNING - INTERCEPT - (CALIBRATION if task == "binary" else 0.0)
-
-    def noise(e):
-        it = e * k
-        if delta == 0:
-            return math.sqrt(2) * 2 * it / (training * eps)
-        return math.sqrt(2 * it / (training * rho_for(eps, delta)))
-    if delta == 0:
-        ok = [e for e in PURE_EPOCHS if n / noise(e) >= PURE_MIN_SNR]
-        epochs, a, b = (max(ok) if ok else 1), -1.0, 0.375
-    elif task == "regression":
-        epochs, a, b = 20, -1.75, 0.625
-    else:
-        epochs, a, b = 10, -1.75, 0.875
-    snr = n / noise(epochs)
-    return snr, min(1.0, max(0.01, 10 ** (a + b * math.log10(snr)))), epochs
-
-
 def rule(a: float, b: float, snr: float) -> int:
     """2^round(a + b log2 snr), ties to even (Python's round), in [4, 64]."""
     return 2 ** min(6, max(2, round(a + b * math.log2(snr))))
@@ -100,16 +52,18 @@ def run_grid(args) -> list:
         folds = glob.glob(os.path.join(args.work_dir, "folds", f"{s}-k5-*"))
         if not folds:
             raise SystemExit(f"no folds of {s} under {args.work_dir}/folds: run scripts/suite.py first")
-        out = os.path.join(args.out_dir, f"{s}-{d}-{b}-{k}.json")
-        if not os.path.exists(out):
+        out = os.path.join(args.out_dir, f"{s}-{d}-{b}-{k}-r{args.repeats}.json")
+        # A file from a build before eval reported n / s is run again.
+        if not (os.path.exists(out)
+                and all("signal_to_noise" in r for r in json.load(open(out))["results"])):
             subprocess.run([args.binary, "eval", "--algorithm", "dp-ebm", "--data", f"{folds[0]}/fold{k}-train.csv",
                             "--test", f"{folds[0]}/fold{k}-test.csv", "--schema",
                             os.path.join(args.suite_dir, s, "schema.json"), "--epsilon", "0.1,0.5,1,5",
                             "--delta", d, "--repeats", str(args.repeats), "--max-bins", str(b), "--json", out],
                            check=True, capture_output=True)
-        n = sum(1 for _ in open(f"{folds[0]}/fold{k}-train.csv")) - 1
-        return [{"set": s, "delta": float(d), "bins": b, "fold": k, "n": n, "epsilon": r["epsilon"],
-                 "spec": r["spec"], "value": (r["scores"].get("accuracy") or r["scores"]["rmse"])["mean"]}
+        return [{"set": s, "delta": float(d), "bins": b, "fold": k, "epsilon": r["epsilon"],
+                 "snr": r["signal_to_noise"],
+                 "value": (r["scores"].get("accuracy") or r["scores"]["rmse"])["mean"]}
                 for r in json.load(open(out))["results"]]
     rows = []
     with ThreadPoolExecutor(args.jobs) as ex:
@@ -129,18 +83,11 @@ def cells_of(rows: list, suite: dict) -> tuple:
         by.setdefault((r["set"], r["delta"], r["epsilon"]), {}).setdefault(r["bins"], []).append(r)
     cells = []
     for (s, d, e), per in sorted(by.items()):
-        # K: the feature count whose rule reproduces every printed learning rate and epochs of the set.
-        obs = [r for rs in per.values() for r in rs]
-        k = next((k for k in range(1, 1000) if all(
-            abs(schedule(tasks[s], r["n"], e, d, k)[1] / r["spec"]["learning_rate"] - 1) < 1e-4
-            and schedule(tasks[s], r["n"], e, d, k)[2] == r["spec"]["epochs"] for r in obs)), None)
-        if k is None:
-            raise SystemExit(f"no feature count reproduces {s}'s learning rates at eps {e}, delta {d}")
-        n = statistics.mean(r["n"] for r in obs)
+        # The rule's n / s does not depend on the bins: every fold's, averaged.
+        snr = statistics.mean({r["fold"]: r["snr"] for rs in per.values() for r in rs}.values())
         value = {b: statistics.mean(r["value"] for r in rs) for b, rs in per.items()}
         loss = {b: (v / const[s] if tasks[s] == "regression" else -v) for b, v in value.items()}
-        cells.append({"set": s, "delta": d, "epsilon": e, "snr": schedule(tasks[s], round(n), e, d, k)[0],
-                      "loss": loss})
+        cells.append({"set": s, "delta": d, "epsilon": e, "snr": snr, "loss": loss})
     return cells
 
 
@@ -169,11 +116,6 @@ def self_test() -> int:
     # the rule by hand (learn::ebm::params::the_default_bins_by_hand)
     assert [rule(1.5, 0.25, s) for s in (14.7, 16, 256, 4096, 64, 1000, 16384, 262144, 0.5)] == \
         [4, 4, 16, 16, 8, 16, 32, 64, 4]
-    # the schedule by hand (the_default_rule_by_hand): pure n 1000, K 8, eps 1: one epoch, 0.371672
-    snr, lr, e = schedule("binary", 1000, 1.0, 0.0, 8)
-    assert e == 1 and abs(lr - 0.371672) < 1e-5, (lr, e)
-    snr, lr, e = schedule("binary", 1000, 1.0, 1e-6, 8)
-    assert e == 10 and abs(lr - 0.141311) < 1e-4 and abs(snr - 10.685) < 0.01, (snr, lr)
     # leave-one-dataset-out: a set whose own best differs never decides its rule
     def loss(best):
         return {b: 0.0 if b == best else 1.0 for b in (4, 8, 16, 32, 64)}

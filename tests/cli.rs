@@ -534,6 +534,56 @@ fn eval_cross_validation_on_mushroom_with_baselines_writes_json() {
     assert!(accuracy >= 0.9, "lazybb mean accuracy {accuracy}{ctx}");
 }
 
+/// `eval --json` reports DP-EBM's signal-to-noise ratio `n / s`, the one its
+/// default rule chose the bins from (`2^round(3/2 + log2(n / s) / 4)`, ties
+/// to even, in [4, 64]), so a grid over the bins (scripts/ebm_bins_lodo.py)
+/// reads it instead of recomputing the rule; other learners report none.
+#[test]
+fn eval_reports_dp_ebm_signal_to_noise() {
+    let dir = Dir::new();
+    for (algorithm, json) in [
+        ("dp-ebm", dir.path("ebm.json")),
+        ("dp-linear", dir.path("linear.json")),
+    ] {
+        let run = privboost([
+            "eval",
+            "--algorithm",
+            algorithm,
+            "--data",
+            MUSHROOM_CSV,
+            "--schema",
+            MUSHROOM_SCHEMA,
+            "--folds",
+            "2",
+            "--repeats",
+            "1",
+            "--epsilon",
+            "0.5,5",
+            "--delta",
+            "1e-6",
+            "--json",
+            arg(&json),
+        ])
+        .success();
+        let ctx = run.context();
+        for r in read_json(&json)["results"].as_array().unwrap() {
+            let snr = r.get("signal_to_noise").and_then(Value::as_f64);
+            if algorithm == "dp-linear" {
+                assert_eq!(snr, None, "{r}{ctx}");
+                continue;
+            }
+            let snr = snr.unwrap_or_else(|| panic!("no signal_to_noise in {r}{ctx}"));
+            assert!(snr.is_finite() && snr > 0.0, "{snr}{ctx}");
+            let exponent = (1.5 + 0.25 * snr.log2()).round_ties_even().clamp(2.0, 6.0);
+            assert_eq!(
+                r["spec"]["max_bins"].as_f64(),
+                Some(exponent.exp2()),
+                "{r}{ctx}"
+            );
+        }
+    }
+}
+
 /// With a privacy unit, `eval`'s folds keep each unit's rows together and
 /// say so (issue 28): 40 units of 1..10 rows bounded to 3 at read.
 #[test]

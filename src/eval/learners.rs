@@ -78,6 +78,10 @@ pub struct SpecResult {
     pub runs: usize,
     /// The metrics.
     pub scores: Scores,
+    /// DP-EBM: the signal-to-noise ratio `n / s` of its default rule on the
+    /// first training split (public; `Plan::signal_to_noise`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal_to_noise: Option<f64>,
     /// Wall-clock seconds of one plan + fit (no prediction), over the runs.
     /// Runs go in parallel on rayon's pool, so set `RAYON_NUM_THREADS=1`
     /// for a time that no other run shares a core with.
@@ -132,6 +136,7 @@ pub fn evaluate_spec(
     let a = pick(|s| s.primary);
     let b = pick(|s| s.secondary);
     Ok(SpecResult {
+        signal_to_noise: first.signal_to_noise(),
         spec: first.resolved,
         epsilon: budget.epsilon(),
         delta: budget.delta(),

@@ -503,7 +503,11 @@ enum PlannedLearner {
         /// of 0.
         vote_threshold: Option<VoteThresholdPlan>,
     },
-    Ebm(EbmPlan),
+    Ebm {
+        plan: EbmPlan,
+        /// The default rule's `n / s` (`ebm::params::Schedule`).
+        signal_to_noise: Option<f64>,
+    },
     Linear(Box<LinearPlan>),
     DpBoost(DpBoostPlan),
     Auto(AutoPlan),
@@ -865,7 +869,10 @@ fn plan_ebm(spec: EbmSpec, budget: Budget, facts: PublicFacts) -> Result<Plan, L
         defaults_used: !spec.any_given(),
         binning: None,
         unit: Neighbouring::ROW,
-        learner: PlannedLearner::Ebm(plan),
+        learner: PlannedLearner::Ebm {
+            plan,
+            signal_to_noise: schedule.signal_to_noise,
+        },
     })
 }
 
@@ -946,6 +953,17 @@ impl Plan {
         self.resolved.name()
     }
 
+    /// DP-EBM: the signal-to-noise ratio `n / s` its default rule chose the
+    /// learning rate and bins from (public); `None` for the other learners.
+    pub fn signal_to_noise(&self) -> Option<f64> {
+        match &self.learner {
+            PlannedLearner::Ebm {
+                signal_to_noise, ..
+            } => *signal_to_noise,
+            _ => None,
+        }
+    }
+
     /// The public noise description shown by the estimate route (depends on
     /// the parameters and n only).
     pub fn noise(&self) -> Value {
@@ -1014,7 +1032,7 @@ impl Plan {
                     "zeta": c.zeta,
                 })
             }
-            PlannedLearner::Ebm(p) => {
+            PlannedLearner::Ebm { plan: p, .. } => {
                 let mechanism = if p.is_pure() {
                     mechanisms::DISCRETE_LAPLACE.name
                 } else {
@@ -1195,7 +1213,7 @@ impl Plan {
                 }
                 Ok(Model::LazyBb(model))
             }
-            PlannedLearner::Ebm(plan) => {
+            PlannedLearner::Ebm { plan, .. } => {
                 let model = ebm::fit::fit(data, encoder, plan, rng, on_step)?;
                 Ok(Model::Ebm(EbmFile::new(
                     encoder,
@@ -1561,7 +1579,7 @@ mod tests {
                 let noise_of = |k: u32| {
                     let plan = spec.plan(budget, with_unit(facts, k)).unwrap();
                     match plan.learner {
-                        PlannedLearner::Ebm(p) => (p.leaf_noise, f64::from(p.scale)),
+                        PlannedLearner::Ebm { plan: p, .. } => (p.leaf_noise, f64::from(p.scale)),
                         PlannedLearner::Linear(p) => (p.gradient_noise, f64::from(p.scale)),
                         _ => unreachable!(),
                     }

@@ -27,6 +27,11 @@ pub struct Schedule {
     pub epochs: u32,
     /// Target bins per feature for the private binning.
     pub max_bins: u32,
+    /// The rule's `n / s` (public: a function of n, the budget and K), from
+    /// which it chose the learning rate and bins; `None` for
+    /// [`Schedule::PAPER`]. Reported by `privboost eval` so that a grid
+    /// over the bins (scripts/ebm_bins_lodo.py) need not recompute it.
+    pub signal_to_noise: Option<f64>,
 }
 
 impl Schedule {
@@ -36,6 +41,7 @@ impl Schedule {
         learning_rate: 0.01,
         epochs: 300,
         max_bins: PAPER_MAX_BINS,
+        signal_to_noise: None,
     };
 
     /// The default rule (issue 25): a public function of the task, `n`, the
@@ -67,8 +73,9 @@ impl Schedule {
     ///   with `B`: a noisy run wants few bins, a clean one many. Fitted
     ///   leave-one-dataset-out on the suite (`a + b log2(n / s)` over a grid
     ///   of `a` in halves and `b` in quarters; 13 of the 14 held-out fits
-    ///   chose `a = 3/2, b = 1/4`): docs/accuracy.md, "DP-EBM's bins from
-    ///   the signal-to-noise ratio".
+    ///   chose `a = 3/2, b = 1/4`; later draws preferred neighbouring forms
+    ///   by less than the draws' own noise): docs/accuracy.md, "DP-EBM's
+    ///   bins from the signal-to-noise ratio".
     pub fn default_for(task: Task, n_rows: usize, budget: Budget, n_features: usize) -> Schedule {
         let pure = budget.delta() == 0.0;
         let training = 1.0 - DEFAULT_BINNING_SHARE - INTERCEPT_SHARE - calibration_share(task);
@@ -133,6 +140,7 @@ impl Schedule {
             learning_rate,
             epochs,
             max_bins,
+            signal_to_noise: Some(snr),
         }
     }
 }
@@ -1063,6 +1071,15 @@ mod tests {
         // 1.5 + 2.54 = 4.04: 16 bins.
         let zcdp = Schedule::default_for(Task::Binary, 1000, Budget::new(1.0, 1e-6).unwrap(), 8);
         assert_eq!(zcdp.max_bins, 4);
+        // The schedule reports the ratio it used (eval prints it).
+        let snr = zcdp.signal_to_noise.unwrap();
+        assert!((snr - 10.685).abs() < 0.01, "{snr}");
+        // Pure, same n and K, epsilon 1: one epoch, s = sqrt(2) x 2 x 8 /
+        // 0.75 = 30.170, n / s = 33.146.
+        let pure = Schedule::default_for(Task::Binary, 1000, Budget::new(1.0, 0.0).unwrap(), 8);
+        let snr = pure.signal_to_noise.unwrap();
+        assert!((snr - 33.146).abs() < 0.01, "{snr}");
+        assert_eq!(Schedule::PAPER.signal_to_noise, None);
         let adult =
             Schedule::default_for(Task::Binary, 32_561, Budget::new(5.0, 1e-6).unwrap(), 14);
         assert_eq!(adult.max_bins, 16);
