@@ -172,19 +172,7 @@ pub fn merge(noisy: &[f64], ordered: usize, target: f64) -> MergedBins {
         let into = match last {
             Some(group) => group,
             // The smallest other bin (first of equals).
-            None if pooled < target && !bins.counts.is_empty() => {
-                let (i, _) =
-                    bins.counts
-                        .iter()
-                        .enumerate()
-                        .fold(
-                            (0, f64::INFINITY),
-                            |best, (i, &c)| {
-                                if c < best.1 { (i, c) } else { best }
-                            },
-                        );
-                i
-            }
+            None if pooled < target && !bins.counts.is_empty() => bins.smallest(),
             None => bins.open_bin(0.0),
         };
         bins.join(into, &rest, pooled);
@@ -207,6 +195,16 @@ impl Merging {
     fn open_bin(&mut self, count: f64) -> usize {
         self.counts.push(count);
         self.counts.len() - 1
+    }
+
+    /// The merged bin with the smallest count (the first of equals; the
+    /// counts are sums of clipped noisy counts, never NaN).
+    fn smallest(&self) -> usize {
+        self.counts
+            .iter()
+            .enumerate()
+            .min_by(|(_, a), (_, b)| a.total_cmp(b))
+            .map_or(0, |(i, _)| i)
     }
 
     /// `bases` (with their summed count `count`) join merged bin `bin`.
