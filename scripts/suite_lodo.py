@@ -197,9 +197,14 @@ def lodo_splits(set_names: list) -> list:
     return [(s, [t for t in set_names if t != s]) for s in set_names]
 
 
+def best_learner(r: dict) -> str:
+    """The cell's best privboost learner (lowest RMSE, highest accuracy; the first of equals)."""
+    return (min if r["facts"]["task"] in LOWER_IS_BETTER else max)(r["scores"], key=r["scores"].get)
+
+
 def best_score(r: dict) -> float:
-    """The cell's best privboost learner's score (lowest RMSE, highest accuracy)."""
-    return (min if r["facts"]["task"] in LOWER_IS_BETTER else max)(r["scores"].values())
+    """The cell's best privboost learner's score."""
+    return r["scores"][best_learner(r)]
 
 
 def regret_of(r: dict, pick) -> float:
@@ -262,18 +267,22 @@ def metric_of(task: str) -> str:
 def load(path: str) -> tuple:
     with open(path) as f:
         doc = json.load(f)
-    value, ppr, f1 = {}, {}, {}
+    value, ppr, f1, per_fold = {}, {}, {}, {}
     for c in doc["cells"]:
         m = (c.get("metrics") or {}).get(metric_of(c["task"]), {}).get("mean")
         if m is None:
             continue
         key = (c["set"], c["learner"], c["epsilon"], c["delta"])
         value[key] = m
+        folds = {f["fold"]: f.get(metric_of(c["task"])) for f in c.get("per_fold") or []}
+        if folds and None not in folds.values():
+            per_fold[key] = folds
         if c["task"] == "binary" and "positive_rate" in c["metrics"]:
             ppr[key] = c["metrics"]["positive_rate"]["mean"]
         if c["task"] == "multiclass" and "macro_f1" in c["metrics"]:
             f1[key] = c["metrics"]["macro_f1"]["mean"]
     doc["_macro_f1"] = f1
+    doc["_per_fold"] = per_fold
     return doc, value, ppr
 
 
@@ -289,6 +298,7 @@ def load_all(paths: list) -> tuple:
         doc["sets"] += [s for s in other["sets"] if s["name"] not in {t["name"] for t in doc["sets"]}]
         doc["cells"] += other["cells"]
         doc["_macro_f1"].update(other["_macro_f1"])
+        doc["_per_fold"].update(other["_per_fold"])
         value.update(v)
         ppr.update(p)
     return doc, value, ppr
@@ -312,33 +322,69 @@ def rows_of(doc: dict, value: dict, tasks=TASKS_25) -> list:
     return rows
 
 
-def best_peer(doc: dict, value: dict, s: str, task: str, eps: float):
-    vals = [value[(s, p, eps, d)] for p in PRIVATE_PEERS
-            for d in {0.0, doc["protocol"]["peer_delta"]} if (s, p, eps, d) in value]
-    if not vals:
+def best_key(value: dict, keys: list, task: str):
+    """The key of `keys` with the best value (None if none was run)."""
+    keys = [k for k in keys if k in value]
+    if not keys:
         return None
-    return min(vals) if task in LOWER_IS_BETTER else max(vals)
+    return (min if task in LOWER_IS_BETTER else max)(keys, key=value.get)
 
 
-def equal_guarantee_peer(doc: dict, value: dict, s: str, task: str, eps: float, delta: float):
+def best_peer_key(doc: dict, value: dict, s: str, task: str, eps: float):
+    return best_key(value, [(s, p, eps, d) for p in PRIVATE_PEERS
+                            for d in sorted({0.0, doc["protocol"]["peer_delta"]})], task)
+
+
+def best_peer(doc: dict, value: dict, s: str, task: str, eps: float):
+    k = best_peer_key(doc, value, s, task, eps)
+    return None if k is None else value[k]
+
+
+def equal_guarantee_key(doc: dict, value: dict, s: str, task: str, eps: float, delta: float):
     """The best peer whose guarantee is the cell's own: (eps, 0) or (eps, delta) under substitution
     (PURE_PEERS, and SUBSTITUTION_PEER when delta >= its delta). None when no such cell was run."""
     keys = [(s, p, eps, 0.0) for p in PURE_PEERS]
     if delta > 0 and delta >= doc["protocol"]["peer_delta"]:
         keys.append((s, SUBSTITUTION_PEER, eps, doc["protocol"]["peer_delta"]))
-    vals = [value[k] for k in keys if k in value]
-    if not vals:
+    return best_key(value, keys, task)
+
+
+def equal_guarantee_peer(doc: dict, value: dict, s: str, task: str, eps: float, delta: float):
+    k = equal_guarantee_key(doc, value, s, task, eps, delta)
+    return None if k is None else value[k]
+
+
+# Student's t at 97.5% by degrees of freedom (a two-sided 95% interval); 5 folds give 4.
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def clear_miss(task: str, mine: dict, target: dict, points: float = 0.01, share: float = 0.02):
+    """Whether a miss is beyond the noise: the paired per-fold `margin`s (both learners ran on the
+    same folds) have a 95% t interval wholly below 0. None when the per-fold values are missing. A
+    fold's value is the mean of its repeats, so the interval carries both the folds' and the
+    noise's spread."""
+    if not mine or not target or set(mine) != set(target) or len(mine) - 1 not in T_975:
         return None
-    return min(vals) if task in LOWER_IS_BETTER else max(vals)
+    d = [margin(task, mine[k], target[k], points, share) for k in mine]
+    n = len(d)
+    mean = sum(d) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
+    return mean + T_975[n - 1] * sd / math.sqrt(n) < 0
+
+
+def margin(task: str, mine: float, target: float, points: float = 0.01, share: float = 0.02) -> float:
+    """How far `mine` is on the good side of an acceptance line: accuracy minus (target - points),
+    or target (1 + share) minus RMSE."""
+    if task in LOWER_IS_BETTER:
+        return target * (1 + share) - mine
+    return mine - (target - points)
 
 
 def close_enough(task: str, mine, target, points: float = 0.01, share: float = 0.02) -> bool:
     """Accuracy at least target - 1 point; RMSE at most target * 1.02."""
     if mine is None or target is None:
         return False
-    if task in LOWER_IS_BETTER:
-        return mine <= target * (1 + share) + 1e-12
-    return mine >= target - points - 1e-12
+    return margin(task, mine, target, points, share) >= -1e-12
 
 
 def fmtv(task: str, v) -> str:
@@ -353,7 +399,7 @@ ORACLE = "best single privboost learner per cell (the bound of any selection rul
 def check_printer(name: str, items: list, need) -> None:
     """One acceptance line: PASS or FAIL (or, with `need` None, a bound), the share of good
     cells, the misses."""
-    ok = sum(1 for _, good in items if good)
+    ok = sum(1 for _, good, *_ in items if good)
     share = ok / len(items) if items else float("nan")
     if need is None:  # a bound to read the checks by, not a check
         print(f"- bound: {name}: {ok}/{len(items)} cells ({100 * share:.0f}%)")
@@ -361,9 +407,14 @@ def check_printer(name: str, items: list, need) -> None:
         verdict = "PASS" if items and share >= need else "FAIL"
         print(f"- {verdict} {name}: {ok}/{len(items)} cells ({100 * share:.0f}%, needs "
               f"{100 * need:.0f}%)")
-    bad = [w for w, good in items if not good]
+    bad = [w for w, good, *_ in items if not good]
     if bad:
         print("    misses: " + "; ".join(bad[:40]) + (" ..." if len(bad) > 40 else ""))
+    marked = [(w, clear[0]) for w, good, *clear in items if not good and clear and clear[0] is not None]
+    if marked:
+        beyond = [w.split(":")[0] for w, c in marked if c]
+        print(f"    beyond the noise (paired 95% interval over the folds wholly below the line): "
+              f"{len(beyond)} of {len(marked)} misses" + (": " + "; ".join(beyond) if beyond else ""))
 
 
 def report(doc: dict, value: dict, ppr: dict) -> int:
@@ -377,7 +428,7 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for r in held:
         task = r["facts"]["task"]
-        bl = (min if task in LOWER_IS_BETTER else max)(r["scores"], key=r["scores"].get)
+        bl = best_learner(r)
         bp = best_peer(doc, value, r["set"], task, r["epsilon"])
         print(f"| {r['set']} | {task} | {r['epsilon']:g} | {r['delta']:g} | {r['pick']} | "
               f"{fmtv(task, r['pick_score'])} | {fmtv(task, r['scores'][bl])} ({bl}) | "
@@ -396,20 +447,29 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
         # under its weaker add/remove relation, and at delta 1e-6 also for
         # the pure-DP cells) is printed after the issue's checks.
         equal = []
-        for who, get in (("auto", lambda r: r["auto"]), ("LODO rule", lambda r: r["pick_score"]),
-                         (ORACLE, best_score)):
+        folds = doc.get("_per_fold", {})
+        for who, get, learner in (("auto", lambda r: r["auto"], lambda r: "auto"),
+                                  ("LODO rule", lambda r: r["pick_score"], lambda r: r["pick"]),
+                                  (ORACLE, best_score, best_learner)):
             vs_peer, vs_best, vs_equal = [], [], []
             for r in sel:
                 task, mine = r["facts"]["task"], get(r)
                 tag = f"{r['set']} ε={r['epsilon']:g}: {fmtv(task, mine)}"
-                bp = best_peer(doc, value, r["set"], task, r["epsilon"])
-                if bp is not None:
-                    vs_peer.append((f"{tag} vs peer {fmtv(task, bp)}", close_enough(task, mine, bp)))
+                mine_f = folds.get((r["set"], learner(r), r["epsilon"], delta))
+                bk = best_peer_key(doc, value, r["set"], task, r["epsilon"])
+                if bk is not None:
+                    bp = value[bk]
+                    vs_peer.append((f"{tag} vs peer {fmtv(task, bp)}", close_enough(task, mine, bp),
+                                    clear_miss(task, mine_f, folds.get(bk))))
                 best = best_score(r)
-                vs_best.append((f"{tag} vs best {fmtv(task, best)}", close_enough(task, mine, best)))
-                ep = equal_guarantee_peer(doc, value, r["set"], task, r["epsilon"], delta)
-                if ep is not None:
-                    vs_equal.append((f"{tag} vs {fmtv(task, ep)}", close_enough(task, mine, ep)))
+                best_f = folds.get((r["set"], best_learner(r), r["epsilon"], delta))
+                vs_best.append((f"{tag} vs best {fmtv(task, best)}", close_enough(task, mine, best),
+                                clear_miss(task, mine_f, best_f)))
+                ek = equal_guarantee_key(doc, value, r["set"], task, r["epsilon"], delta)
+                if ek is not None:
+                    ep = value[ek]
+                    vs_equal.append((f"{tag} vs {fmtv(task, ep)}", close_enough(task, mine, ep),
+                                     clear_miss(task, mine_f, folds.get(ek))))
             need = None if who == ORACLE else 0.9
             check(f"{who} >= best peer - 1 point (RMSE <= best peer + 2%)", vs_peer, need)
             if who != ORACLE:
@@ -434,7 +494,9 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
                 peer = value.get((s["name"], "diffprivlib", eps, 0.0))
                 if peer is not None:
                     lin.append((f"{s['name']} ε={eps:g}: {fmtv('binary', mine)} vs {fmtv('binary', peer)}",
-                                mine is not None and mine >= peer - 1e-12))
+                                mine is not None and mine >= peer - 1e-12,
+                                clear_miss("binary", folds.get((s["name"], "dp-linear", eps, delta)),
+                                           folds.get((s["name"], "diffprivlib", eps, 0.0)), points=0.0)))
         check("dp-linear >= diffprivlib LR on every all-numeric binary set (ε >= 0.5)", lin, 1.0)
         cal = []
         for s in doc["sets"]:
@@ -640,6 +702,18 @@ def self_test() -> int:
     assert equal_guarantee_peer(doc, value, "s", "binary", 1.0, 1e-7) == 0.7
     assert equal_guarantee_peer(doc, value, "s", "binary", 5.0, 0.0) is None
     assert best_peer(doc, value, "s", "binary", 1.0) == 0.9
+    assert best_peer_key(doc, value, "s", "binary", 1.0) == ("s", "interpret-ebm", 1.0, 1e-6)
+    # beyond the noise, by hand: margins mine - (target - 0.01) over 5 folds
+    mine, target = {k: 0.80 for k in range(5)}, {0: 0.86, 1: 0.85, 2: 0.87, 3: 0.86, 4: 0.86}
+    # margins -0.05, -0.04, -0.06, -0.05, -0.05: mean -0.05, sd 0.00707, t 2.776: upper -0.0412
+    assert clear_miss("binary", mine, target) is True
+    wide = {0: 0.70, 1: 0.90, 2: 0.75, 3: 0.88, 4: 0.77}
+    # against 0.87: margins -0.16, 0.04, -0.11, 0.02, -0.09, mean -0.06 (a miss), sd 0.0863, upper
+    # -0.06 + 2.776 x 0.0386 = +0.047: within the noise
+    assert clear_miss("binary", wide, {k: 0.87 for k in range(5)}) is False
+    # RMSE: target 1.02 x 10 - 11 = -0.8 on every fold: beyond
+    assert clear_miss("regression", {k: 11.0 for k in range(5)}, {k: 10.0 for k in range(5)}) is True
+    assert clear_miss("binary", mine, {0: 0.9}) is None and clear_miss("binary", None, target) is None
     print("suite_lodo.py self-test: ok")
     return 0
 
