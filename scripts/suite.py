@@ -733,7 +733,7 @@ def main(argv=None) -> int:
     ap.add_argument("--epsilon", default="0.1,0.5,1,5")
     ap.add_argument("--deltas", default="0,1e-6", help="deltas for the privboost learners")
     ap.add_argument("--peer-delta", type=float, default=1e-6, help="InterpretML DP-EBM's delta")
-    ap.add_argument("--repeats", type=int, default=2, help="fresh-noise repeats per fold")
+    ap.add_argument("--repeats", type=int, default=6, help="fresh-noise repeats per fold")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--split-seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1, help="processes in parallel")
