@@ -506,7 +506,7 @@ def run_privboost(task: dict, args, cache: Cache, progress: Progress, commands: 
     cmd = [args.binary, "eval", "--algorithm", task["learner"], "--data", task["train"],
            "--test", task["test"], "--schema", task["schema"],
            "--epsilon", ",".join(eps_text(e) for e in todo), "--delta", eps_text(task["delta"]),
-           "--repeats", str(args.repeats), "--json", out]
+           "--repeats", str(args.repeats), "--json", out] + args.eval_args
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
     t0 = time.perf_counter()
     try:
@@ -748,6 +748,10 @@ def main(argv=None) -> int:
                     help="privboost learners whose latest cached results are taken whatever binary "
                          "made them (a rebuild changes the binary's hash: after changing one "
                          "learner, --reuse the others)")
+    ap.add_argument("--eval-args", default="",
+                    help="extra arguments for every privboost eval (e.g. \"--solver "
+                         "objective-perturbation\"), for a measurement beside the defaults; part "
+                         "of the cache key")
     ap.add_argument("--json", help="output JSON file")
     ap.add_argument("--markdown", help="output Markdown file (else printed)")
     args = ap.parse_args(argv)
@@ -772,6 +776,7 @@ def main(argv=None) -> int:
         log(f"skipping {name}: {why}")
     binary_sha = sha256_file(args.binary)
     args.binary_sha = binary_sha
+    args.eval_args = shlex.split(args.eval_args)
     args.reuse = [l for l in args.reuse.split(",") if l]
     bad = [l for l in args.reuse if l not in LEARNERS]
     if bad:
@@ -798,6 +803,7 @@ def main(argv=None) -> int:
             for l in learners:
                 for d in deltas:
                     keys = {e: {**base, "learner": l, "epsilon": e, "delta": d, "binary": binary_sha}
+                               | ({"eval_args": args.eval_args} if args.eval_args else {})
                             for e in epsilons}
                     tasks_pb.append({"id": f"{s['name']}-{l}-{k}-{d}", "learner": l, "delta": d,
                                      "train": tr, "test": te, "schema": s["schema"], "task": s["task"],
