@@ -267,7 +267,7 @@ def metric_of(task: str) -> str:
 def load(path: str) -> tuple:
     with open(path) as f:
         doc = json.load(f)
-    value, ppr, f1, per_fold = {}, {}, {}, {}
+    value, ppr, f1, per_fold, ppr_fold = {}, {}, {}, {}, {}
     for c in doc["cells"]:
         m = (c.get("metrics") or {}).get(metric_of(c["task"]), {}).get("mean")
         if m is None:
@@ -279,10 +279,14 @@ def load(path: str) -> tuple:
             per_fold[key] = folds
         if c["task"] == "binary" and "positive_rate" in c["metrics"]:
             ppr[key] = c["metrics"]["positive_rate"]["mean"]
+            rates = {f["fold"]: f.get("positive_rate") for f in c.get("per_fold") or []}
+            if rates and None not in rates.values():
+                ppr_fold[key] = rates
         if c["task"] == "multiclass" and "macro_f1" in c["metrics"]:
             f1[key] = c["metrics"]["macro_f1"]["mean"]
     doc["_macro_f1"] = f1
     doc["_per_fold"] = per_fold
+    doc["_ppr_per_fold"] = ppr_fold
     return doc, value, ppr
 
 
@@ -372,6 +376,19 @@ def clear_miss(task: str, mine: dict, target: dict, points: float = 0.01, share:
     return mean + T_975[n - 1] * sd / math.sqrt(n) < 0
 
 
+def clear_rate_miss(rates: dict, truth: float, tol: float = 0.05):
+    """Whether a predicted-positive-rate miss is beyond the noise: the per-fold rates' 95% t
+    interval lies wholly outside `truth +- tol`. The folds are stratified, so each test fold's
+    positive share is the set's up to one row. None when the per-fold values are missing."""
+    if not rates or len(rates) - 1 not in T_975:
+        return None
+    d = [v - truth for v in rates.values()]
+    n = len(d)
+    mean = sum(d) / n
+    half = T_975[n - 1] * math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1)) / math.sqrt(n)
+    return mean - half > tol or mean + half < -tol
+
+
 def margin(task: str, mine: float, target: float, points: float = 0.01, share: float = 0.02) -> float:
     """How far `mine` is on the good side of an acceptance line: accuracy minus (target - points),
     or target (1 + share) minus RMSE."""
@@ -413,7 +430,7 @@ def check_printer(name: str, items: list, need) -> None:
     marked = [(w, clear[0]) for w, good, *clear in items if not good and clear and clear[0] is not None]
     if marked:
         beyond = [w.split(":")[0] for w, c in marked if c]
-        print(f"    beyond the noise (paired 95% interval over the folds wholly below the line): "
+        print(f"    beyond the noise (95% interval over the folds, paired for two learners, wholly on the wrong side of the line): "
               f"{len(beyond)} of {len(marked)} misses" + (": " + "; ".join(beyond) if beyond else ""))
 
 
@@ -508,8 +525,10 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
                 got = ppr.get((s["name"], "dp-ebm", eps, delta))
                 if got is None:
                     continue
+                rates = doc.get("_ppr_per_fold", {}).get((s["name"], "dp-ebm", eps, delta))
                 cal.append((f"{s['name']} ε={eps:g}: {got:.3f} vs {s['positive_share']:.3f}",
-                            abs(got - s["positive_share"]) <= 0.05 + 1e-12))
+                            abs(got - s["positive_share"]) <= 0.05 + 1e-12,
+                            clear_rate_miss(rates, s["positive_share"])))
         if cal:
             check("DP-EBM predicted-positive rate within 5 points of the truth (ε >= 1)", cal, 1.0)
         else:
@@ -714,6 +733,11 @@ def self_test() -> int:
     # RMSE: target 1.02 x 10 - 11 = -0.8 on every fold: beyond
     assert clear_miss("regression", {k: 11.0 for k in range(5)}, {k: 10.0 for k in range(5)}) is True
     assert clear_miss("binary", mine, {0: 0.9}) is None and clear_miss("binary", None, target) is None
+    # a rate 10 points high on every fold is a clear miss; spread over 0.55..0.95 it is not
+    assert clear_rate_miss({k: 0.75 + 0.001 * k for k in range(5)}, 0.65) is True
+    assert clear_rate_miss({k: 0.55 + 0.001 * k for k in range(5)}, 0.65) is True
+    assert clear_rate_miss({0: 0.55, 1: 0.95, 2: 0.65, 3: 0.85, 4: 0.75}, 0.65) is False
+    assert clear_rate_miss({0: 0.75}, 0.65) is None and clear_rate_miss(None, 0.65) is None
     print("suite_lodo.py self-test: ok")
     return 0
 
