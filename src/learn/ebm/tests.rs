@@ -595,11 +595,10 @@ fn threshold_grid_by_hand() {
         ],
     };
     let grid = fit::threshold_grid(&model, 5);
-    let w = 3.0 * 1.25f64.sqrt();
-    assert!((w - 3.354_102).abs() < 1e-6);
-    let want = [0.25 - w, 0.25 - w / 2.0, 0.25, 0.25 + w / 2.0, 0.25 + w];
+    // 0.25 -+ 3.354102 and -+ 1.677051.
+    let want = [-3.104_102, -1.427_051, 0.25, 1.927_051, 3.604_102];
     for (g, w) in grid.iter().zip(want) {
-        assert!((g - w).abs() < 1e-12, "{grid:?}");
+        assert!((g - w).abs() < 1e-6, "{grid:?}");
     }
     // All shapes zero: a grid of width 2e-3 around the intercept.
     let flat = EbmModel {
