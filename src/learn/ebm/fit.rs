@@ -268,7 +268,7 @@ pub(super) fn private_bins(
 /// public.
 ///
 /// Why not the sum of the standard deviations (the bound whatever the
-/// features' correlation, used until stop 43): with K shapes it is up to
+/// features' correlation, used until stop 40): with K shapes it is up to
 /// `sqrt(K)` times wider, so most candidates sat in the tails, where every
 /// row is on one side and the scores are all equal. At a large Laplace
 /// scale (few rows, small epsilon) the report-noisy-max then picked one of
