@@ -55,9 +55,10 @@ async fn auto_job_end_to_end() {
     let dataset = s.upload_mushroom(&owner, 300.0).await;
     // At epsilon 1 auto does not select on 8,124 rows (8,124 x 1 / 2 <
     // 1,000,000): the public prior's first learner for (binary, categorical,
-    // n x epsilon in [1e3, 1e4), pure), dp-ebm on today's prior
-    // (src/learn/auto/prior.json; dp-linear before DP-EBM's bins rule of
-    // stop 38), alone, on every row, with the whole budget.
+    // n x epsilon in [1e3, 1e4), pure), dp-linear on today's prior
+    // (src/learn/auto/prior.json; DP-EBM between its bins rule of stop 38
+    // and its calibration grid of stop 40), alone, on every row, with the
+    // whole budget.
     let small = json!({"dataset_id": dataset, "epsilon": 1.0, "algorithm": "auto"});
     let estimate = expect_status(
         s.post(&owner, "/v1/jobs/estimate", &small).await,
@@ -66,7 +67,7 @@ async fn auto_job_end_to_end() {
     .await;
     let candidates = estimate["noise"]["candidates"].as_array().unwrap();
     assert_eq!(candidates.len(), 1, "{estimate}");
-    assert_eq!(candidates[0]["label"], "dp-ebm");
+    assert_eq!(candidates[0]["label"], "dp-linear");
     assert_eq!(candidates[0]["epsilon"], 1.0);
     assert_eq!(estimate["noise"]["n_validation"], 0, "{estimate}");
     assert_eq!(estimate["noise"]["n_train"], 8124, "{estimate}");
