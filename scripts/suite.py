@@ -776,7 +776,10 @@ def main(argv=None) -> int:
         log(f"skipping {name}: {why}")
     binary_sha = sha256_file(args.binary)
     args.binary_sha = binary_sha
-    args.eval_args = shlex.split(args.eval_args)
+    try:
+        args.eval_args = shlex.split(args.eval_args)
+    except ValueError as e:
+        raise SystemExit(f"suite: --eval-args {args.eval_args!r}: {e}")
     args.reuse = [l for l in args.reuse.split(",") if l]
     bad = [l for l in args.reuse if l not in LEARNERS]
     if bad:

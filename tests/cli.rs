@@ -534,6 +534,23 @@ fn eval_cross_validation_on_mushroom_with_baselines_writes_json() {
     assert!(accuracy >= 0.9, "lazybb mean accuracy {accuracy}{ctx}");
 }
 
+/// `privboost eval` on Mushroom with 2 folds and 1 repeat, then `extra`.
+fn eval_mushroom_quickly(extra: &[&str]) -> Run {
+    let mut args = vec![
+        "eval",
+        "--data",
+        MUSHROOM_CSV,
+        "--schema",
+        MUSHROOM_SCHEMA,
+        "--folds",
+        "2",
+        "--repeats",
+        "1",
+    ];
+    args.extend(extra);
+    privboost(args)
+}
+
 /// `eval --json` reports DP-EBM's signal-to-noise ratio `n / s`, the one its
 /// default rule chose the bins from (`2^round(3/2 + log2(n / s) / 4)`, ties
 /// to even, in [4, 64]), so a grid over the bins (scripts/ebm_bins_lodo.py)
@@ -545,24 +562,16 @@ fn eval_reports_dp_ebm_signal_to_noise() {
         ("dp-ebm", dir.path("ebm.json")),
         ("dp-linear", dir.path("linear.json")),
     ] {
-        let run = privboost([
-            "eval",
+        let json_arg = arg(&json);
+        let run = eval_mushroom_quickly(&[
             "--algorithm",
             algorithm,
-            "--data",
-            MUSHROOM_CSV,
-            "--schema",
-            MUSHROOM_SCHEMA,
-            "--folds",
-            "2",
-            "--repeats",
-            "1",
             "--epsilon",
             "0.5,5",
             "--delta",
             "1e-6",
             "--json",
-            arg(&json),
+            json_arg,
         ])
         .success();
         let ctx = run.context();
@@ -1006,23 +1015,7 @@ fn vote_threshold_share_is_checked_and_evaluated_as_trained() {
             "vote_threshold_share",
         );
     }
-    let eval = |extra: &[&str]| {
-        let mut args = vec![
-            "eval",
-            "--data",
-            MUSHROOM_CSV,
-            "--schema",
-            MUSHROOM_SCHEMA,
-            "--folds",
-            "2",
-            "--repeats",
-            "1",
-            "--epsilon",
-            "1",
-        ];
-        args.extend(extra);
-        privboost(args)
-    };
+    let eval = |extra: &[&str]| eval_mushroom_quickly(&[&["--epsilon", "1"], extra].concat());
     let run = eval(&["--algorithm", "lazybb", "--vote-threshold-share", "0"]).success();
     assert!(
         run.stdout.contains("\"vote_threshold_share\":0.0"),
