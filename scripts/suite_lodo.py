@@ -391,6 +391,38 @@ def clear_rate_miss(rates: dict, truth: float, tol: float = 0.05):
     return mean - half > tol or mean + half < -tol
 
 
+# The non-private references `floor_items` holds every learner to: the majority class (binary), the
+# training-fold mean (regression); issue 25: "no learner at its defaults is below the majority class
+# or the mean predictor beyond the noise at epsilon >= 1".
+FLOOR_REFERENCE = "constant"
+FLOOR_EPS = 1.0
+
+
+def floor_items(doc: dict, value: dict, delta: float, folds: dict) -> list:
+    """Issue 25's floor, one item per (binary or regression set, learner at its defaults or `auto`,
+    epsilon >= FLOOR_EPS) at `delta`: (what, at or above the reference, beyond the noise). A cell
+    below the reference is a miss; `clear_miss` with no margin says whether it is beyond the noise
+    (the same folds, so paired)."""
+    items = []
+    for s in doc["sets"]:
+        task = s["facts"]["task"]
+        ref = (s["name"], FLOOR_REFERENCE, None, None)
+        if task not in TASKS_25 or ref not in value:
+            continue
+        for learner in CANDIDATES + ["auto"]:
+            for eps in doc["protocol"]["epsilons"]:
+                key = (s["name"], learner, eps, delta)
+                if eps < FLOOR_EPS or key not in value:
+                    continue
+                mine = value[key]
+                items.append((f"{s['name']} {learner} ε={eps:g}: {fmtv(task, mine)} vs "
+                              f"{fmtv(task, value[ref])}",
+                              close_enough(task, mine, value[ref], points=0.0, share=0.0),
+                              clear_miss(task, folds.get(key), folds.get(ref), points=0.0,
+                                         share=0.0)))
+    return items
+
+
 def margin(task: str, mine: float, target: float, points: float = 0.01, share: float = 0.02) -> float:
     """How far `mine` is on the good side of an acceptance line: accuracy minus (target - points),
     or target (1 + share) minus RMSE."""
@@ -415,13 +447,19 @@ def fmtv(task: str, v) -> str:
 ORACLE = "best single privboost learner per cell (the bound of any selection rule)"
 
 
-def check_printer(name: str, items: list, need) -> None:
+def check_printer(name: str, items: list, need, beyond_noise: bool = False) -> None:
     """One acceptance line: PASS or FAIL (or, with `need` None, a bound), the share of good
-    cells, the misses."""
+    cells, the misses. With `beyond_noise` the line asks for no miss beyond the noise: it passes
+    when no miss is marked beyond it (a miss without per-fold values cannot be cleared)."""
     ok = sum(1 for _, good, *_ in items if good)
     share = ok / len(items) if items else float("nan")
     if need is None:  # a bound to read the checks by, not a check
         print(f"- bound: {name}: {ok}/{len(items)} cells ({100 * share:.0f}%)")
+    elif beyond_noise:
+        clear = [w for w, good, *c in items if not good and (not c or c[0] is not False)]
+        verdict = "PASS" if items and not clear else "FAIL"
+        print(f"- {verdict} {name}: {ok}/{len(items)} cells at or above it, {len(clear)} below "
+              "beyond the noise (needs 0)")
     else:
         verdict = "PASS" if items and share >= need else "FAIL"
         print(f"- {verdict} {name}: {ok}/{len(items)} cells ({100 * share:.0f}%, needs "
@@ -536,6 +574,10 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
             check("DP-EBM predicted-positive rate within 5 points of the truth (ε >= 1)", cal, 1.0)
         else:
             print("- (DP-EBM's predicted-positive rate: no cells at this δ)")
+        floor = floor_items(doc, value, delta, folds)
+        if floor:
+            check("every learner at its defaults and auto >= the majority class (RMSE <= the mean "
+                  f"predictor) at ε >= {FLOOR_EPS:g}", floor, 1.0, beyond_noise=True)
         print()
     chosen = {r["set"]: r["min_support"] for r in held}
     print("Minimum support of the finest key, chosen without each held-out set: "
@@ -742,6 +784,20 @@ def self_test() -> int:
     assert clear_rate_miss({k: 0.55 + 0.001 * k for k in range(5)}, 0.65) is True
     assert clear_rate_miss({0: 0.55, 1: 0.95, 2: 0.65, 3: 0.85, 4: 0.75}, 0.65) is False
     assert clear_rate_miss({0: 0.75}, 0.65) is None and clear_rate_miss(None, 0.65) is None
+    # the floor: one learner below the majority class on every fold (beyond the noise), one below
+    # it on average only (within), one above; epsilon 0.5 is not held to it
+    fdoc = {"sets": [{"name": "s", "facts": {"task": "binary"}}],
+            "protocol": {"epsilons": [0.5, 1.0]}}
+    ref = {k: 0.70 for k in range(5)}
+    fval = {("s", "constant", None, None): 0.70, ("s", "dp-ebm", 1.0, 0.0): 0.60,
+            ("s", "dp-linear", 1.0, 0.0): 0.69, ("s", "lazybb", 1.0, 0.0): 0.71,
+            ("s", "dpboost", 0.5, 0.0): 0.10}
+    ffolds = {("s", "constant", None, None): ref, ("s", "dp-ebm", 1.0, 0.0): {k: 0.60 for k in range(5)},
+              ("s", "dp-linear", 1.0, 0.0): {0: 0.60, 1: 0.78, 2: 0.69, 3: 0.72, 4: 0.66},
+              ("s", "lazybb", 1.0, 0.0): {k: 0.71 for k in range(5)}}
+    got = {w.split(":")[0]: (good, clear) for w, good, clear in floor_items(fdoc, fval, 0.0, ffolds)}
+    assert got == {"s dp-ebm ε=1": (False, True), "s dp-linear ε=1": (False, False),
+                   "s lazybb ε=1": (True, False)}, got
     print("suite_lodo.py self-test: ok")
     return 0
 
