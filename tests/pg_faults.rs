@@ -32,6 +32,12 @@ use reqwest::Client;
 use serde_json::json;
 use sqlx::{Connection, PgConnection};
 
+/// How long `pg_ctl restart` may wait for the server to accept
+/// connections. Crash recovery after `-m immediate` took over a minute
+/// once on the 2-core machine while builds and benchmarks ran beside the
+/// test (stop 43), so the wait is generous: it is a wait, not a measure.
+const RESTART_WAIT_SECONDS: u32 = 300;
+
 /// How to restart and freeze the test's PostgreSQL server.
 struct PgControl {
     pg_ctl: String,
@@ -88,7 +94,8 @@ impl PgControl {
     }
 
     /// `pg_ctl restart` with `mode`, waiting until the server accepts
-    /// connections, its log beside the data directory.
+    /// connections (up to [`RESTART_WAIT_SECONDS`]), its log beside the
+    /// data directory.
     fn restart(&self, mode: &[&str]) {
         let log = std::path::Path::new(&self.data)
             .parent()
@@ -96,7 +103,8 @@ impl PgControl {
             .join("restarts.log");
         let log = log.to_str().expect("a UTF-8 path");
         let mut args = mode.to_vec();
-        args.extend_from_slice(&["-w", "-t", "60", "-l", log, "restart"]);
+        let wait = RESTART_WAIT_SECONDS.to_string();
+        args.extend_from_slice(&["-w", "-t", &wait, "-l", log, "restart"]);
         self.pg_ctl(&args);
     }
 
