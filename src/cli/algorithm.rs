@@ -163,7 +163,8 @@ pub struct AlgorithmArgs {
     /// DP-EBM: target bins per feature of the private binning [default: 4 to 64 from the signal-to-noise ratio of a leaf sum; 32 for k classes].
     #[arg(long)]
     pub max_bins: Option<u32>,
-    /// DP-EBM: leaves of each one-feature tree [default: 3].
+    /// DP-EBM: leaves of each one-feature tree [default: 16 for binary and
+    /// regression labels, 3 for k classes].
     #[arg(long)]
     pub max_leaves: Option<u32>,
     /// DP-EBM: share of the budget (of rho, or of epsilon with --delta 0)

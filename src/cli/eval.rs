@@ -98,7 +98,8 @@ pub struct EvalArgs {
     /// DP-EBM: target bins per feature [default: 4 to 64 from the signal-to-noise ratio of a leaf sum; 32 for k classes].
     #[arg(long)]
     max_bins: Option<u32>,
-    /// DP-EBM: leaves per iteration [default: 3].
+    /// DP-EBM: leaves per iteration [default: 16 for binary and regression
+    /// labels, 3 for k classes].
     #[arg(long)]
     max_leaves: Option<u32>,
     /// DP-EBM: share of the budget for the binning [default: 0.1].
