@@ -228,9 +228,9 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
 
     // Four numeric columns, 200 rows: n x epsilon is far below what
     // selection needs, so auto runs the prior's first learner alone: at
-    // epsilon 5 (n x epsilon = 1,000) the one for (binary, n x epsilon <
-    // 1e4, delta > 0), dp-linear in zCDP; at epsilon 0.5 the one for n x
-    // epsilon < 1e3, LazyBB, whose few rounds compose to a pure run.
+    // epsilon 5 (n x epsilon = 1,000) the one for (binary, numeric, n x
+    // epsilon < 1e4, delta > 0), DP-EBM in zCDP; at epsilon 0.5 the one for
+    // n x epsilon < 1e3, DPBoost, whose pure run is charged as pure.
     let schema = r#"{
       "label": {"column": "y", "positive": "1", "negative": "0"},
       "columns": [
@@ -277,7 +277,7 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
     let pure = charges
         .iter()
         .find(|e| e["loss"]["kind"] == "pure")
-        .expect("LazyBB's pure charge");
+        .expect("DPBoost's pure charge");
     assert_eq!(pure["epsilon"].as_f64(), Some(0.5), "{pure}");
     assert_eq!(pure["delta"].as_f64(), Some(0.0), "{pure}");
     s.stop().await;

@@ -227,13 +227,13 @@ fn charge_is_the_theorem_total() {
             delta: 1e-6
         }
     );
-    // Adult's shape at 90 with a delta: dp-linear and DP-EBM (the prior's
+    // Adult's shape at 90 with a delta: DP-EBM and dp-linear (the prior's
     // two best there); both use a delta alone, so each takes half of it
     // (rounded down so the halves sum to at most the job's).
     let noise = approx.noise();
     let cands = noise["candidates"].as_array().unwrap();
     let labels: Vec<&str> = cands.iter().map(|c| c["label"].as_str().unwrap()).collect();
-    assert_eq!(labels, ["dp-linear", "dp-ebm"]);
+    assert_eq!(labels, ["dp-ebm", "dp-linear"]);
     for c in cands {
         let d = c["delta"].as_f64().unwrap();
         assert!(d > 0.0 && d <= 5e-7 && 5e-7 - d < 1e-21, "{d}");
