@@ -86,7 +86,7 @@ async fn auto_job_end_to_end() {
     assert_eq!(candidates.len(), 2, "{estimate}");
     // The prior's two best for (binary, n x epsilon >= 1e5, pure): the
     // suite has no categorical set that large, so the coarser key (DP-EBM
-    // first since its leaves of stop 44).
+    // first since its leaves of stop 41).
     assert_eq!(candidates[0]["label"], "dp-ebm");
     assert_eq!(candidates[1]["label"], "dp-linear");
     assert_eq!(candidates[0]["epsilon"], 125.0);

@@ -35,7 +35,7 @@ use sqlx::{Connection, PgConnection};
 /// How long `pg_ctl restart` may wait for the server to accept
 /// connections. Crash recovery after `-m immediate` took over a minute
 /// once on the 2-core machine while builds and benchmarks ran beside the
-/// test (stop 43), so the wait is generous: it is a wait, not a measure.
+/// test (stop 40), so the wait is generous: it is a wait, not a measure.
 const RESTART_WAIT_SECONDS: u32 = 300;
 
 /// How to restart and freeze the test's PostgreSQL server.

@@ -79,7 +79,7 @@ impl Schedule {
     ///   chose `a = 3/2, b = 1/4`; later draws preferred neighbouring forms
     ///   by less than the draws' own noise): docs/accuracy.md, "DP-EBM's
     ///   bins from the signal-to-noise ratio";
-    /// - leaves (stop 44): [`MAX_LEAVES`] for binary and regression, so
+    /// - leaves (stop 41): [`MAX_LEAVES`] for binary and regression, so
     ///   that each of the rule's (at most 16 on the suite) bins is its own
     ///   leaf and every iteration updates every bin; [`PAPER_MAX_LEAVES`]
     ///   (3 random leaves) for k classes. Chosen leave-one-dataset-out on
@@ -1123,7 +1123,7 @@ mod tests {
         assert_eq!(EbmSpec::default().check(zcdp).unwrap().max_bins, 4);
     }
 
-    /// The default leaves (stop 44): 16 (every bin of the rule its own leaf)
+    /// The default leaves (stop 41): 16 (every bin of the rule its own leaf)
     /// for binary and regression labels at either purity, the paper's 3 for
     /// k classes and in [`Schedule::PAPER`]; a given value wins, and the
     /// check refuses what the kernel cannot hold.
