@@ -54,8 +54,9 @@ async fn auto_job_end_to_end() {
     let (_, owner) = s.key("owner", "alice").await;
     let dataset = s.upload_mushroom(&owner, 300.0).await;
     // At epsilon 1 auto does not select on 8,124 rows (8,124 x 1 / 2 <
-    // 1,000,000): the public prior's first learner for (binary, categorical,
-    // n x epsilon in [1e3, 1e4), pure), dp-linear on today's prior
+    // 1,000,000): the public prior's first learner for (binary, n x epsilon
+    // in [1e3, 1e4), pure) (its categorical key has too few suite sets),
+    // dp-linear on today's prior
     // (src/learn/auto/prior.json; DP-EBM between its bins rule of stop 38
     // and its calibration grid of stop 40), alone, on every row, with the
     // whole budget.

@@ -498,21 +498,10 @@ fn train_with_delta_uses_advanced_composition_and_less_noise() {
 fn eval_cross_validation_on_mushroom_with_baselines_writes_json() {
     let dir = Dir::new();
     let json = dir.path("r.json");
-    let mut args = vec![
-        "eval",
-        "--data",
-        MUSHROOM_CSV,
-        "--schema",
-        MUSHROOM_SCHEMA,
-        "--folds",
-        "5",
-        "--repeats",
-        "1",
-        "--baselines",
-    ];
-    args.extend(MUSHROOM_PARAMS.iter().copied());
-    args.extend(["--json", arg(&json)]);
-    let run = privboost(args).success();
+    let mut extra = vec!["--baselines"];
+    extra.extend(MUSHROOM_PARAMS.iter().copied());
+    extra.extend(["--json", arg(&json)]);
+    let run = eval_mushroom("5", &extra).success();
     let ctx = run.context();
     assert!(
         run.stdout.contains("5-fold cross-validation on 8124 rows"),
@@ -534,8 +523,9 @@ fn eval_cross_validation_on_mushroom_with_baselines_writes_json() {
     assert!(accuracy >= 0.9, "lazybb mean accuracy {accuracy}{ctx}");
 }
 
-/// `privboost eval` on Mushroom with 2 folds and 1 repeat, then `extra`.
-fn eval_mushroom_quickly(extra: &[&str]) -> Run {
+/// `privboost eval` on Mushroom with `folds` folds and 1 repeat, then
+/// `extra`.
+fn eval_mushroom(folds: &str, extra: &[&str]) -> Run {
     let mut args = vec![
         "eval",
         "--data",
@@ -543,12 +533,17 @@ fn eval_mushroom_quickly(extra: &[&str]) -> Run {
         "--schema",
         MUSHROOM_SCHEMA,
         "--folds",
-        "2",
+        folds,
         "--repeats",
         "1",
     ];
     args.extend(extra);
     privboost(args)
+}
+
+/// [`eval_mushroom`] with 2 folds.
+fn eval_mushroom_quickly(extra: &[&str]) -> Run {
+    eval_mushroom("2", extra)
 }
 
 /// `eval --json` reports DP-EBM's signal-to-noise ratio `n / s`, the one its
