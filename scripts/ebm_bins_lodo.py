@@ -8,7 +8,8 @@ rule `max_bins = 2^round(a + b log2(n / s))` in [4, 64] (ties to even) on every 
 scores it on the held-out one. `n / s` is the signal-to-noise ratio of one leaf sum that the
 learning-rate rule uses (`learn::ebm::params::Schedule::default_for`), as `privboost eval` reports
 it (`signal_to_noise`), averaged over a cell's folds. Regret: accuracy points, or RMSE as a share
-of the mean predictor's (the suite file's `constant` cells).
+of the mean predictor's (the suite file's `constant` cells). Beside each refit it prints the shipped
+rule's held-out regret on the same runs, and a rule fitted and held out within each task's sets.
 
     python3 scripts/suite.py --no-peers --learners dp-ebm --sets ...    # writes the folds
     python3 scripts/ebm_bins_lodo.py --work-dir target/suite --sets ... --suite docs/results/suite/suite.json
@@ -95,21 +96,38 @@ def regret(c: dict, b: int) -> float:
     return c["loss"][b] - min(c["loss"].values())
 
 
-def report(cells: list, eps_min: float) -> None:
-    cells = [c for c in cells if c["epsilon"] >= eps_min]
-    sets = sorted({c["set"] for c in cells})
-    held = []
-    for h in sets:
+# The shipped rule's (a, b) (`learn::ebm::params::default_bins`), scored beside every refit.
+SHIPPED = (1.5, 0.25)
+
+
+def held_out(cells: list) -> list:
+    """Per set: the rule fitted on the other sets, its regret on this one, the shipped rule's, 32 bins'."""
+    out = []
+    for h in sorted({c["set"] for c in cells}):
         p = fit([c for c in cells if c["set"] != h], regret)
         test = [c for c in cells if c["set"] == h]
-        r = statistics.mean(regret(c, rule(*p, c["snr"])) for c in test)
-        r32 = statistics.mean(regret(c, 32) for c in test)
-        held.append((r, r32))
+        out.append((h, p, statistics.mean(regret(c, rule(*p, c["snr"])) for c in test),
+                    statistics.mean(regret(c, rule(*SHIPPED, c["snr"])) for c in test),
+                    statistics.mean(regret(c, 32) for c in test)))
+    return out
+
+
+def report(cells: list, eps_min: float, tasks: dict) -> None:
+    cells = [c for c in cells if c["epsilon"] >= eps_min]
+    held = held_out(cells)
+    for h, p, r, _, r32 in held:
         print(f"| {h} | {p[0]:g}, {p[1]:g} | {r:.4f} | {r32:.4f} |")
-    print(f"mean held-out regret (epsilon >= {eps_min:g}): rule {statistics.mean(h[0] for h in held):.4f}, "
-          f"32 bins {statistics.mean(h[1] for h in held):.4f}; fitted on every set: {fit(cells, regret)}")
+    print(f"mean held-out regret (epsilon >= {eps_min:g}): rule {statistics.mean(h[2] for h in held):.4f}, "
+          f"the shipped {SHIPPED} {statistics.mean(h[3] for h in held):.4f}, "
+          f"32 bins {statistics.mean(h[4] for h in held):.4f}; fitted on every set: {fit(cells, regret)}")
     for b in sorted(cells[0]["loss"]):
         print(f"  constant {b}: {statistics.mean(regret(c, b) for c in cells):.4f}")
+    # A rule per task, fitted and held out within the task's sets only.
+    for task in sorted({tasks[c["set"]] for c in cells}):
+        mine = held_out([c for c in cells if tasks[c["set"]] == task])
+        if len(mine) > 1:
+            print(f"  {task} sets alone: held-out rule {statistics.mean(h[2] for h in mine):.4f}, "
+                  f"the shipped {statistics.mean(h[3] for h in mine):.4f}")
 
 
 def self_test() -> int:
@@ -121,6 +139,9 @@ def self_test() -> int:
         return {b: 0.0 if b == best else 1.0 for b in (4, 8, 16, 32, 64)}
     cells = [{"set": s, "snr": 16.0, "loss": loss(64 if s == "odd" else 4)} for s in ("a", "b", "odd")]
     assert rule(*fit([c for c in cells if c["set"] != "odd"], regret), 16.0) == 4
+    # held_out: per set the refit's regret, the shipped rule's (4 bins at n / s = 16) and 32 bins'
+    assert [(h, r, shipped, r32) for h, _, r, shipped, r32 in held_out(cells)] == \
+        [("a", 0.0, 0.0, 1.0), ("b", 0.0, 0.0, 1.0), ("odd", 1.0, 1.0, 1.0)]
     print("ebm_bins_lodo.py self-test: ok")
     return 0
 
@@ -146,11 +167,13 @@ def main() -> int:
     args.sets = args.sets.split(",")
     args.bins = [int(b) for b in args.bins.split(",")]
     rows = run_grid(args)
-    cells = cells_of(rows, json.load(open(args.suite)))
+    suite = json.load(open(args.suite))
+    cells = cells_of(rows, suite)
+    tasks = {s["name"]: s["facts"]["task"] for s in suite["sets"]}
     print("| held-out set | rule a, b | held-out regret | 32 bins |\n|---|---|---|---|")
-    report(cells, 0.0)
+    report(cells, 0.0, tasks)
     print()
-    report(cells, 0.5)
+    report(cells, 0.5, tasks)
     return 0
 
 
