@@ -30,5 +30,6 @@ pub mod eval;
 pub mod export;
 pub mod jobs;
 pub mod learn;
+pub mod local_dp;
 pub mod privacy;
 pub mod store;

@@ -13,7 +13,7 @@
 //! client with `privboost randomize`; jobs on them spend no central budget),
 //! `local_dp_protocol` (optional, with `local_dp_epsilon`: `all-columns`, the
 //! default, or `sampled-column`, whose data is a report file,
-//! `data::sampled_column`) and `schema` (the schema JSON), then the file field `data` (the CSV)
+//! `local_dp::sampled_column`) and `schema` (the schema JSON), then the file field `data` (the CSV)
 //! last.
 //! The CSV is streamed through a bounded channel into the encoder on a
 //! blocking thread, so memory holds the bit matrix and a few chunks, never
@@ -39,11 +39,12 @@ use tokio::sync::mpsc;
 use super::auth::Caller;
 use super::error::{ApiError, AppJson, AppQuery, FieldError};
 use super::{AppState, Config, MAX_EPSILON, PageQuery, Routes, idempotency_key, page_json, replay};
-use crate::data::sampled_column::{SampledColumn, read_reports};
 use crate::data::{
-    DataError, Encoder, Format, LabelMode, LocalDp, OnBadRow, Protocol, ReadOptions, Schema,
-    read_arrow_ipc_with, read_csv_with, read_parquet_with,
+    DataError, Encoder, Format, LabelMode, OnBadRow, ReadOptions, Schema, read_arrow_ipc_with,
+    read_csv_with, read_parquet_with,
 };
+use crate::local_dp::sampled_column::{SampledColumn, read_reports};
+use crate::local_dp::{LocalDp, Protocol};
 use crate::privacy::budget_units::{self, DeltaUnits, EpsilonUnits, RhoUnits};
 use crate::privacy::filter::{Accounting, Charge, LossKind};
 use crate::store::datasets::{self, Created, DatasetInfo, MarkPublic, NewDataset};

@@ -111,7 +111,7 @@ async fn evaluate(
     }
     if dataset
         .local_dp
-        .is_some_and(|l| l.protocol == crate::data::Protocol::SampledColumn)
+        .is_some_and(|l| l.protocol == crate::local_dp::Protocol::SampledColumn)
     {
         // Its rows are one column's report each, not rows a model predicts.
         return Err(ApiError::Validation(vec![FieldError::new(

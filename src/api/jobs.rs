@@ -130,7 +130,7 @@ async fn prepare(
     // them (every other is refused there).
     let sampled = dataset
         .local_dp
-        .is_some_and(|l| l.protocol == crate::data::Protocol::SampledColumn);
+        .is_some_and(|l| l.protocol == crate::local_dp::Protocol::SampledColumn);
     let spec = if sampled && req.algorithm.is_none() {
         AlgorithmSpec::from_fields(AlgorithmName::LdpNaiveBayes, req.params.clone()).map_err(
             |problems| {

@@ -6,12 +6,12 @@ use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use privboost::data::sampled_column::{SampledColumn, read_reports};
 use privboost::data::{
     Dataset, Encoder, Format, LabelMode, ReadOptions, ReadReport, Schema, read_arrow_ipc_with,
     read_csv_with, read_parquet_with, to_csv,
 };
 use privboost::learn::Model;
+use privboost::local_dp::sampled_column::{SampledColumn, read_reports};
 
 /// Read and validate a schema file.
 pub fn load_schema(path: &Path) -> anyhow::Result<Schema> {
@@ -56,7 +56,7 @@ pub fn open_csv_text(path: &Path) -> anyhow::Result<Box<dyn Read>> {
 }
 
 /// Read a sampled-column report file (`randomize --protocol
-/// sampled-column`) into the stored form (`data::sampled_column`).
+/// sampled-column`) into the stored form (`local_dp::sampled_column`).
 pub fn load_reports(path: &Path, encoder: &Encoder, epsilon: f64) -> anyhow::Result<Dataset> {
     let protocol = SampledColumn::new(encoder.schema(), epsilon)?;
     let file = File::open(path).with_context(|| format!("cannot open data {}", path.display()))?;

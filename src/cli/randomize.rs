@@ -4,12 +4,12 @@
 //!
 //! - `all-columns` (the default, the first protocol): every cell of every
 //!   row is replaced by a k-ary randomized response over its column's values
-//!   (`data::Domains`, `privacy::randomized_response`), the label by binary
+//!   (`local_dp::Domains`, `local_dp::randomized_response`), the label by binary
 //!   randomized response, and the output is a CSV of the same schema. Each
 //!   row is `epsilon`-local DP by basic composition over its columns.
 //! - `sampled-column`: each row draws one feature column uniformly and
 //!   reports only that column's (value, label) pair, by randomized response
-//!   at the full epsilon (`data::sampled_column`, which has the privacy
+//!   at the full epsilon (`local_dp::sampled_column`, which has the privacy
 //!   argument); the output has the columns `reported_column`,
 //!   `reported_value` and the label. Much more accurate at small epsilon
 //!   (docs/accuracy.md); train on it with `ldp-naive-bayes`.
@@ -21,10 +21,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use privboost::data::sampled_column::{REPORTED_COLUMN, REPORTED_VALUE, SampledColumn};
-use privboost::data::{Domains, Encoder, LocalDp, Protocol};
+use privboost::data::Encoder;
+use privboost::local_dp::randomized_response::RandomizedResponse;
+use privboost::local_dp::sampled_column::{REPORTED_COLUMN, REPORTED_VALUE, SampledColumn};
+use privboost::local_dp::{Domains, LocalDp, Protocol};
 use privboost::privacy::NoiseRng;
-use privboost::privacy::randomized_response::RandomizedResponse;
 
 use super::files;
 

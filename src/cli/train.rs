@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use privboost::data::{Encoder, LabelMode, LocalDp, Protocol};
+use privboost::data::{Encoder, LabelMode};
 use privboost::learn::PublicFacts;
+use privboost::local_dp::{LocalDp, Protocol};
 use privboost::privacy::{Budget, NoiseRng};
 
 use super::algorithm::AlgorithmArgs;

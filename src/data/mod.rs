@@ -14,12 +14,6 @@
 //! - [`read_csv`]: the streaming reader (and [`read_csv_with`], which lists several
 //!   bad rows or skips them); [`Dataset`]: its result;
 //! - [`BitVec`], [`BitMatrix`], [`BitMatrixBuilder`]: packed storage;
-//! - [`LocalDp`], [`Domains`]: local-DP collection (`privboost randomize`):
-//!   each column's randomized-response domain and the split of the local
-//!   epsilon over the columns;
-//! - [`sampled_column`]: the sampled-column protocol (one uniformly drawn
-//!   column per row, reported with its label at the full epsilon), its
-//!   report file and how the reports are stored;
 //! - [`propose_schema`]: an owner-side helper that reads private rows to draft a
 //!   schema; never run it on an analyst's request.
 //!
@@ -73,16 +67,14 @@
 //! ```
 
 mod bits;
-mod bounded;
+pub(crate) mod bounded;
 mod cell;
 mod dataset;
 mod encode;
 mod error;
 mod literal;
-mod local_dp;
 mod propose;
 mod reader;
-pub mod sampled_column;
 mod schema;
 #[cfg(test)]
 pub(crate) mod shipped;
@@ -94,7 +86,6 @@ pub use dataset::Dataset;
 pub use encode::{ColumnError, Encoder, LiteralRows};
 pub use error::DataError;
 pub use literal::Literal;
-pub use local_dp::{ColumnDomain, DomainValue, Domains, LiteralRr, LocalDp, Protocol};
 pub use propose::propose_schema;
 pub use reader::{
     Format, LabelMode, MAX_RECORD_BYTES, OnBadRow, ReadOptions, ReadReport, read_arrow_ipc_with,

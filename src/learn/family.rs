@@ -33,10 +33,9 @@ use super::params::{
 };
 use super::trained::Model;
 use super::{LazyBbParams, LearnError, PrivacyMode, train};
-use crate::data::{
-    Dataset, Domains, Encoder, LocalDp, MAX_LABEL_BOUND, MIN_LABEL_RANGE, Protocol, Task,
-};
-use crate::privacy::randomized_response::{Debias, effective_epsilon};
+use crate::data::{Dataset, Encoder, MAX_LABEL_BOUND, MIN_LABEL_RANGE, Task};
+use crate::local_dp::randomized_response::{Debias, effective_epsilon};
+use crate::local_dp::{Domains, LocalDp, Protocol};
 use crate::privacy::{
     Budget, Composition, Neighbouring, NoiseRng, PrivacyCost, PrivacyError, mechanisms,
 };
@@ -1288,8 +1287,8 @@ impl Plan {
 }
 
 /// Each literal's and the label's debiasing for rows randomized with
-/// `local` (`data::LocalDp::literal_rr`), at the epsilons the client's
-/// sampler runs (rounded down to 2^-30, `privacy::randomized_response`).
+/// `local` (`local_dp::LocalDp::literal_rr`), at the epsilons the client's
+/// sampler runs (rounded down to 2^-30, `local_dp::randomized_response`).
 fn local_debias(
     local: &LocalDp,
     encoder: &Encoder,

@@ -586,7 +586,7 @@ impl Model {
             Model::DpBoost(f) => attach!(f.privacy),
             // Not reached: `auto` refuses private bins in its plan.
             Model::Auto(f) => f.winner.attach_binning(binning, charged),
-            // Not reached: local DP refuses private bins (`data::Domains`).
+            // Not reached: local DP refuses private bins (`local_dp::Domains`).
             Model::NaiveBayes(_) => {}
         }
     }

@@ -53,7 +53,7 @@ pub const DISCRETE_LAPLACE: Mechanism = Mechanism {
 };
 
 /// k-ary randomized response on the client (`privboost randomize`,
-/// `privacy::randomized_response`): the rows of a `local_dp` dataset.
+/// `local_dp::randomized_response`): the rows of a `local_dp` dataset.
 pub const RANDOMIZED_RESPONSE: Mechanism = Mechanism {
     id: "randomized-response",
     name: "k-ary randomized response on the client",

@@ -15,8 +15,9 @@
 //! - [`objective`]: the hidden vector of objective perturbation, the one
 //!   draw made in floating point (its output is released only through
 //!   exact discrete Laplace noise on a grid).
-//! - [`randomized_response`]: k-ary randomized response, the local-DP
-//!   mechanism of `privboost randomize`, and its unbiased estimator.
+//! - k-ary randomized response, the local-DP mechanism of `privboost
+//!   randomize`, lives with the rest of local DP in
+//!   [`crate::local_dp::randomized_response`] (it uses [`exact`]).
 //! - [`budget_units`]: exact budget amounts (scaled integers) for the
 //!   ledger, and which way each conversion rounds.
 //! - [`calibration`]: the privacy budget type and the per-round split by basic
@@ -43,7 +44,6 @@ pub mod mechanisms;
 pub mod metrics;
 pub mod noise;
 pub mod objective;
-pub mod randomized_response;
 pub mod rng;
 pub mod selection;
 #[cfg(test)]

@@ -8,7 +8,8 @@ use super::idempotency::{self, IdemRequest, Lookup, StoredResponse};
 use super::jobs::ClaimedJob;
 use super::ledger::{self, Amount};
 use super::{Page, StoreError, new_id, now};
-use crate::data::{Dataset, LocalDp};
+use crate::data::Dataset;
+use crate::local_dp::LocalDp;
 use crate::privacy::filter::Accounting;
 
 /// A dataset's public record. Never contains rows.

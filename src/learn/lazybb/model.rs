@@ -271,7 +271,7 @@ impl PrivacyStatement {
         n: usize,
         tau: u32,
         kappa: f64,
-        local: &crate::data::LocalDp,
+        local: &crate::local_dp::LocalDp,
         feature_epsilon: f64,
     ) -> PrivacyStatement {
         let used = [mechanisms::RANDOMIZED_RESPONSE];
@@ -425,7 +425,7 @@ impl LazyBbModel {
         params: &ValidLazyBbParams,
         defaults_used: bool,
         ensemble: &Ensemble,
-        local: &crate::data::LocalDp,
+        local: &crate::local_dp::LocalDp,
     ) -> Result<LazyBbModel, LearnError> {
         let p = params.get();
         let schema = encoder.schema();

@@ -172,7 +172,7 @@ impl OneRule {
 }
 
 /// Unbiased weighted errors from randomized rows (docs/privacy.md, "Local
-/// DP collection"; `privacy::randomized_response::Debias`).
+/// DP collection"; `local_dp::randomized_response::Debias`).
 ///
 /// With the weights `p` fixed, the label reported by binary RR has
 /// `E[y~] = g y` with `g = 2 p_y - 1`, and a literal lit by `m` of its
@@ -200,7 +200,7 @@ impl OneRule {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LocalDebias {
     /// Per literal: `(m q, p - q)` of its column's RR.
-    pub(crate) literals: Vec<crate::privacy::randomized_response::Debias>,
+    pub(crate) literals: Vec<crate::local_dp::randomized_response::Debias>,
     /// `g = 2 p_y - 1` of the label's binary RR (1 when the weights are
     /// already label-debiased, `super::local::local_class_weights`).
     pub(crate) label_factor: f64,

@@ -803,7 +803,7 @@ fn statements_name_exactly_the_mechanisms_that_ran() {
 fn debiased_one_rule_errors_are_unbiased() {
     use super::one_rule::LocalDebias;
     use crate::data::BitMatrixBuilder;
-    use crate::privacy::randomized_response::{Debias, RandomizedResponse};
+    use crate::local_dp::randomized_response::{Debias, RandomizedResponse};
     let n = 300usize;
     // True values: column a in 0..3, boolean b, label y; fixed weights.
     let a: Vec<u32> = (0..n).map(|i| ((i * 7) % 3) as u32).collect();

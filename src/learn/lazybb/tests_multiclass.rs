@@ -123,10 +123,10 @@ fn the_plan_checks_every_per_fit_scale_before_any_charge() {
     if let Some(e) = e {
         assert!(e.to_string().contains("1/eta"), "{e}");
     }
-    let local = crate::data::LocalDp {
+    let local = crate::local_dp::LocalDp {
         epsilon: 2.0,
         label_epsilon: 1.0,
-        protocol: crate::data::Protocol::AllColumns,
+        protocol: crate::local_dp::Protocol::AllColumns,
     };
     let e = lazybb(None, None)
         .plan(

@@ -1,5 +1,5 @@
 //! ldp-naive-bayes: a naive Bayes classifier from sampled-column local-DP
-//! reports (`data::sampled_column`), emitted as a linear model over the
+//! reports (`local_dp::sampled_column`), emitted as a linear model over the
 //! schema's literals so that prediction, OIP, inspection and the dashboard
 //! treat it as they treat dp-linear (`learn::linear::LinearModel`).
 //!
@@ -9,7 +9,7 @@
 //! uniform and independent of the data, so they are a uniform random subset
 //! of the rows) and `c_j(z)` of them the pair `z = (v, y)`, one of `2 k_j`
 //! values. Pair randomized response keeps `z` with probability `p` and moves
-//! it to each other pair with `q` (`privacy::randomized_response`), so
+//! it to each other pair with `q` (`local_dp::randomized_response`), so
 //! `E[c_j(z)] = n_j q + (p - q) N_j(z)` for the true count `N_j(z)` among
 //! those rows, and
 //!
@@ -38,7 +38,7 @@
 //! with `P(y)` from the pooled label marginals of every column's estimates
 //! (every row reports a label) and `P(v | y) = N^_j(v, y) / sum_u N^_j(u, y)`
 //! from column `j`'s own clipped estimates. With a class list of `L`
-//! classes (pairs `L v + y`, `data::sampled_column`) the model has one
+//! classes (pairs `L v + y`, `local_dp::sampled_column`) the model has one
 //! score per class, `log P(c) + sum_j log P(x_j | c)`, whose softmax is the
 //! naive Bayes posterior (ibid.; the binary log-odds is the difference of
 //! the two classes' scores).
@@ -71,8 +71,9 @@ pub use file::{ALGORITHM, NaiveBayesFile};
 use super::LearnError;
 use super::linear::features::{Block, layout};
 use super::linear::{LinearModel, NumericFeatures};
-use crate::data::sampled_column::{Report, SampledColumn, pair_index};
-use crate::data::{ColumnDomain, Dataset, Encoder, LocalDp, Protocol, Task};
+use crate::data::{Dataset, Encoder, Task};
+use crate::local_dp::sampled_column::{Report, SampledColumn, pair_index};
+use crate::local_dp::{ColumnDomain, LocalDp, Protocol};
 
 /// ldp-naive-bayes' parameters: none (the estimator and the floor are
 /// fixed, module docs). Unknown fields are refused where requests are

@@ -3,12 +3,12 @@
 //! textbook naive Bayes, and the plan refuses what it cannot read.
 
 use super::*;
-use crate::data::sampled_column::pair_of;
 use crate::data::{LabelMode, Schema, read_csv};
 use crate::learn::{AlgorithmSpec, LazyBbSpec, PublicFacts};
+use crate::local_dp::sampled_column::pair_of;
 use crate::privacy::{Budget, NoiseRng, PrivacyCost};
 
-/// The schema of `data::sampled_column`'s tests: intervals, thresholds with
+/// The schema of `local_dp::sampled_column`'s tests: intervals, thresholds with
 /// missing, a categorical with missing, an ignored column, a boolean.
 fn schema() -> Schema {
     Schema::from_json(
@@ -341,7 +341,7 @@ fn trains_k_classes_from_stored_reports() {
         file.push_str(&protocol.cells(&encoder, r).join(","));
         file.push('\n');
     }
-    let stored = crate::data::sampled_column::read_reports(
+    let stored = crate::local_dp::sampled_column::read_reports(
         file.as_bytes(),
         &encoder,
         &protocol,

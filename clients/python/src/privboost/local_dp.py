@@ -22,7 +22,7 @@ with ``ldp-naive-bayes``.
 Noise comes from :class:`random.SystemRandom` (the OS CSPRNG) unless a test
 passes its own ``rng``.
 
-Sampling is exact, as in the Rust CLI (``privacy::randomized_response``): epsilon is rounded
+Sampling is exact, as in the Rust CLI (``local_dp::randomized_response``): epsilon is rounded
 down to a multiple of 2^-30 (the rational the server's debiasing assumes), and the rejection of a
 wrong candidate is a Bernoulli(exp(-epsilon)) drawn with integer arithmetic only (Canonne, Kamath
 and Steinke 2020, Algorithm 1), so the ratio bound holds exactly, not up to float rounding.

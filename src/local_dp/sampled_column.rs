@@ -27,7 +27,7 @@
 //!    index in a class list of `L` classes); the pair is `z = L v + y`
 //!    ([`pair_index`]), one of `L k_j` values.
 //! 3. Report `(j, RR_{L k_j, epsilon}(z))`: k-ary randomized response of the
-//!    pair at the full epsilon (`privacy::randomized_response`).
+//!    pair at the full epsilon (`local_dp::randomized_response`).
 //!
 //! # Privacy (epsilon-local DP per row)
 //!
@@ -35,7 +35,7 @@
 //! not read the row: `P(j | x) = P(j | x') = 1 / d`. Given `j`, the report is
 //! one randomized response over `L k_j` values (whatever `L`), whose ratio bound is
 //! `P(z~ | z) / P(z~ | z') <= p / q = e^epsilon` (seed 001 Def. 13.1; the
-//! module docs of `privacy::randomized_response`). So
+//! module docs of `local_dp::randomized_response`). So
 //! `P(j, z~ | x) / P(j, z~ | x') = P(z~ | z_j(x)) / P(z~ | z_j(x')) <= e^epsilon`:
 //! one mechanism, no composition, and `j` may travel in the clear because it
 //! is independent of the data. The other columns are not reported at all.
@@ -65,15 +65,13 @@
 use std::collections::HashSet;
 use std::io::Read;
 
-use super::bits::{BitMatrixBuilder, BitVec};
-use super::bounded::{RecordBound, read_record};
-use super::dataset::Dataset;
-use super::encode::Encoder;
-use super::error::DataError;
-use super::local_dp::Domains;
-use super::reader::{OnBadRow, ReadOptions, ReadReport};
-use super::schema::{Schema, Task};
-use crate::privacy::randomized_response::RandomizedResponse;
+use super::Domains;
+use super::randomized_response::RandomizedResponse;
+use crate::data::bounded::{RecordBound, read_record};
+use crate::data::{
+    BitMatrixBuilder, BitVec, DataError, Dataset, Encoder, OnBadRow, ReadOptions, ReadReport,
+    Schema, Task,
+};
 use crate::privacy::{NoiseRng, PrivacyError, exact};
 
 /// The report file's column naming the reported feature column.
@@ -502,8 +500,8 @@ fn csv_error(e: csv::Error, row: usize) -> DataError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::reader::LabelMode;
-    use crate::privacy::randomized_response::{keep_probability, other_probability};
+    use crate::data::LabelMode;
+    use crate::local_dp::randomized_response::{keep_probability, other_probability};
     use crate::privacy::testutil::chi_square_p_value;
 
     /// Intervals, thresholds with missing, a categorical with missing, an

@@ -27,7 +27,7 @@
 //! accepted with probability `(1 + (k - 1) e^-eps') / k` whatever `v` is, so
 //! the running time does not depend on the value.
 
-use super::{NoiseRng, PrivacyError, exact};
+use crate::privacy::{NoiseRng, PrivacyError, exact};
 
 /// Bits of the rational that `eps` is rounded down to.
 const EPSILON_BITS: u32 = 30;

@@ -1,9 +1,15 @@
-//! Local-DP collection: what each column's randomized response runs over,
-//! and how a dataset's declared local epsilon is split over the columns.
+//! Local-DP collection, in one place: what each column's randomized response
+//! runs over and how a dataset's declared local epsilon is split over the
+//! columns (here), the mechanism ([`randomized_response`]: k-ary randomized
+//! response, sampled exactly, and its unbiased inverse) and the
+//! sampled-column protocol ([`sampled_column`]: one uniformly drawn column
+//! per row, reported with its label at the full epsilon; its report file and
+//! stored form). It sits between `data` (the schema and encoder it reads)
+//! and `learn` (the learners that debias its rows).
 //!
 //! `privboost randomize` (the data owner's side) encodes every cell with the
 //! public schema, replaces the value by a k-ary randomized response over the
-//! column's [`ColumnDomain`] (`privacy::randomized_response`), and writes the
+//! column's [`ColumnDomain`] ([`randomized_response`]), and writes the
 //! reported value back as a cell of the same schema (a category name, the
 //! midpoint of an interval, a missing token), so the normal upload path
 //! accepts the file. The learners then debias their statistics per literal
@@ -18,9 +24,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::encode::Encoder;
-use super::error::DataError;
-use super::schema::{Bins, Column, NumericEncoding, Schema, Task, UnknownPolicy};
+use crate::data::{Bins, Column, DataError, Encoder, NumericEncoding, Schema, Task, UnknownPolicy};
+
+pub mod randomized_response;
+pub mod sampled_column;
 
 /// How the rows of a local-DP dataset were randomized on the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -32,7 +39,7 @@ pub enum Protocol {
     #[default]
     AllColumns,
     /// One uniformly drawn column per row, reported jointly with the label
-    /// at the full epsilon (`super::sampled_column`).
+    /// at the full epsilon (`sampled_column`).
     SampledColumn,
 }
 
@@ -131,7 +138,7 @@ impl LocalDp {
     }
 
     /// The sampled-column declaration for `schema` at per-row `epsilon`
-    /// (`super::sampled_column`): checks the schema and that every column's
+    /// (`sampled_column`): checks the schema and that every column's
     /// pair randomized response can run at `epsilon`.
     pub fn sampled_column(schema: &Schema, epsilon: f64) -> Result<LocalDp, DataError> {
         if !(epsilon.is_finite() && epsilon > 0.0) {
@@ -139,7 +146,7 @@ impl LocalDp {
                 message: format!("the local epsilon must be a finite number > 0, got {epsilon}"),
             });
         }
-        super::sampled_column::SampledColumn::new(schema, epsilon)?;
+        sampled_column::SampledColumn::new(schema, epsilon)?;
         Ok(LocalDp {
             protocol: Protocol::SampledColumn,
             epsilon,
