@@ -180,7 +180,11 @@ async fn edits_are_validated_and_a_failed_edit_stores_nothing() {
             "small",
             "5",
             SMALL_SCHEMA,
-            small_csv(400).into_bytes(),
+            // 4,000 rows: x's four base bins hold about 1,000 each, far
+            // above the binning noise, so the private merge keeps at least
+            // two bins (with 400 rows the noise could merge them all into
+            // one, and the edits below need two).
+            small_csv(4000).into_bytes(),
             &[("delta", "1e-5")],
         )
         .await,
