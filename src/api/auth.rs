@@ -1,9 +1,9 @@
 //! Authentication: the [`Caller`] extractor.
 //!
 //! `Authorization: Bearer <key>`; the key is hashed (SHA-256) and looked up
-//! (in the key cache of [`super::cache`], else in the store).
+//! (in the key cache of `super::cache`, else in the store).
 //! Missing, malformed or unknown keys get 401; a known key over its rate
-//! limit gets 429 ([`rate_limit`]). The key itself is never
+//! limit gets 429 (`rate_limit`). The key itself is never
 //! logged or stored. What a caller may touch is checked by each handler
 //! against the resource (a resource outside the caller's reach is a 404).
 

@@ -369,7 +369,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for AppQuery<T> {
 /// nothing a layer wrote can leak.
 ///
 /// Under `/v2` (the Open Inference Protocol) every error is then rewritten
-/// to the protocol's shape, `{"error": "<message>"}`, by [`oip_error`].
+/// to the protocol's shape, `{"error": "<message>"}`, by `oip_error`.
 pub async fn normalize_errors(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let oip = path == "/v2" || path.starts_with("/v2/");

@@ -5,7 +5,7 @@
 //! [`crate::jobs`], and map the result to a response. Only this module
 //! knows HTTP; it knows nothing of the algorithms' insides.
 //!
-//! - [`error`]: [`ApiError`](error::ApiError) and problem+json everywhere;
+//! - [`error`]: [`ApiError`] and problem+json everywhere;
 //! - [`auth`]: the [`Caller`](auth::Caller) extractor;
 //! - `keys`, `datasets`, `jobs`, `models`, `ops`: one file per area, each with
 //!   its routes;

@@ -18,7 +18,7 @@
 //!    is public before any row is read;
 //! 3. trains on the derived literals: each derived interval is the union
 //!    (OR) of consecutive base intervals, each derived threshold `x <= c` is
-//!    the base threshold at `c` ([`derive`]); the CSV is not read again.
+//!    the base threshold at `c` ([`derive`](fn@derive)); the CSV is not read again.
 //!
 //! The model stores the derived schema (explicit `thresholds`), so
 //! prediction and inspection need no private state.

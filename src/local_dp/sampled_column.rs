@@ -59,7 +59,7 @@
 //! class index). The marker, not the literal
 //! pattern, says which column a row reported, so a value that lights no
 //! literal (a boolean's `false`, a threshold column's last interval) is read
-//! back correctly. [`decode_reports`] turns the stored rows back into
+//! back correctly. [`SampledColumn::decode_reports`] turns the stored rows back into
 //! `(column, pair)` reports for the learner (`learn::naive_bayes`).
 
 use std::collections::HashSet;

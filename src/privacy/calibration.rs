@@ -187,7 +187,7 @@ const SCALE_FACTOR: f64 = 1.0 + 3.0 * UNIT_ROUNDOFF;
 /// (LazyBB Obs 8.1), `2 E` the float error of the two neighbours' computed
 /// errors ([`one_rule_float_margin`]), `3 u` the rounding of the two
 /// divisions (at most `(1 + E) u` each, in units of `1 / s`), `1 + 3u`
-/// bounds `1 / s` against `eta` ([`SCALE_FACTOR`]), and `2^-29` is the grid
+/// bounds `1 / s` against `eta` (`SCALE_FACTOR`), and `2^-29` is the grid
 /// ([`super::grid::GRID_EPSILON`]).
 pub fn one_rule_round_epsilon(eta: f64, kappa: f64, n: usize, tau: u32) -> f64 {
     let zeta = 1.0 / (kappa * n as f64);
@@ -248,7 +248,7 @@ pub fn one_rule_eta(epsilon_round: f64, kappa: f64, n: usize) -> f64 {
 /// `im` and each leaf mass (the learner must derive it, as
 /// [`one_rule_float_margin`] does for DP-1R); `3u` and `4u` cover the
 /// roundings of `im / scale` and of `mass / scale`, and `1 + 3u` bounds the
-/// effective rate `1 / scale` ([`SCALE_FACTOR`]). In exact arithmetic this
+/// effective rate `1 / scale` (`SCALE_FACTOR`). In exact arithmetic this
 /// is `64 t eta zeta`.
 pub fn top_down_round_epsilon(eta: f64, kappa: f64, n: usize, t: u32, margin: f64) -> f64 {
     let zeta = 1.0 / (kappa * n as f64);

@@ -58,7 +58,7 @@ fn overflow(what: &str) -> PrivacyError {
 ///
 /// # Proof
 ///
-/// A bound of at most `2^64` takes [`uniform_below_u64`] (one 64-bit word
+/// A bound of at most `2^64` takes `uniform_below_u64` (one 64-bit word
 /// per attempt). Otherwise let `r = 2^128 mod bound`. A 128-bit word `x` is
 /// uniform on `0..2^128`; conditioned on `x < 2^128 - r` (a multiple of
 /// `bound`), it is uniform on a range that `x mod bound` covers each residue

@@ -7,7 +7,7 @@
 //! mechanism and the docs section, never a Rust module path.
 //!
 //! In test builds the samplers record which mechanisms ran on this thread
-//! ([`record`], [`take_ran`]), so a test can check that a learner's statement
+//! (`record`, `take_ran`), so a test can check that a learner's statement
 //! names exactly the mechanisms it called (`learn::tests`).
 
 /// One mechanism: a stable id, a name, how its noise is drawn, and where

@@ -9,7 +9,7 @@
 //! embedded default would no longer run exactly as it did. With the enum the
 //! SQLite path keeps its typed `SqlitePool` and connect options untouched,
 //! and Postgres gets its typed `PgPool`. Each store function is written once:
-//! [`with_db!`] expands its body for each backend (so both are type-checked
+//! `with_db!` expands its body for each backend (so both are type-checked
 //! against their driver), and the SQL text is shared — `$1, $2, ...`
 //! placeholders, which both drivers read — except where a backend needs its
 //! own statement (row locks, `SKIP LOCKED`, chunked rows), branched on the

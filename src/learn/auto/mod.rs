@@ -7,7 +7,7 @@
 //!   partition sizes and the total cost, before any row is read);
 //! - [`run`]: the run loop (partition, train each candidate on the training
 //!   part, release its score on the validation part, keep the best);
-//! - [`file`]: the model file (the winner's model plus the public selection
+//! - [`file`](mod@file): the model file (the winner's model plus the public selection
 //!   record and the privacy statement of the whole run).
 //!
 //! The mechanism's arithmetic and the score releases, with their sensitivity

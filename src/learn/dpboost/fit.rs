@@ -1,11 +1,11 @@
-//! DPBoost's two-level boosting ([DPB] Alg. 2, with PAPERS.md §1.7's
+//! DPBoost's two-level boosting (\[DPB\] Alg. 2, with PAPERS.md §1.7's
 //! indexing fix) and the initial score.
 //!
 //! Each ensemble draws a fresh uniform permutation of the rows (exact
 //! sampler, independent of the data) and gives the tree at 0-based position
 //! p the next `sizes[p]` rows: the subsets are disjoint within an ensemble,
 //! so a substituted row is in at most one of its trees (parallel composition,
-//! [DPB] Thm 4, adaptively: later trees read the earlier ones only through
+//! \[DPB\] Thm 4, adaptively: later trees read the earlier ones only through
 //! their released values). Ensembles compose sequentially (Thm 8).
 //!
 //! Timing: the subset sizes, the number of trees and their shape are public;
@@ -21,7 +21,7 @@ use crate::privacy::{NoiseRng, exact};
 
 /// The labels as training targets: +1/-1 for a classifier; for a regressor
 /// the label clamped to the schema's public bounds and scaled into [-1, 1]
-/// ([DPB] §4).
+/// (\[DPB\] §4).
 pub fn targets(data: &Dataset, task: Task) -> Result<Vec<f64>, LearnError> {
     match task {
         Task::Binary => {
@@ -46,7 +46,7 @@ pub fn scale_label(v: f64, min: f64, max: f64) -> f64 {
     ((v.clamp(min, max) - (min + half)) / half).clamp(-1.0, 1.0)
 }
 
-/// The gradient of the loss at score `f` ([code]: LightGBM's binary
+/// The gradient of the loss at score `f` (\[code\]: LightGBM's binary
 /// log-loss on +-1 labels, -y/(1 + e^{y f}); square loss f - y for
 /// regression; PAPERS.md §4 item 20).
 pub fn gradient(task: Task, y: f64, f: f64) -> f64 {

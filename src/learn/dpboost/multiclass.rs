@@ -10,7 +10,7 @@
 //! trees of a round, and its gradient vector moves in all k coordinates
 //! when it is substituted, so each of the k trees of a round must be
 //! charged (sequential composition over them) exactly as k binary trees
-//! would be; the gain and leaf sensitivities of [DPB] Lemma 1 and our
+//! would be; the gain and leaf sensitivities of \[DPB\] Lemma 1 and our
 //! Newton leaves (`params::DpBoostPlan::newton_noise`) would also have to be
 //! re-derived for the softmax hessian `p_c (1 - p_c)` and gradients in
 //! [-1, 1] whose L1 norm over the classes is up to 2. It would cost the

@@ -4,7 +4,7 @@
 //!
 //! # Sensitivities under substitution (docs/privacy.md, "DPBoost")
 //!
-//! The paper's bounds ([DPB] Lemma 1, Lemma 2, Cor. 2) are for add-one
+//! The paper's bounds (\[DPB\] Lemma 1, Lemma 2, Cor. 2) are for add-one
 //! neighbours; the service's neighbours differ by substituting one row. With
 //! gradients in [-g*, g*] (g* = 1 after filtering, §3.1) and a changed row:
 //! - split gain G = GL^2/(nL + lambda) + GR^2/(nR + lambda): a row that stays
@@ -26,11 +26,11 @@ use crate::learn::threshold::{self, ThresholdPlan};
 use crate::privacy::grid::GRID_EPSILON;
 use crate::privacy::{Budget, PrivacyCost};
 
-/// L2 regularisation of the leaf values, [DPB] §4 (lambda = 0.1); fixed, as in
+/// L2 regularisation of the leaf values, \[DPB\] §4 (lambda = 0.1); fixed, as in
 /// the paper's experiments.
 pub const L2: f64 = 0.1;
 
-/// g*: the filtering threshold and gradient bound ([DPB] §3.1: g_l* = 1 for
+/// g*: the filtering threshold and gradient bound (\[DPB\] §3.1: g_l* = 1 for
 /// square loss on labels in [-1, 1] and for the clipped log-loss).
 pub const G_STAR: f64 = 1.0;
 
@@ -95,7 +95,7 @@ pub fn default_threshold_share(n_rows: usize, epsilon: f64) -> f64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LeafRelease {
-    /// [DPB] Alg. 1: the value V = -S/(n + lambda) clipped to [-c, c] (GLC)
+    /// \[DPB\] Alg. 1: the value V = -S/(n + lambda) clipped to [-c, c] (GLC)
     /// with Laplace noise for its worst case, a leaf of one row: the noise
     /// does not shrink as leaves grow. The default of a model file that does
     /// not name it (files written before the choice existed).
@@ -204,10 +204,10 @@ pub struct DpBoostParams {
 }
 
 impl DpBoostParams {
-    /// [DPB] §4: eta = 0.01, depth 6, T_e = 50, one ensemble (Fig. 2);
+    /// \[DPB\] §4: eta = 0.01, depth 6, T_e = 50, one ensemble (Fig. 2);
     /// Alg. 1 gives half of each tree's budget to the leaves and half to the
     /// splits (eps_nleaf = eps_t / (2 Depth)). The initial score takes 5% of
-    /// epsilon (our choice: [code] starts from the non-private label average,
+    /// epsilon (our choice: \[code\] starts from the non-private label average,
     /// PAPERS.md §4 item 18; a zero start with eta = 0.01 leaves a regressor
     /// far from the mean after 50 trees).
     pub const PAPER: DpBoostParams = DpBoostParams {
@@ -353,7 +353,7 @@ impl DpBoostParams {
 
 /// Subset size of each tree of an ensemble, by its 0-based position p:
 /// floor(n eta (1 - eta)^p / (1 - (1 - eta)^T_e)). PAPERS.md §1.7 "Indexing
-/// fix": the first tree gets the largest share ([DPB] Alg. 2 as written gives
+/// fix": the first tree gets the largest share (\[DPB\] Alg. 2 as written gives
 /// it to the last). Public: a function of n and the parameters only.
 pub fn subset_sizes(n_rows: usize, trees_per_ensemble: u32, eta: f64) -> Vec<usize> {
     let total = 1.0 - (1.0 - eta).powi(trees_per_ensemble as i32);
@@ -363,7 +363,7 @@ pub fn subset_sizes(n_rows: usize, trees_per_ensemble: u32, eta: f64) -> Vec<usi
 }
 
 /// GLC's clipping bound for the tree at 0-based position p in its ensemble:
-/// g* (1 - eta)^p ([DPB] Thm 6 with PAPERS.md's within-ensemble index).
+/// g* (1 - eta)^p (\[DPB\] Thm 6 with PAPERS.md's within-ensemble index).
 pub fn clip_bound(eta: f64, position: u32) -> f64 {
     G_STAR * (1.0 - eta).powi(position as i32)
 }

@@ -1,4 +1,4 @@
-//! One DPBoost tree ([DPB] Alg. 1) on public split candidates.
+//! One DPBoost tree (\[DPB\] Alg. 1) on public split candidates.
 //!
 //! Split candidates come from the schema alone (PAPERS.md §4 item 18: the
 //! reference code takes LightGBM's histogram bins from the data, a leak):
@@ -149,7 +149,7 @@ pub fn grid_gradient(g: f64) -> i64 {
     (g.clamp(-1.0, 1.0) * f64::from(1u32 << GRAD_BITS)).round() as i64
 }
 
-/// The split gain [DPB] Eq. 3 from exact integer sums.
+/// The split gain \[DPB\] Eq. 3 from exact integer sums.
 pub fn gain(sum_left: i64, n_left: usize, sum_right: i64, n_right: usize) -> f64 {
     let unit = 1.0 / f64::from(1u32 << GRAD_BITS);
     let l = sum_left as f64 * unit;

@@ -8,7 +8,7 @@
 //! - [`fit`]: the training loop with exact discrete Gaussian noise.
 //! - [`multiclass`]: the loop for k classes (k class sums per leaf).
 //! - [`model`]: shape functions, prediction, importances, edits (PAV).
-//! - [`file`]: the version-2 model file and its privacy statement.
+//! - [`file`](mod@file): the version-2 model file and its privacy statement.
 
 pub mod bins;
 pub mod file;

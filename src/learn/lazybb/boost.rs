@@ -28,10 +28,10 @@
 //! the projection always gets all `2 tau + 1` margin groups (empty ones with
 //! count 0) and does the same steps in both of its cases
 //! ([`super::projection::log_scale`]); DP-1R streams per-row column codes
-//! ([`super::column_codes`]), TopDown takes two such passes per leaf it
+//! (`super::column_codes`), TopDown takes two such passes per leaf it
 //! scores, and both select by report-noisy-max, whose time depends
 //! on the noise only; tree margins are updated from each row's leaf, one
-//! lookup per row ([`TopDown::add_margins`]). Weights below [`FLUSH_BELOW`]
+//! lookup per row (`TopDown::add_margins`). Weights below `FLUSH_BELOW`
 //! are set to 0 so that no sum ever meets a subnormal number, whose
 //! arithmetic is many times slower on common CPUs.
 

@@ -15,7 +15,7 @@
 //! - [`threshold`]: a binary classifier's decision threshold, chosen
 //!   privately after the fit (the intercept absorbs it).
 //! - [`model`]: coefficients, prediction, inspection, load checks.
-//! - [`file`]: the version-2 model file and its privacy statement.
+//! - [`file`](mod@file): the version-2 model file and its privacy statement.
 
 pub mod features;
 pub mod file;

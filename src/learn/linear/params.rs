@@ -16,7 +16,7 @@
 //!    column by 1: L1 `<= 2L`, L2^2 `<= 2L`. Integers, so no grid. From the
 //!    noisy counts, post-processing picks each line's range (the intervals
 //!    whose noisy count clears a public threshold,
-//!    [`super::features::ranged_values`]) and maps it onto `[-1, 1]`,
+//!    [`super::features::rescale_line`]) and maps it onto `[-1, 1]`,
 //!    clamping the rest: every value stays in `[-1, 1]`, so every later
 //!    sensitivity bound below is unchanged (the values are a function of
 //!    released numbers and public cut points only). Budget: the part
