@@ -498,7 +498,7 @@ fn csv_error(e: csv::Error, row: usize) -> DataError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::data::LabelMode;
     use crate::local_dp::randomized_response::{keep_probability, other_probability};

@@ -8,23 +8,9 @@ use crate::learn::{AlgorithmSpec, LazyBbSpec, PublicFacts};
 use crate::local_dp::sampled_column::pair_of;
 use crate::privacy::{Budget, NoiseRng, PrivacyCost};
 
-/// The schema of `local_dp::sampled_column`'s tests: intervals, thresholds with
-/// missing, a categorical with missing, an ignored column, a boolean.
-fn schema() -> Schema {
-    Schema::from_json(
-        r#"{
-          "label": {"column": "y", "positive": "yes", "negative": "no"},
-          "columns": [
-            {"name": "age", "type": "numeric", "min": 0, "max": 100, "bins": 2},
-            {"name": "hours", "type": "numeric", "min": 0, "max": 90, "thresholds": [30, 60], "encoding": "thresholds", "missing": ["?"]},
-            {"name": "work", "type": "categorical", "categories": ["a", "b"], "missing": ["NA"]},
-            {"name": "id", "type": "ignore"},
-            {"name": "smoker", "type": "boolean"}
-          ]
-        }"#,
-    )
-    .unwrap()
-}
+// The schema of `local_dp::sampled_column`'s tests: intervals, thresholds with
+// missing, a categorical with missing, an ignored column, a boolean.
+use crate::local_dp::sampled_column::tests::schema;
 
 /// A population of rows in which every column depends on the label.
 fn population(n: usize) -> Vec<([String; 5], &'static str)> {
