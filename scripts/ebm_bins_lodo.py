@@ -24,6 +24,7 @@ import itertools
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -96,8 +97,19 @@ def regret(c: dict, b: int) -> float:
     return c["loss"][b] - min(c["loss"].values())
 
 
-# The shipped rule's (a, b) (`learn::ebm::params::default_bins`), scored beside every refit.
+# The shipped rule's (a, b) (`learn::ebm::params::default_bins`), scored beside every refit; the
+# self-test reads them back from that function's source, so a change there fails CI until this follows.
 SHIPPED = (1.5, 0.25)
+PARAMS_RS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "learn", "ebm", "params.rs")
+
+
+def shipped_in_source(text: str) -> tuple:
+    """The (a, b) of `default_bins`'s `(a + b * snr.log2())` in params.rs's text."""
+    body = text[text.index("pub fn default_bins"):]
+    m = re.search(r"\(\s*([0-9.]+)\s*\+\s*([0-9.]+)\s*\*\s*snr\.log2\(\)\s*\)", body)
+    if m is None:
+        raise ValueError("default_bins no longer reads (a + b * snr.log2())")
+    return float(m.group(1)), float(m.group(2))
 
 
 def held_out(cells: list) -> list:
@@ -131,6 +143,10 @@ def report(cells: list, eps_min: float, tasks: dict) -> None:
 
 
 def self_test() -> int:
+    # SHIPPED is the Rust rule's (a, b)
+    with open(PARAMS_RS, encoding="utf-8") as f:
+        assert shipped_in_source(f.read()) == SHIPPED, "SHIPPED differs from learn::ebm::params::default_bins"
+    assert shipped_in_source("pub fn default_bins(snr: f64) {\n (2.5 + 0.125 * snr.log2())") == (2.5, 0.125)
     # the rule by hand (learn::ebm::params::the_default_bins_by_hand)
     assert [rule(1.5, 0.25, s) for s in (14.7, 16, 256, 4096, 64, 1000, 16384, 262144, 0.5)] == \
         [4, 4, 16, 16, 8, 16, 32, 64, 4]
