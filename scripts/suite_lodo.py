@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import sys
+import time
 
 CANDIDATES = ["lazybb", "dp-ebm", "dp-linear", "dpboost"]
 PRIVATE_PEERS = ["diffprivlib", "interpret-ebm"]
@@ -44,6 +45,12 @@ ACCEPT_EPS = (0.5, 1.0, 5.0)
 # set, so its figures stay held out).
 MIN_SUPPORT = 5
 MIN_SUPPORT_GRID = (1, 2, 3, 4, 5)
+# The `n * epsilon` buckets (`n_eps_bucket`): `per_decade` buckets per power of ten, shifted by
+# `offset` of a bucket. The prior's pair is chosen leave-one-dataset-out from this grid on mean
+# held-out regret (`choose_buckets`, stop 43); the held-out table chooses it again without each
+# held-out set (`lodo`), so its figures stay held out. Before stop 43 the buckets were fixed decades
+# (below 1e3, 1e3 to 1e4, 1e4 to 1e5, above).
+BUCKET_GRID = tuple((w, o) for w in (0.5, 0.75, 1.0, 1.5) for o in (0.0, 0.25, 0.5, 0.75))
 # How a rule scores learners over its cells (`cell_scores`): the binary and regression rule uses the
 # mean rank; the multiclass rule chooses between the two leave-one-dataset-out (`choose_criterion`).
 CRITERIA = ("rank", "regret")
@@ -53,10 +60,20 @@ CRITERIA = ("rank", "regret")
 # the candidate rule family (edit here): public facts -> keys, finest first
 # ------------------------------------------------------------------------------------------------
 
-def n_eps_bucket(n: int, eps: float) -> str:
-    """n * epsilon on a log10 scale: the signal-to-noise of a count query."""
-    v = n * eps
-    return "<1e3" if v < 1e3 else "<1e4" if v < 1e4 else "<1e5" if v < 1e5 else ">=1e5"
+def n_eps_bucket(n: int, eps: float, buckets: tuple) -> str:
+    """n * epsilon (the signal-to-noise of a count query) on a log10 scale: bucket `b{k}`, k =
+    floor(per_decade * log10(max(n * epsilon, 1)) + offset) (`learn::auto::prior::bucket`, which
+    must agree: the 1e-9 keeps an exact boundary such as 1e4 in the bucket it opens in both)."""
+    per_decade, offset = buckets
+    v = max(n * eps, 1.0)
+    return f"b{math.floor(per_decade * math.log10(v) + offset + 1e-9)}"
+
+
+def bucket_range(k: int, buckets: tuple) -> str:
+    """The `n * epsilon` range of bucket `b{k}`, for reading the prior."""
+    per_decade, offset = buckets
+    lo, hi = (10 ** ((j - offset) / per_decade) for j in (k, k + 1))
+    return f"[{lo:.3g}, {hi:.3g})" if k > 0 else f"below {hi:.3g}"
 
 
 def multiclass_rule_keys(facts: dict, eps: float, delta: float) -> list:
@@ -66,21 +83,27 @@ def multiclass_rule_keys(facts: dict, eps: float, delta: float) -> list:
     return [(facts["task"], "pure" if delta == 0 else "approx")]
 
 
-def rule_keys(facts: dict, eps: float, delta: float) -> list:
-    """Keys from finest to coarsest; the rule uses the finest key some training set shares. n is
-    the rows a learner trains on (a training fold's, `n_train`, in the suite), as `auto` sees it."""
-    pure = "pure" if delta == 0 else "approx"
-    n = facts.get("n_train", facts["n"])
-    return [
-        (facts["task"], facts["majority_kind"], n_eps_bucket(n, eps), pure),
-        (facts["task"], n_eps_bucket(n, eps), pure),
-        (facts["task"], pure),
-        (pure,),
-    ]
+def rule_keys_for(buckets: tuple) -> callable:
+    """The rule's keys with the `n * epsilon` buckets `buckets` (`n_eps_bucket`)."""
+    def rule_keys(facts: dict, eps: float, delta: float) -> list:
+        """Keys from finest to coarsest; the rule uses the finest key some training set shares. n
+        is the rows a learner trains on (a training fold's, `n_train`, in the suite), as `auto`
+        sees it."""
+        pure = "pure" if delta == 0 else "approx"
+        n = facts.get("n_train", facts["n"])
+        b = n_eps_bucket(n, eps, buckets)
+        return [(facts["task"], facts["majority_kind"], b, pure), (facts["task"], b, pure),
+                (facts["task"], pure), (pure,)]
+    rule_keys.buckets = buckets
+    return rule_keys
+
+
+# Decade buckets: the default of the pure functions below when no key family is given (tests).
+DECADES = rule_keys_for((1.0, 0.0))
 
 
 def keys_with_bucket(signal) -> callable:
-    """`rule_keys` with another signal-to-noise bucket: `signal(n, epsilon, d)` (d the feature
+    """The rule's keys with another signal-to-noise bucket: `signal(n, epsilon, d)` (d the feature
     columns) on the same log10 scale, for `--compare-keys`."""
     def keys(facts: dict, eps: float, delta: float) -> list:
         pure = "pure" if delta == 0 else "approx"
@@ -133,11 +156,11 @@ def cell_scores(r: dict, criterion: str) -> dict:
 def fit_rule(rows: list, keys=None, criterion: str = "rank") -> dict:
     """rows: [{"set", "facts", "epsilon", "delta", "scores": {learner: value}}] -> key -> {learner:
     mean score} (mean rank, or mean regret: `cell_scores`). Every key level of every row is
-    filled."""
+    filled. `keys`: `rule_keys_for(...)` or another family (None: decade buckets, for tests)."""
     acc: dict = {}
     for r in rows:
         rk = cell_scores(r, criterion)
-        for key in (keys or rule_keys)(r["facts"], r["epsilon"], r["delta"]):
+        for key in (keys or DECADES)(r["facts"], r["epsilon"], r["delta"]):
             for learner, v in rk.items():
                 s = acc.setdefault(key, {}).setdefault(learner, [0.0, 0])
                 s[0] += v
@@ -149,7 +172,7 @@ def key_support(rows: list, keys=None) -> dict:
     """key -> number of distinct sets with a cell under it."""
     sets: dict = {}
     for r in rows:
-        for key in (keys or rule_keys)(r["facts"], r["epsilon"], r["delta"]):
+        for key in (keys or DECADES)(r["facts"], r["epsilon"], r["delta"]):
             sets.setdefault(key, set()).add(r["set"])
     return {k: len(v) for k, v in sets.items()}
 
@@ -161,7 +184,7 @@ def supported(model: dict, support: dict, min_support: int) -> dict:
 
 
 def coarser(key: tuple) -> list:
-    """The keys coarser than `key` in its chain (`rule_keys`: drop the column kind, then the
+    """The keys coarser than `key` in its chain (`rule_keys_for`: drop the column kind, then the
     bucket, then the task), finest first."""
     *rest, pure = key
     if len(rest) == 3:
@@ -185,7 +208,7 @@ def order(model: dict, key: tuple, learners) -> list:
 def apply_rule(model: dict, facts: dict, eps: float, delta: float, available: list, keys=None):
     """(learner, key used) for a cell: the finest key the fit saw, best mean rank among the
     learners available in this cell (ties: `order`)."""
-    for key in (keys or rule_keys)(facts, eps, delta):
+    for key in (keys or DECADES)(facts, eps, delta):
         mr = {l: v for l, v in model.get(key, {}).items() if l in available}
         if mr:
             return order(model, key, mr)[0], key
@@ -215,35 +238,56 @@ def regret_of(r: dict, pick) -> float:
     return (v - best) / max(best, 1e-12) if task in LOWER_IS_BETTER else best - v
 
 
-def choose_min_support(rows: list) -> int:
+def choose_min_support(rows: list, keys=None) -> int:
     """The MIN_SUPPORT_GRID value with the lowest mean held-out regret on `rows` (leave one of
     their sets out at a time); ties to the larger value (more support)."""
     def score(k):
-        held = lodo(rows, min_support=k)
+        held = lodo(rows, min_support=k, keys=keys or DECADES)
         return sum(regret_of(r, r["pick"]) for r in held) / len(held)
     scores = {k: round(score(k), 9) for k in MIN_SUPPORT_GRID}
     return min(MIN_SUPPORT_GRID, key=lambda k: (scores[k], -k))
 
 
-def lodo(rows: list, min_support=None, keys=None, criterion="rank") -> list:
+def mean_regret(held: list) -> float:
+    return sum(regret_of(r, r["pick"]) for r in held) / len(held)
+
+
+def choose_buckets(rows: list, progress=None) -> tuple:
+    """The BUCKET_GRID pair whose rule has the lowest mean held-out regret on `rows` (leave one of
+    their sets out at a time, the minimum support chosen inside as `lodo` does); ties to the pair
+    nearest one bucket per decade, then the smaller offset."""
+    scores = {}
+    for g in BUCKET_GRID:
+        scores[g] = round(mean_regret(lodo(rows, keys=rule_keys_for(g))), 9)
+        if progress:
+            progress()
+    return min(BUCKET_GRID, key=lambda g: (scores[g], abs(g[0] - 1.0), g[1]))
+
+
+def lodo(rows: list, min_support=None, keys=None, criterion="rank", progress=None) -> list:
     """Held-out choice for every row: the rule fitted without the row's set. `min_support`
     None: chosen again on the training sets alone (`choose_min_support`), so that the choice
-    never sees the held-out set; `criterion` None: likewise (`choose_criterion`)."""
+    never sees the held-out set; `criterion` None: likewise (`choose_criterion`); `keys` None:
+    the `n * epsilon` buckets likewise (`choose_buckets`, the prior's rule)."""
     names = sorted({r["set"] for r in rows})
     out = []
     for held, train_sets in lodo_splits(names):
         train = [r for r in rows if r["set"] in train_sets]
         assert all(r["set"] != held for r in train)
-        k = choose_min_support(train) if min_support is None else min_support
-        c = choose_criterion(train, keys) if criterion is None else criterion
-        model = supported(fit_rule(train, keys, c), key_support(train, keys), k)
+        ks = rule_keys_for(choose_buckets(train)) if keys is None else keys
+        k = choose_min_support(train, ks) if min_support is None else min_support
+        c = choose_criterion(train, ks) if criterion is None else criterion
+        model = supported(fit_rule(train, ks, c), key_support(train, ks), k)
         for r in rows:
             if r["set"] != held:
                 continue
             pick, key = apply_rule(model, r["facts"], r["epsilon"], r["delta"], list(r["scores"]),
-                                   keys)
+                                   ks)
             out.append({**r, "pick": pick, "key": key, "min_support": k, "criterion": c,
+                        "buckets": getattr(ks, "buckets", None),
                         "pick_score": r["scores"].get(pick) if pick else None})
+        if progress:
+            progress(held)
     return out
 
 
@@ -251,7 +295,7 @@ def choose_criterion(rows: list, keys=None) -> str:
     """The criterion ("rank" or "regret") whose rule has the lower mean held-out regret on `rows`
     (leave one of their sets out at a time, every key used); ties to "rank"."""
     def score(c):
-        held = lodo(rows, min_support=1, keys=keys, criterion=c)
+        held = lodo(rows, min_support=1, keys=keys or DECADES, criterion=c)
         return round(sum(regret_of(r, r["pick"]) for r in held) / len(held), 9)
     return min(CRITERIA, key=lambda c: (score(c), CRITERIA.index(c)))
 
@@ -475,12 +519,27 @@ def check_printer(name: str, items: list, need, beyond_noise: bool = False) -> N
               + (": " + "; ".join(beyond) if beyond else ""))
 
 
-def report(doc: dict, value: dict, ppr: dict) -> int:
+def progress_printer(total: int, what: str) -> callable:
+    """A callback that prints `what` done / total and the elapsed time to stderr."""
+    start, done = time.time(), [0]
+    def tick(*_):
+        done[0] += 1
+        print(f"\r{what}: {done[0]}/{total}, {time.time() - start:.0f} s", end="", file=sys.stderr,
+              flush=True)
+        if done[0] == total:
+            print(file=sys.stderr)
+    return tick
+
+
+def report(doc: dict, value: dict, ppr: dict, buckets=None) -> int:
     rows = rows_of(doc, value)
     if not rows:  # multiclass sets only
         multiclass_report(doc, value, check_printer)
         return 0
-    held = lodo(rows)
+    n_sets = len({r["set"] for r in rows})
+    held = lodo(rows, progress=progress_printer(n_sets, "held-out rule (buckets chosen per held-out set)"))
+    if buckets is None:
+        buckets = choose_buckets(rows, progress_printer(len(BUCKET_GRID), "buckets on all sets"))
     print("## Held-out choice of the rule (fitted on every other set)\n")
     print("| set | task | ε | δ | rule picks | its score | best single (learner) | auto | best peer |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -583,7 +642,14 @@ def report(doc: dict, value: dict, ppr: dict) -> int:
     print("Minimum support of the finest key, chosen without each held-out set: "
           + ", ".join(f"{k}: {sorted(v for v in chosen.values()).count(k)} sets" for k in MIN_SUPPORT_GRID
                       if k in chosen.values())
-          + f"; chosen on all sets: {choose_min_support(rows)} (MIN_SUPPORT = {MIN_SUPPORT}, the prior's)")
+          + f"; chosen on all sets: {choose_min_support(rows, rule_keys_for(buckets))} "
+          f"(MIN_SUPPORT = {MIN_SUPPORT}, the prior's)")
+    per_set = {r["set"]: r["buckets"] for r in held}
+    print("\n`n ε` buckets (buckets per decade, offset), chosen without each held-out set: "
+          + ", ".join(f"{g}: {list(per_set.values()).count(g)} sets" for g in BUCKET_GRID
+                      if g in per_set.values())
+          + f"; chosen on all sets (the prior's): {buckets}, buckets "
+          + ", ".join(f"b{k} {bucket_range(k, buckets)}" for k in range(0, 8)))
     regret = [abs(r["pick_score"] - best_score(r))
               / (max(1e-12, r["pick_score"]) if r["facts"]["task"] in LOWER_IS_BETTER else 1)
               for r in held if r["pick_score"] is not None]
@@ -730,7 +796,7 @@ def self_test() -> int:
         rows.append({"set": s, "facts": fb, "epsilon": 1.0, "delta": 0.0,
                      "scores": {"dp-linear": 0.5, "dpboost": 0.9}})
     out = {r["set"]: r for r in lodo(rows, min_support=1)}
-    assert out["solo"]["pick"] == "dpboost" and out["solo"]["key"] == ("binary", "<1e4", "pure")
+    assert out["solo"]["pick"] == "dpboost" and out["solo"]["key"] == ("binary", "b3", "pure")
     assert out["p"]["pick"] == "dpboost" and out["p"]["key"][1] == "categorical"
     # in-sample it would have picked dp-linear: the held-out score is the honest one
     assert apply_rule(fit_rule(rows), fa, 1.0, 0.0, ["dp-linear", "dpboost"])[0] == "dp-linear"
@@ -738,14 +804,30 @@ def self_test() -> int:
     assert apply_rule(fit_rule(rows), fb, 1.0, 0.0, ["dp-linear"])[0] == "dp-linear"
     # a finest key fewer than min_support sets share is skipped: the coarser key decides
     sup = key_support(rows)
-    assert sup[("binary", "categorical", "<1e4", "pure")] == 2
-    assert sup[("binary", "numeric", "<1e4", "pure")] == 1
+    assert sup[("binary", "categorical", "b3", "pure")] == 2
+    assert sup[("binary", "numeric", "b3", "pure")] == 1
     m = supported(fit_rule(rows), sup, 2)
-    assert ("binary", "numeric", "<1e4", "pure") not in m and ("binary", "<1e4", "pure") in m
-    assert apply_rule(m, fa, 1.0, 0.0, ["dp-linear", "dpboost"]) == ("dpboost", ("binary", "<1e4", "pure"))
+    assert ("binary", "numeric", "b3", "pure") not in m and ("binary", "b3", "pure") in m
+    assert apply_rule(m, fa, 1.0, 0.0, ["dp-linear", "dpboost"]) == ("dpboost", ("binary", "b3", "pure"))
     assert apply_rule(m, fb, 1.0, 0.0, ["dp-linear", "dpboost"])[1][1] == "categorical"
-    # the held-out table chooses min_support without the held-out set, from the grid
-    assert all(r["min_support"] in MIN_SUPPORT_GRID for r in lodo(rows))
+    # the held-out table chooses min_support and the buckets without the held-out set, from the grids
+    assert all(r["min_support"] in MIN_SUPPORT_GRID and r["buckets"] in BUCKET_GRID for r in lodo(rows))
+    # the buckets by hand (learn::auto::prior's tests pin the same values): floor(w log10(n eps) + o)
+    assert [n_eps_bucket(n, e, b) for n, e, b in [
+        (1000, 1.0, (1.0, 0.0)), (999, 1.0, (1.0, 0.0)), (10_000, 1.0, (0.75, 0.0)),
+        (9_999, 1.0, (0.75, 0.0)), (100, 1.0, (0.75, 0.5)), (3, 0.1, (0.75, 0.0))]] == \
+        ["b3", "b2", "b3", "b2", "b2", "b0"]
+    assert bucket_range(3, (0.75, 0.0)) == "[1e+04, 2.15e+05)" and bucket_range(0, (1.0, 0.0)) == "below 10"
+    # the choice of buckets: learner a wins the two sets at n eps 1,000 and 1,200, b the two at
+    # 8,000 and 9,000; decades put all four in b3, 1.5 per decade splits them (b4, b5), and the
+    # chosen pair is one whose held-out regret is the grid's least, here none
+    tiny = [{"set": s, "facts": {"task": "binary", "n": n, "majority_kind": "numeric"}, "epsilon": 1.0,
+             "delta": 0.0, "scores": sc} for s, n, sc in [
+                 ("u", 1000, {"a": 0.9, "b": 0.5}), ("v", 1200, {"a": 0.8, "b": 0.6}),
+                 ("w", 9000, {"a": 0.5, "b": 0.9}), ("x", 8000, {"a": 0.6, "b": 0.8})]]
+    g = choose_buckets(tiny)
+    best = min(mean_regret(lodo(tiny, keys=rule_keys_for(h))) for h in BUCKET_GRID)
+    assert g in BUCKET_GRID and mean_regret(lodo(tiny, keys=rule_keys_for(g))) == best == 0.0
     assert close_enough("binary", 0.80, 0.81) and not close_enough("binary", 0.79, 0.81)
     assert close_enough("regression", 1.02, 1.0) and not close_enough("regression", 1.03, 1.0)
     # a tie under a key is broken by the coarser keys' mean scores, then by name
@@ -838,8 +920,11 @@ def main(argv=None) -> int:
     if args.compare_keys:
         compare_keys(rows_of(doc, value))
         return 0
+    buckets = None
     if args.emit_prior:
         rows = rows_of(doc, value)
+        buckets = choose_buckets(rows, progress_printer(len(BUCKET_GRID), "buckets on all sets"))
+        keys = rule_keys_for(buckets)
         mc_rows = rows_of(doc, value, tasks=("multiclass",))
         mc_criterion = choose_criterion(mc_rows, multiclass_rule_keys) if mc_rows else None
         prior = {
@@ -849,9 +934,11 @@ def main(argv=None) -> int:
                        "docs/results/suite/multiclass.json --emit-prior src/learn/auto/prior.json",
             "suite_commit": (doc.get("git") or {}).get("commit"),
             "sets": sorted({r["set"] for r in rows}),
-            "buckets": ["<1e3", "<1e4", "<1e5", ">=1e5"],
+            "buckets": {"per_decade": buckets[0], "offset": buckets[1],
+                        "ranges": {f"b{k}": bucket_range(k, buckets) for k in range(0, 8)}},
             "min_support": MIN_SUPPORT,
-            "entries": prior_entries(supported(fit_rule(rows), key_support(rows), MIN_SUPPORT)),
+            "entries": prior_entries(supported(fit_rule(rows, keys), key_support(rows, keys),
+                                               MIN_SUPPORT)),
         }
         if mc_rows:
             prior["multiclass_sets"] = sorted({r["set"] for r in mc_rows})
@@ -861,7 +948,7 @@ def main(argv=None) -> int:
         with open(args.emit_prior, "w") as f:
             json.dump(prior, f, indent=1)
             f.write("\n")
-    return report(doc, value, ppr)
+    return report(doc, value, ppr, buckets)
 
 
 if __name__ == "__main__":

@@ -229,8 +229,9 @@ async fn auto_running_dp_ebm_alone_fits_a_filter_dataset() {
     // Four numeric columns, 200 rows: n x epsilon is far below what
     // selection needs, so auto runs the prior's first learner alone: at
     // epsilon 5 (n x epsilon = 1,000) the one for (binary, numeric, n x
-    // epsilon < 1e4, delta > 0), DP-EBM in zCDP; at epsilon 0.5 the one for
-    // n x epsilon < 1e3, DPBoost, whose pure run is charged as pure.
+    // epsilon in [464, 1e4), delta > 0), DP-EBM in zCDP; at epsilon 0.5
+    // the one for n x epsilon in [21.5, 464), DPBoost, whose pure run is
+    // charged as pure.
     let schema = r#"{
       "label": {"column": "y", "positive": "1", "negative": "0"},
       "columns": [

@@ -55,8 +55,8 @@ async fn auto_job_end_to_end() {
     let dataset = s.upload_mushroom(&owner, 300.0).await;
     // At epsilon 1 auto does not select on 8,124 rows (8,124 x 1 / 2 <
     // 1,000,000): the public prior's first learner for (binary, n x epsilon
-    // in [1e3, 1e4), pure) (its categorical key has too few suite sets),
-    // dp-linear on today's prior
+    // in bucket b2, [464, 1e4), pure) (its categorical key has too few suite
+    // sets), dp-linear on today's prior
     // (src/learn/auto/prior.json; DP-EBM between its bins rule of stop 38
     // and its calibration grid of stop 40), alone, on every row, with the
     // whole budget.
@@ -85,11 +85,11 @@ async fn auto_job_end_to_end() {
     assert_eq!(estimate["charge"]["epsilon"], 250.0, "{estimate}");
     let candidates = estimate["noise"]["candidates"].as_array().unwrap();
     assert_eq!(candidates.len(), 2, "{estimate}");
-    // The prior's two best for (binary, n x epsilon >= 1e5, pure): the
-    // suite has no categorical set that large, so the coarser key (DP-EBM
-    // first since its leaves of stop 41).
-    assert_eq!(candidates[0]["label"], "dp-ebm");
-    assert_eq!(candidates[1]["label"], "dp-linear");
+    // The prior's two best for (binary, pure) at n x epsilon = 2.03e6:
+    // the suite has no cell in that bucket (b4, from 2.15e5), so the key
+    // without a bucket decides (dp-linear first on today's prior).
+    assert_eq!(candidates[0]["label"], "dp-linear");
+    assert_eq!(candidates[1]["label"], "dp-ebm");
     assert_eq!(candidates[0]["epsilon"], 125.0);
     // 8,124 rows: about 1,000 held out (share 1000 / 8124), the rest train.
     assert_eq!(estimate["noise"]["n_validation"], 1000, "{estimate}");

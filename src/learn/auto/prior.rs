@@ -9,7 +9,9 @@
 //! learner over the cells that share it. A job's keys, finest first, are
 //! (task, majority column kind, `n * epsilon` bucket, pure?), (task,
 //! bucket, pure?), (task, pure?) and (pure?); the finest key the suite saw
-//! gives the learners' order (a tie of mean ranks is broken by the next
+//! gives the learners' order. The buckets' width and offset on the log10
+//! scale ([`Buckets`]) are chosen leave-one-dataset-out too and written in
+//! the same file (a tie of mean ranks is broken by the next
 //! coarser key's, then by name: `scripts/suite_lodo.py`'s `order`, which
 //! writes `ranking` in that order). It reads no row, so it costs nothing.
 //!
@@ -43,35 +45,60 @@ pub struct Entry {
     pub ranking: Vec<String>,
 }
 
+/// How `n * epsilon` is cut into the prior's buckets: `per_decade` buckets
+/// per power of ten, shifted by `offset` of a bucket. `scripts/suite_lodo.py`
+/// chooses the pair from a grid leave-one-dataset-out (docs/accuracy.md,
+/// "The prior's `n ε` buckets, chosen leave-one-dataset-out").
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct Buckets {
+    /// Buckets per power of ten of `n * epsilon`.
+    pub per_decade: f64,
+    /// The shift of the bucket boundaries, in buckets.
+    pub offset: f64,
+}
+
+impl Buckets {
+    /// The bucket of `n * epsilon` (the signal-to-noise of a count query on
+    /// `n` rows at `epsilon`, the quantity the learners' accuracy follows):
+    /// `b{k}`, `k = floor(per_decade * log10(max(n epsilon, 1)) + offset)`,
+    /// as the script's `n_eps_bucket` computes it (the `1e-9` keeps an exact
+    /// boundary such as 1e4 in the bucket it opens, in both).
+    pub fn label(self, n_rows: usize, epsilon: f64) -> String {
+        let v = (n_rows as f64 * epsilon).max(1.0);
+        let k = (self.per_decade * v.log10() + self.offset + 1e-9).floor();
+        format!("b{k}")
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct PriorFile {
+    buckets: Buckets,
     entries: Vec<Entry>,
 }
 
-/// The prior's entries. Invariant: `prior.json` is generated and checked by
+/// The parsed prior. Invariant: `prior.json` is generated and checked by
 /// the tests (it parses, every task and purity has a coarse entry).
-pub fn entries() -> &'static [Entry] {
-    static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
-    ENTRIES.get_or_init(|| {
+fn file() -> &'static PriorFile {
+    static FILE: OnceLock<PriorFile> = OnceLock::new();
+    FILE.get_or_init(|| {
         serde_json::from_str::<PriorFile>(PRIOR_JSON)
             .expect("src/learn/auto/prior.json parses (tested)")
-            .entries
     })
 }
 
-/// `n * epsilon` on a log10 scale: the signal-to-noise of a count query on
-/// `n` rows at `epsilon`, the quantity the learners' accuracy follows.
-pub fn bucket(n_rows: usize, epsilon: f64) -> &'static str {
-    let v = n_rows as f64 * epsilon;
-    if v < 1e3 {
-        "<1e3"
-    } else if v < 1e4 {
-        "<1e4"
-    } else if v < 1e5 {
-        "<1e5"
-    } else {
-        ">=1e5"
-    }
+/// The prior's entries.
+pub fn entries() -> &'static [Entry] {
+    &file().entries
+}
+
+/// The prior's `n * epsilon` buckets.
+pub fn buckets() -> Buckets {
+    file().buckets
+}
+
+/// The shipped prior's bucket of `n * epsilon`.
+pub fn bucket(n_rows: usize, epsilon: f64) -> String {
+    buckets().label(n_rows, epsilon)
 }
 
 /// The majority kind of the feature columns: `numeric` when at least half
@@ -92,12 +119,18 @@ fn task_name(task: Task) -> &'static str {
     }
 }
 
-/// The learners in the order the finest matching key of `entries` gives
-/// (empty if none matches).
-pub fn ranking_in<'a>(entries: &'a [Entry], facts: &PublicFacts, budget: Budget) -> &'a [String] {
+/// The learners in the order the finest matching key of `entries` gives,
+/// with `n * epsilon` cut by `buckets` (empty if no key matches).
+pub fn ranking_in<'a>(
+    entries: &'a [Entry],
+    buckets: Buckets,
+    facts: &PublicFacts,
+    budget: Budget,
+) -> &'a [String] {
     let task = task_name(facts.task);
     let kind = majority_kind(facts.kinds);
-    let bucket = bucket(facts.n_rows, budget.epsilon());
+    let bucket = buckets.label(facts.n_rows, budget.epsilon());
+    let bucket = bucket.as_str();
     let pure = budget.delta() == 0.0;
     let levels: [(Option<&str>, Option<&str>, Option<&str>); 4] = [
         (Some(task), Some(kind), Some(bucket)),
@@ -142,5 +175,5 @@ pub fn multiclass_ranking(budget: Budget) -> &'static [String] {
 
 /// The shipped prior's order for a job.
 pub fn ranking(facts: &PublicFacts, budget: Budget) -> &'static [String] {
-    ranking_in(entries(), facts, budget)
+    ranking_in(entries(), buckets(), facts, budget)
 }
