@@ -61,9 +61,9 @@ CRITERIA = ("rank", "regret")
 # ------------------------------------------------------------------------------------------------
 
 def n_eps_bucket(n: int, eps: float, buckets: tuple) -> str:
-    """n * epsilon (the signal-to-noise of a count query) on a log10 scale: bucket `b{k}`, k =
-    floor(per_decade * log10(max(n * epsilon, 1)) + offset) (`learn::auto::prior::bucket`, which
-    must agree: the 1e-9 keeps an exact boundary such as 1e4 in the bucket it opens in both)."""
+    """n * epsilon (the signal-to-noise of a count query) on a log10 scale: bucket `b{k}`,
+    k = floor(per_decade * log10(max(n * epsilon, 1)) + offset). `learn::auto::prior::Buckets::label`
+    must agree (the 1e-9 keeps an exact boundary such as 1e4 in the bucket it opens, in both)."""
     per_decade, offset = buckets
     v = max(n * eps, 1.0)
     return f"b{math.floor(per_decade * math.log10(v) + offset + 1e-9)}"
@@ -537,7 +537,7 @@ def report(doc: dict, value: dict, ppr: dict, buckets=None) -> int:
         multiclass_report(doc, value, check_printer)
         return 0
     n_sets = len({r["set"] for r in rows})
-    held = lodo(rows, progress=progress_printer(n_sets, "held-out rule (buckets chosen per held-out set)"))
+    held = lodo(rows, progress=progress_printer(n_sets, "held-out rule, buckets chosen per set"))
     if buckets is None:
         buckets = choose_buckets(rows, progress_printer(len(BUCKET_GRID), "buckets on all sets"))
     print("## Held-out choice of the rule (fitted on every other set)\n")

@@ -9,11 +9,11 @@
 //! learner over the cells that share it. A job's keys, finest first, are
 //! (task, majority column kind, `n * epsilon` bucket, pure?), (task,
 //! bucket, pure?), (task, pure?) and (pure?); the finest key the suite saw
-//! gives the learners' order. The buckets' width and offset on the log10
-//! scale ([`Buckets`]) are chosen leave-one-dataset-out too and written in
-//! the same file (a tie of mean ranks is broken by the next
+//! gives the learners' order (a tie of mean ranks is broken by the next
 //! coarser key's, then by name: `scripts/suite_lodo.py`'s `order`, which
-//! writes `ranking` in that order). It reads no row, so it costs nothing.
+//! writes `ranking` in that order). The buckets' width and offset on the
+//! log10 scale ([`Buckets`]) are chosen leave-one-dataset-out too, and the
+//! same file records them. It reads no row, so it costs nothing.
 //!
 //! The rule's quality is reported leave-one-dataset-out (each set scored by
 //! the rule fitted on the others), never on the sets it was fitted on.
