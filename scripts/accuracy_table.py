@@ -11,8 +11,9 @@ reads the rows, so none of this is a private release.
     cargo build --release --locked
     python3 scripts/accuracy_table.py --repeats 10 > /tmp/table.md
 
-A learner that cannot do a task or a delta (LazyBB on regression, LazyBB and
-DPBoost with delta > 0) shows a dash. By default DP-EBM runs at --ebm-delta and
+A learner that cannot do a task (LazyBB on regression) shows a dash; at
+delta > 0 LazyBB may use the delta (advanced composition) and DPBoost runs
+pure, as their own `eval` does. By default DP-EBM runs at --ebm-delta and
 the others are pure DP (delta = 0), the table's historical layout; --delta D
 runs every learner at D instead (DP-EBM has had a pure variant since issue 25):
 

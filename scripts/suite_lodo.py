@@ -238,18 +238,18 @@ def regret_of(r: dict, pick) -> float:
     return (v - best) / max(best, 1e-12) if task in LOWER_IS_BETTER else best - v
 
 
+def mean_regret(held: list) -> float:
+    """The mean regret of a held-out table's picks (`regret_of`)."""
+    return sum(regret_of(r, r["pick"]) for r in held) / len(held)
+
+
 def choose_min_support(rows: list, keys=None) -> int:
     """The MIN_SUPPORT_GRID value with the lowest mean held-out regret on `rows` (leave one of
     their sets out at a time); ties to the larger value (more support)."""
     def score(k):
-        held = lodo(rows, min_support=k, keys=keys or DECADES)
-        return sum(regret_of(r, r["pick"]) for r in held) / len(held)
+        return mean_regret(lodo(rows, min_support=k, keys=keys or DECADES))
     scores = {k: round(score(k), 9) for k in MIN_SUPPORT_GRID}
     return min(MIN_SUPPORT_GRID, key=lambda k: (scores[k], -k))
-
-
-def mean_regret(held: list) -> float:
-    return sum(regret_of(r, r["pick"]) for r in held) / len(held)
 
 
 def choose_buckets(rows: list, progress=None) -> tuple:
@@ -295,8 +295,7 @@ def choose_criterion(rows: list, keys=None) -> str:
     """The criterion ("rank" or "regret") whose rule has the lower mean held-out regret on `rows`
     (leave one of their sets out at a time, every key used); ties to "rank"."""
     def score(c):
-        held = lodo(rows, min_support=1, keys=keys or DECADES, criterion=c)
-        return round(sum(regret_of(r, r["pick"]) for r in held) / len(held), 9)
+        return round(mean_regret(lodo(rows, min_support=1, keys=keys or DECADES, criterion=c)), 9)
     return min(CRITERIA, key=lambda c: (score(c), CRITERIA.index(c)))
 
 
@@ -772,7 +771,7 @@ def compare_keys(rows: list) -> None:
             reg = sum(regret_of(r, r["pick"]) for r in hs) / len(hs)
             near = sum(close_enough(r["facts"]["task"], r["pick_score"], best_score(r)) for r in hs)
             cols.append(f"{reg:.4f}, {near} of {len(hs)}")
-        total = sum(regret_of(r, r["pick"]) for r in held) / len(held)
+        total = mean_regret(held)
         print(f"| {name} | {total:.4f} | {cols[0]} | {cols[1]} |")
 
 

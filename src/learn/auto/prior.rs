@@ -37,7 +37,7 @@ pub struct Entry {
     pub task: Option<String>,
     /// `numeric` or `categorical` (the majority of the feature columns).
     pub kind: Option<String>,
-    /// The `n * epsilon` bucket ([`bucket`]).
+    /// The `n * epsilon` bucket ([`Buckets::label`]).
     pub bucket: Option<String>,
     /// Pure DP (delta = 0) or not.
     pub pure: bool,
@@ -94,11 +94,6 @@ pub fn entries() -> &'static [Entry] {
 /// The prior's `n * epsilon` buckets.
 pub fn buckets() -> Buckets {
     file().buckets
-}
-
-/// The shipped prior's bucket of `n * epsilon`.
-pub fn bucket(n_rows: usize, epsilon: f64) -> String {
-    buckets().label(n_rows, epsilon)
 }
 
 /// The majority kind of the feature columns: `numeric` when at least half
